@@ -1,0 +1,77 @@
+"""The baked per-frame vertex cache, checked before it is written into a user's file."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import HairWigError
+from .hairset import HairSet
+
+
+class BakeCache:
+    """Positions of every point for the frames ``first..last`` of a bake.
+
+    Parameters
+    ----------
+    hair : HairSet
+        The rest hair the cache was baked from (for its strand layout and name).
+    first, last : int
+        The baked frame range, both included.
+
+    Attributes
+    ----------
+    positions : (F, P, 3) float32, hair-object space (metres), ``F = last - first + 1``.
+    """
+
+    def __init__(self, hair: HairSet, first: int, last: int):
+        first, last = int(first), int(last)
+        if last < first:
+            raise HairWigError(f"'{hair.name}': frame range {first}..{last} is empty (end before start)")
+        self.hair = hair
+        self.first = first
+        self.last = last
+        self.positions = np.empty((last - first + 1, hair.num_points, 3), dtype=np.float32)
+
+    @classmethod
+    def from_positions(cls, hair: HairSet, first: int, positions: np.ndarray) -> "BakeCache":
+        positions = np.asarray(positions, dtype=np.float32)
+        if positions.ndim != 3 or positions.shape[1:] != (hair.num_points, 3):
+            raise HairWigError(
+                f"'{hair.name}': baked positions must have shape (F, {hair.num_points}, 3), "
+                f"got {positions.shape}")
+        cache = cls(hair, first, first + positions.shape[0] - 1)
+        cache.positions[...] = positions
+        return cache
+
+    @property
+    def frames(self) -> range:
+        return range(self.first, self.last + 1)
+
+    @property
+    def num_frames(self) -> int:
+        return self.last - self.first + 1
+
+    def frame(self, f: int) -> np.ndarray:
+        """(P, 3) view of frame ``f``."""
+        return self.positions[f - self.first]
+
+    def check_finite(self, f: int | None = None) -> None:
+        """Raise naming the first frame and strand with a NaN or infinite position.
+
+        A bake must never write a NaN into the user's file; checking one frame as it is
+        computed lets a bake stop at the frame that blew up.
+        """
+        block = self.positions if f is None else self.positions[f - self.first][None]
+        bad = ~np.isfinite(block).all(axis=2)
+        if bad.any():
+            fi, pi = np.argwhere(bad)[0]
+            frame = (self.first + int(fi)) if f is None else f
+            strand = int(np.searchsorted(self.hair.offsets, pi, side="right") - 1)
+            raise HairWigError(
+                f"'{self.hair.name}': the solution is not finite at frame {frame}, strand {strand}; "
+                f"nothing was written")
+
+    @staticmethod
+    def estimate_bytes(num_points: int, num_frames: int) -> int:
+        """Bytes the cache takes in memory and, uncompressed, in the .blend."""
+        return int(num_points) * int(num_frames) * 3 * 4

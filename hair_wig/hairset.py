@@ -1,0 +1,86 @@
+"""A hair set: N strands stored flat (SPEC §1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import HairWigError
+
+
+@dataclass(frozen=True)
+class HairSet:
+    """N strands stored flat, root first (SPEC §1 "Data").
+
+    Parameters
+    ----------
+    points : (P, 3) float32
+        Point positions of every strand, strand after strand, each from root to tip, in the
+        hair object's local space (metres).
+    counts : (N,) int32
+        Points per strand; ``counts.sum() == P`` and every count is at least 2.
+    name : str
+        What the hair is called in messages (the Blender object's name).
+    selection : (N,) bool or None
+        Strands picked by a named selection attribute; ``None`` when there is none.
+    surface_uv : (N, 2) float32 or None
+        Each strand's root in the surface's UV map (Blender's ``surface_uv_coordinate``).
+    """
+
+    points: np.ndarray
+    counts: np.ndarray
+    name: str = "hair"
+    selection: np.ndarray | None = None
+    surface_uv: np.ndarray | None = None
+    offsets: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self):
+        points = np.ascontiguousarray(self.points, dtype=np.float32)
+        counts = np.ascontiguousarray(self.counts, dtype=np.int32)
+        if counts.ndim != 1 or counts.size == 0:
+            raise HairWigError(f"'{self.name}' has no strands")
+        if points.ndim != 2 or points.shape[1] != 3:
+            raise HairWigError(f"'{self.name}': points must have shape (P, 3), got {points.shape}")
+        short = np.flatnonzero(counts < 2)
+        if short.size:
+            raise HairWigError(
+                f"'{self.name}': strand {short[0]} has {counts[short[0]]} point(s); every strand "
+                f"needs at least 2 ({short.size} such strand(s) in all)")
+        if int(counts.sum()) != points.shape[0]:
+            raise HairWigError(
+                f"'{self.name}': the strands' point counts add up to {int(counts.sum())} but there "
+                f"are {points.shape[0]} points")
+        bad = ~np.isfinite(points).all(axis=1)
+        if bad.any():
+            strand = int(np.searchsorted(np.cumsum(counts), np.flatnonzero(bad)[0], side="right"))
+            raise HairWigError(f"'{self.name}': strand {strand} has a NaN or infinite point position")
+        offsets = np.zeros(counts.size + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        for arr, width, what in ((self.selection, None, "selection"), (self.surface_uv, 2, "surface_uv")):
+            if arr is not None:
+                shape = (counts.size,) if width is None else (counts.size, width)
+                if np.shape(arr) != shape:
+                    raise HairWigError(f"'{self.name}': {what} must have shape {shape}, got {np.shape(arr)}")
+        object.__setattr__(self, "points", points)
+        object.__setattr__(self, "counts", counts)
+        object.__setattr__(self, "offsets", offsets)
+        if self.selection is not None:
+            object.__setattr__(self, "selection", np.asarray(self.selection, dtype=bool))
+        if self.surface_uv is not None:
+            object.__setattr__(self, "surface_uv", np.asarray(self.surface_uv, dtype=np.float32))
+
+    @property
+    def num_strands(self) -> int:
+        return int(self.counts.size)
+
+    @property
+    def num_points(self) -> int:
+        return int(self.points.shape[0])
+
+    def strand_of_point(self) -> np.ndarray:
+        """(P,) int32 index of the strand each point belongs to."""
+        return np.repeat(np.arange(self.num_strands, dtype=np.int32), self.counts)
+
+    def strand_slice(self, strand: int) -> slice:
+        return slice(int(self.offsets[strand]), int(self.offsets[strand + 1]))

@@ -1,0 +1,50 @@
+"""Reference spaces (seed 000, "Reference Spaces"; SPEC §2).
+
+Matrices are 4x4 float64 affine matrices in Blender's convention (column vectors:
+``world = M @ local``), as ``numpy.array(obj.matrix_world)`` gives them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import HairWigError
+
+
+def as_matrix(m, what: str = "matrix") -> np.ndarray:
+    """A (4, 4) float64 affine matrix, checked to be finite and invertible."""
+    m = np.asarray(m, dtype=np.float64)
+    if m.shape != (4, 4):
+        raise HairWigError(f"{what} must be 4x4, got {m.shape}")
+    if not np.isfinite(m).all():
+        raise HairWigError(f"{what} has a NaN or infinite entry")
+    if abs(np.linalg.det(m[:3, :3])) < 1e-12:
+        raise HairWigError(f"{what} is singular (zero scale on an axis)")
+    return m
+
+
+def transform_points(points: np.ndarray, m: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Apply the affine matrix ``m`` to ``points``.
+
+    Parameters
+    ----------
+    points : (P, 3) float32
+    m : (4, 4) float64
+    out : (P, 3) float32, optional
+        Written in place when given (may be ``points`` itself).
+    """
+    rot = m[:3, :3].T.astype(points.dtype)
+    res = np.matmul(points, rot, out=out)
+    res += m[:3, 3].astype(points.dtype)
+    return res
+
+
+def follow_matrix(hair_rest: np.ndarray, head_rest: np.ndarray,
+                  head_now: np.ndarray, hair_now: np.ndarray) -> np.ndarray:
+    """Matrix taking rest hair-object coordinates to current hair-object coordinates so that the
+    hair keeps its place in the head's local space (seed 000, "Reference Spaces": local space).
+
+    ``H_f⁻¹ · L_f · L_0⁻¹ · H_0``: rest object space → world at rest → head-local → world now →
+    hair object space now. When the hair object is parented to the head this is the identity.
+    """
+    return np.linalg.solve(hair_now, head_now @ np.linalg.solve(head_rest, hair_rest))

@@ -1,0 +1,437 @@
+"""Where Blender data becomes core arrays and core arrays become Blender data.
+
+Everything that touches hair data in a .blend goes through here: reading ``Curves`` and legacy
+``Curve`` objects into a :class:`HairSet`, writing a :class:`BakeCache` into the keyframed
+playback structures, and clearing them again. The structures written are plain Blender data
+(attributes, a geometry-nodes group, shape keys, F-curves), so a baked file plays back with
+the add-on disabled or absent.
+"""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+
+from ..hair_wig import BakeCache, HairSet, HairWigError
+
+BAKE_PREFIX = ".hw_bake_"          # dot: Blender keeps such attributes out of the UI lists
+LEGACY_KEY_PREFIX = "hw_bake_"
+PLAYBACK_GROUP = "HairWig Playback"
+PLAYBACK_VERSION = 1
+MODIFIER_NAME = "HairWig Bake"
+RECORD = "_hair_wig_bake"          # underscore: hidden from the Custom Properties panel
+HAIR_TYPES = {"CURVES", "CURVE"}
+_SPLINE_POLY, _SPLINE_BEZIER, _SPLINE_NURBS = 0, 1, 4   # Spline.type as foreach_get gives it
+
+
+def matrix(ob) -> np.ndarray:
+    """(4, 4) float64 world matrix of ``ob``."""
+    return np.array(ob.matrix_world, dtype=np.float64)
+
+
+def evaluated_matrix(ob, depsgraph) -> np.ndarray:
+    return np.array(ob.evaluated_get(depsgraph).matrix_world, dtype=np.float64)
+
+
+# --------------------------------------------------------------------------------- reading
+
+def read_hair(ob, selection_attribute: str = "") -> HairSet:
+    """Read the rest hair of a ``Curves`` or legacy ``Curve`` object (its original data,
+    not what modifiers or a bake make of it).
+
+    ``selection_attribute`` names an optional boolean (or float, as Blender's own ``.selection``)
+    attribute on the curve or point domain; a strand is selected when any of its points is.
+    """
+    if ob is None or ob.type not in HAIR_TYPES:
+        kind = "nothing" if ob is None else f"a {ob.type.lower()} object"
+        raise HairWigError(f"'{getattr(ob, 'name', '?')}' is {kind}, not hair (Curves or Curve)")
+    if ob.type == "CURVES":
+        return _read_curves(ob, selection_attribute)
+    if selection_attribute:
+        raise HairWigError(
+            f"'{ob.name}': legacy Curve objects have no attributes; clear the selection "
+            f"attribute '{selection_attribute}'")
+    points, counts, _ = _legacy_arrays(ob)
+    return HairSet(points, counts, name=ob.name)
+
+
+def _read_curves(ob, selection_attribute: str) -> HairSet:
+    cv = ob.data
+    n = len(cv.curves)
+    if n == 0:
+        raise HairWigError(f"'{ob.name}' has no hair curves")
+    offsets = np.empty(n + 1, dtype=np.int32)
+    cv.curve_offset_data.foreach_get("value", offsets)
+    counts = np.diff(offsets)
+    points = np.empty(int(offsets[-1]) * 3, dtype=np.float32)
+    cv.attributes["position"].data.foreach_get("vector", points)
+    uv = None
+    a = cv.attributes.get("surface_uv_coordinate")
+    if a is not None and a.domain == "CURVE" and a.data_type == "FLOAT2":
+        uv = np.empty(n * 2, dtype=np.float32)
+        a.data.foreach_get("vector", uv)
+        uv = uv.reshape(n, 2)
+    selection = None
+    if selection_attribute:
+        selection = _read_selection(ob, selection_attribute, offsets)
+    return HairSet(points.reshape(-1, 3), counts, name=ob.name, selection=selection, surface_uv=uv)
+
+
+def _read_selection(ob, name: str, offsets: np.ndarray) -> np.ndarray:
+    a = ob.data.attributes.get(name)
+    if a is None:
+        raise HairWigError(f"'{ob.name}' has no attribute '{name}' to select strands with")
+    if a.data_type not in {"BOOLEAN", "FLOAT"} or a.domain not in {"CURVE", "POINT"}:
+        raise HairWigError(
+            f"'{ob.name}': selection attribute '{name}' is {a.data_type} on {a.domain}; it must "
+            f"be a boolean or float attribute on the curve or point domain")
+    vals = np.empty(len(a.data), dtype=bool if a.data_type == "BOOLEAN" else np.float32)
+    a.data.foreach_get("value", vals)
+    vals = vals > 0
+    if a.domain == "POINT":
+        vals = np.logical_or.reduceat(vals, offsets[:-1])
+    return vals
+
+
+def _legacy_arrays(ob):
+    """Control points of a legacy Curve, flat, plus bezier handles when its splines are bezier.
+
+    Returns ``points (P, 3) float32``, ``counts (N,) int32``, and ``None`` or the pair of handle
+    arrays ``(left, right)``, each (P, 3). The per-spline loop runs once at bind, never per frame
+    (``foreach_get`` on each spline's point collection; there is no flat accessor for curves).
+    """
+    cu = ob.data
+    splines = cu.splines
+    n = len(splines)
+    if n == 0:
+        raise HairWigError(f"'{ob.name}' has no splines")
+    types = np.empty(n, dtype=np.int32)
+    splines.foreach_get("type", types)
+    counts = np.empty(n, dtype=np.int32)
+    splines.foreach_get("point_count_u", counts)
+    bezier = types == _SPLINE_BEZIER
+    if bezier.any() and not bezier.all():
+        raise HairWigError(
+            f"'{ob.name}' mixes bezier splines with poly/NURBS splines; convert them to one type "
+            f"(Curve > Set Spline Type) to use it as hair")
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    total = int(offsets[-1])
+    if bezier.all():
+        co = np.empty(total * 3, dtype=np.float32)
+        left = np.empty_like(co)
+        right = np.empty_like(co)
+        for i, sp in enumerate(splines):
+            s = slice(3 * offsets[i], 3 * offsets[i + 1])
+            sp.bezier_points.foreach_get("co", co[s])
+            sp.bezier_points.foreach_get("handle_left", left[s])
+            sp.bezier_points.foreach_get("handle_right", right[s])
+        return co.reshape(-1, 3), counts, (left.reshape(-1, 3), right.reshape(-1, 3))
+    co4 = np.empty(total * 4, dtype=np.float32)
+    for i, sp in enumerate(splines):
+        sp.points.foreach_get("co", co4[4 * offsets[i]:4 * offsets[i + 1]])
+    return np.ascontiguousarray(co4.reshape(-1, 4)[:, :3]), counts, None
+
+
+def read_evaluated_points(ob, depsgraph) -> np.ndarray:
+    """(P, 3) float32 positions of ``ob``'s curves as Blender evaluates them now (after
+    modifiers, shape keys and any bake), in the object's local space."""
+    ob_eval = ob.evaluated_get(depsgraph)
+    geometry = ob_eval.evaluated_geometry()    # keep a reference, or the curves are freed under us
+    curves = geometry.curves
+    if curves is None:
+        raise HairWigError(f"'{ob.name}' evaluates to no curves")
+    out = np.empty(len(curves.points) * 3, dtype=np.float32)
+    curves.attributes["position"].data.foreach_get("vector", out)
+    return out.reshape(-1, 3)
+
+
+# --------------------------------------------------------------------------------- writing
+
+def is_baked(ob) -> bool:
+    return RECORD in ob.keys()
+
+
+def bake_range(ob) -> tuple[int, int] | None:
+    rec = ob.get(RECORD)
+    return (int(rec["first"]), int(rec["last"])) if rec is not None else None
+
+
+def check_bakeable(ob) -> None:
+    """Refuse, before any work is done, objects a bake could not be written into safely."""
+    if ob.type not in HAIR_TYPES:
+        raise HairWigError(f"'{ob.name}' is not a hair object (Curves or Curve)")
+    if ob.data.users > 1:
+        raise HairWigError(
+            f"'{ob.name}' shares its data '{ob.data.name}' with {ob.data.users - 1} other user(s); "
+            f"make it single-user (Object > Relations > Make Single User) before baking")
+    if ob.type == "CURVE" and ob.data.shape_keys is not None and not is_baked(ob):
+        raise HairWigError(
+            f"'{ob.name}' has shape keys of its own; hair_wig bakes legacy curves into shape keys "
+            f"and will not overwrite them")
+
+
+def write_bake(ob, cache: BakeCache) -> None:
+    """Store ``cache`` on ``ob`` so Blender's timeline plays it back, replacing any earlier bake.
+
+    ``Curves``: one hidden point attribute per frame and a geometry-nodes modifier, first in the
+    stack, whose keyframed Frame input picks (and blends between) them. Legacy ``Curve``:
+    absolute shape keys, one per frame, with a keyframed evaluation time. Either way the
+    keyframes are linear, so a sub-frame shows the blend of its neighbouring frames, and they
+    extrapolate constantly, so the frames before and after the bake hold its first and last.
+    """
+    check_bakeable(ob)
+    cache.check_finite()
+    if cache.hair.num_points != _rest_point_count(ob):
+        raise HairWigError(
+            f"'{ob.name}' has {_rest_point_count(ob)} points but the bake has "
+            f"{cache.hair.num_points}; the hair was edited after binding, bake again")
+    clear_bake(ob)
+    try:
+        if ob.type == "CURVES":
+            _write_curves(ob, cache)
+        else:
+            _write_legacy(ob, cache)
+    except BaseException:
+        clear_bake(ob)
+        raise
+
+
+def _rest_point_count(ob) -> int:
+    if ob.type == "CURVES":
+        return len(ob.data.points)
+    counts = np.empty(len(ob.data.splines), dtype=np.int32)
+    ob.data.splines.foreach_get("point_count_u", counts)
+    return int(counts.sum())
+
+
+def _write_curves(ob, cache: BakeCache) -> None:
+    cv = ob.data
+    # The record goes first so that clear_bake can find a half-written bake.
+    ob[RECORD] = {"kind": "CURVES", "first": cache.first, "last": cache.last,
+                  "action_created": False, "disabled": []}
+    for f in cache.frames:
+        attr = cv.attributes.new(f"{BAKE_PREFIX}{f}", "FLOAT_VECTOR", "POINT")
+        attr.data.foreach_set("vector", cache.frame(f).ravel())
+    group = playback_group()
+    md = ob.modifiers.new(MODIFIER_NAME, "NODES")
+    md.node_group = group
+    ob.modifiers.move(len(ob.modifiers) - 1, 0)   # before anything that adds or removes curves
+    ids = {item.name: item.identifier for item in group.interface.items_tree
+           if item.item_type == "SOCKET" and item.in_out == "INPUT"}
+    md[ids["Frame"]] = float(cache.first)
+    md[ids["Last"]] = cache.last
+    ob[RECORD]["disabled"] = _disable_surface_deform(ob, md)
+    ob[RECORD]["action_created"] = _key_linear(
+        ob, f'modifiers["{md.name}"]["{ids["Frame"]}"]', cache.frames,
+        np.arange(cache.first, cache.last + 1, dtype=np.float32), f"{ob.name} HairWig Bake")
+
+
+def _write_legacy(ob, cache: BakeCache) -> None:
+    _, _, handles = _legacy_arrays(ob)
+    ob[RECORD] = {"kind": "CURVE", "first": cache.first, "last": cache.last,
+                  "action_created": False, "disabled": []}
+    basis = ob.shape_key_add(name="Basis", from_mix=False)
+    key = ob.data.shape_keys
+    key.use_relative = False
+    basis.interpolation = "KEY_LINEAR"
+    rest = cache.hair.points
+    key_frames = np.empty(cache.num_frames, dtype=np.float32)
+    for i, f in enumerate(cache.frames):
+        kb = ob.shape_key_add(name=f"{LEGACY_KEY_PREFIX}{f}", from_mix=False)
+        kb.interpolation = "KEY_LINEAR"
+        pos = cache.frame(f)
+        kb.data.foreach_set("co", pos.ravel())
+        if handles is not None:
+            moved = pos - rest     # handles move with their control point
+            kb.data.foreach_set("handle_left", (handles[0] + moved).ravel())
+            kb.data.foreach_set("handle_right", (handles[1] + moved).ravel())
+        key_frames[i] = kb.frame      # absolute keys sit at 10, 20, ... (with float drift)
+    ob[RECORD]["disabled"] = _disable_surface_deform(ob, None)
+    ob[RECORD]["action_created"] = _key_linear(
+        key, "eval_time", cache.frames, key_frames, f"{ob.name} HairWig Bake")
+
+
+def _key_linear(id_data, data_path: str, frames: range, values: np.ndarray, action_name: str) -> bool:
+    """Key ``data_path`` of ``id_data`` with ``values`` at ``frames``, linear, held outside.
+
+    Uses the ID's current action when it has one. Returns whether a new action was made.
+    """
+    ad = id_data.animation_data or id_data.animation_data_create()
+    created = ad.action is None
+    if created:
+        ad.action = bpy.data.actions.new(action_name)
+    fc = ad.action.fcurve_ensure_for_datablock(id_data, data_path)
+    fc.keyframe_points.clear()
+    n = len(frames)
+    fc.keyframe_points.add(n)
+    co = np.empty((n, 2), dtype=np.float32)
+    co[:, 0] = np.arange(frames.start, frames.stop, dtype=np.float32)
+    co[:, 1] = values
+    fc.keyframe_points.foreach_set("co", co.ravel())
+    linear = bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["LINEAR"].value
+    fc.keyframe_points.foreach_set("interpolation", np.full(n, linear, dtype=np.int32))
+    fc.extrapolation = "CONSTANT"
+    fc.update()
+    return created
+
+
+def _deforms_on_surface(group, seen=None) -> bool:
+    seen = set() if seen is None else seen
+    if group is None or group.name in seen:
+        return False
+    seen.add(group.name)
+    for node in group.nodes:
+        if node.bl_idname == "GeometryNodeDeformCurvesOnSurface":
+            return True
+        if node.bl_idname == "GeometryNodeGroup" and _deforms_on_surface(node.node_tree, seen):
+            return True
+    return False
+
+
+def _disable_surface_deform(ob, own_modifier) -> list:
+    """Switch off modifiers that would move the baked hair a second time; return what to restore."""
+    record = []
+    for md in ob.modifiers:
+        if md == own_modifier or md.type != "NODES" or not (md.show_viewport or md.show_render):
+            continue
+        if _deforms_on_surface(md.node_group):
+            record.append([md.persistent_uid, int(md.show_viewport), int(md.show_render)])
+            md.show_viewport = False
+            md.show_render = False
+    return record
+
+
+def clear_bake(ob) -> bool:
+    """Remove every piece of bake data from ``ob`` and restore what the bake switched off.
+
+    Returns whether there was a bake. The rest positions were never overwritten by the bake,
+    so the hair is back exactly as it was.
+    """
+    rec = ob.get(RECORD)
+    if rec is None:
+        return False
+    rec = rec.to_dict()
+    if rec["kind"] == "CURVES":
+        names = {md.name for md in ob.modifiers
+                 if md.type == "NODES" and _is_playback_group(md.node_group)}
+        _remove_fcurves(ob, lambda path: any(path.startswith(f'modifiers["{n}"]') for n in names),
+                        rec["action_created"])
+        for name in names:
+            group = ob.modifiers[name].node_group
+            ob.modifiers.remove(ob.modifiers[name])
+            if group is not None and group.users == 0:
+                bpy.data.node_groups.remove(group)
+        attrs = ob.data.attributes
+        for name in [a.name for a in attrs if a.name.startswith(BAKE_PREFIX)]:
+            attrs.remove(attrs[name])
+    else:
+        key = ob.data.shape_keys
+        if key is not None:
+            _remove_fcurves(key, lambda path: path == "eval_time", rec["action_created"])
+            ob.shape_key_clear()
+    by_uid = {md.persistent_uid: md for md in ob.modifiers}
+    for uid, show_viewport, show_render in rec["disabled"]:
+        md = by_uid.get(uid)
+        if md is not None:
+            md.show_viewport = bool(show_viewport)
+            md.show_render = bool(show_render)
+    del ob[RECORD]
+    return True
+
+
+def _remove_fcurves(id_data, matches, action_created: bool) -> None:
+    from bpy_extras import anim_utils
+
+    ad = id_data.animation_data
+    if ad is None or ad.action is None:
+        return
+    action = ad.action
+    bag = anim_utils.action_get_channelbag_for_slot(action, ad.action_slot)
+    if bag is not None:
+        for fc in [fc for fc in bag.fcurves if matches(fc.data_path)]:
+            bag.fcurves.remove(fc)
+    if action_created and _action_is_empty(action):
+        ad.action = None
+        bpy.data.actions.remove(action)
+        if not ad.drivers and ad.nla_tracks.__len__() == 0:
+            id_data.animation_data_clear()
+
+
+def _action_is_empty(action) -> bool:
+    return all(len(bag.fcurves) == 0
+               for layer in action.layers for strip in layer.strips for bag in strip.channelbags)
+
+
+# ------------------------------------------------------------------------- playback group
+
+def _is_playback_group(group) -> bool:
+    return group is not None and group.get("hair_wig_playback") == PLAYBACK_VERSION
+
+
+def playback_group():
+    """The geometry-nodes group that plays a bake back; built once per file, shared by all
+    baked hair objects.
+
+    Inputs: Frame (float, keyframed) and Last (the last baked frame). It reads the point
+    attributes of frames ``floor(Frame)`` and ``min(floor(Frame) + 1, Last)``, blends them by the
+    fraction of Frame, sets the positions, and removes every bake attribute from its output.
+    """
+    for group in bpy.data.node_groups:
+        if _is_playback_group(group) and group.bl_idname == "GeometryNodeTree":
+            return group
+    g = bpy.data.node_groups.new(PLAYBACK_GROUP, "GeometryNodeTree")
+    g["hair_wig_playback"] = PLAYBACK_VERSION
+    g.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    g.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    frame = g.interface.new_socket("Frame", in_out="INPUT", socket_type="NodeSocketFloat")
+    frame.description = "Baked frame to show; keyframed by hair_wig, fractions blend neighbours"
+    last = g.interface.new_socket("Last", in_out="INPUT", socket_type="NodeSocketInt")
+    last.description = "Last baked frame"
+    nodes, links = g.nodes, g.links
+    g_in = nodes.new("NodeGroupInput")
+    g_out = nodes.new("NodeGroupOutput")
+
+    def math(op, a, b=None):
+        node = nodes.new("ShaderNodeMath")
+        node.operation = op
+        links.new(a, node.inputs[0])
+        if isinstance(b, (int, float)):
+            node.inputs[1].default_value = b
+        elif b is not None:
+            links.new(b, node.inputs[1])
+        return node.outputs[0]
+
+    def baked_position(frame_number):
+        to_text = nodes.new("FunctionNodeValueToString")
+        links.new(frame_number, to_text.inputs["Value"])
+        prefix = nodes.new("FunctionNodeInputString")
+        prefix.string = BAKE_PREFIX
+        join = nodes.new("GeometryNodeStringJoin")
+        # A multi-input lists the last link first: link the number, then the prefix.
+        links.new(to_text.outputs[0], join.inputs["Strings"])
+        links.new(prefix.outputs[0], join.inputs["Strings"])
+        attr = nodes.new("GeometryNodeInputNamedAttribute")
+        attr.data_type = "FLOAT_VECTOR"
+        links.new(join.outputs[0], attr.inputs["Name"])
+        return attr.outputs["Attribute"]
+
+    this = math("FLOOR", g_in.outputs["Frame"])
+    fraction = math("SUBTRACT", g_in.outputs["Frame"], this)
+    following = math("MINIMUM", math("ADD", this, 1.0), g_in.outputs["Last"])
+    mix = nodes.new("ShaderNodeMix")
+    mix.data_type = "VECTOR"
+    links.new(fraction, mix.inputs[0])
+    links.new(baked_position(this), mix.inputs[4])
+    links.new(baked_position(following), mix.inputs[5])
+    set_pos = nodes.new("GeometryNodeSetPosition")
+    links.new(g_in.outputs["Geometry"], set_pos.inputs["Geometry"])
+    links.new(mix.outputs[1], set_pos.inputs["Position"])
+    remove = nodes.new("GeometryNodeRemoveAttribute")
+    remove.pattern_mode = "WILDCARD"
+    remove.inputs["Name"].default_value = BAKE_PREFIX + "*"
+    links.new(set_pos.outputs[0], remove.inputs["Geometry"])
+    links.new(remove.outputs[0], g_out.inputs["Geometry"])
+    for i, node in enumerate(nodes):     # legible if someone opens it in the node editor
+        node.location = (200 * (i % 8), -200 * (i // 8))
+    return g

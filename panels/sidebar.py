@@ -1,0 +1,64 @@
+"""The "Hair Wig" tab of the 3D Viewport sidebar."""
+
+import bpy
+
+from ..operators import baking, blender_io
+
+
+class VIEW3D_PT_hair_wig(bpy.types.Panel):
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Hair Wig"
+    bl_label = "Hair Wig"
+
+    @classmethod
+    def poll(cls, context):
+        ob = context.active_object
+        return ob is not None and ob.type in blender_io.HAIR_TYPES
+
+    def draw(self, context):
+        layout = self.layout
+        ob = context.active_object
+        s = ob.hair_wig
+        if not s.enabled:
+            layout.operator("hair_wig.enable", icon="CURVES")
+            return
+        layout.use_property_split = True
+        layout.prop(s, "enabled")
+        layout.prop(s, "head")
+        layout.prop(s, "rest_frame")
+        if ob.type == "CURVES":
+            layout.prop_search(s, "selection_attribute", ob.data, "attributes")
+
+
+class VIEW3D_PT_hair_wig_bake(bpy.types.Panel):
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Hair Wig"
+    bl_label = "Bake"
+    bl_parent_id = "VIEW3D_PT_hair_wig"
+
+    @classmethod
+    def poll(cls, context):
+        return baking.is_wig(context.active_object)
+
+    def draw(self, context):
+        layout = self.layout
+        ob = context.active_object
+        s = ob.hair_wig
+        layout.use_property_split = True
+        layout.prop(s, "use_scene_range")
+        col = layout.column(align=True)
+        col.enabled = not s.use_scene_range
+        col.prop(s, "frame_start")
+        col.prop(s, "frame_end")
+        baked = blender_io.bake_range(ob)
+        row = layout.row(align=True)
+        row.operator("hair_wig.bake", text="Bake" if baked is None else "Bake Again", icon="REC")
+        row.operator("hair_wig.clear_bake", icon="TRASH")
+        layout.operator("hair_wig.bake", text="Bake All Wigs").all_wigs = True
+        if baked is not None:
+            layout.label(text=f"Baked frames {baked[0]}..{baked[1]}", icon="CHECKMARK")
+
+
+classes = (VIEW3D_PT_hair_wig, VIEW3D_PT_hair_wig_bake)
