@@ -1,0 +1,141 @@
+"""Batch bake of hair_wig wigs, for render farms and pipelines.
+
+Two runtimes, one script:
+
+    python scripts/bake.py FILE.blend [--objects NAME ...] [--frames START END] [--output OUT.blend]
+    blender --background FILE.blend --python scripts/bake.py -- [--objects ...] [--frames ...] [--output ...]
+
+It bakes every hair object with hair_wig enabled in the file's scene (or only the named ones),
+prints one line per object with the frames done and the frames per second, and saves to
+``--output`` (default: the file itself). Any error — a missing or unreadable file, an unknown
+object, a bad frame range, nothing to bake, a failed bake — prints one line naming the problem
+and exits with status 1 before anything is written; the output is written to a temporary file
+and renamed into place, so it is never left half-written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import addon  # noqa: E402  (needs the path above)
+
+
+class BakeFailed(Exception):
+    pass
+
+
+def parse_args(argv: list[str], file_is_open: bool) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="bake.py", description="Bake hair_wig wigs into keyframed playback data.")
+    p.add_argument("file", nargs="?" if file_is_open else None, metavar="FILE.blend",
+                   help="the .blend to bake (with blender --background, the file Blender opened)")
+    p.add_argument("--objects", nargs="+", metavar="NAME", help="bake only these hair objects")
+    p.add_argument("--frames", nargs=2, type=int, metavar=("START", "END"),
+                   help="frame range (default: each wig's own range)")
+    p.add_argument("--output", metavar="OUT.blend", help="where to save (default: in place)")
+    p.add_argument("--compress", action="store_true", help="save a compressed .blend")
+    return p.parse_args(argv)
+
+
+def open_file(bpy, path: str | None) -> Path:
+    if path is None:
+        if not bpy.data.filepath:
+            raise BakeFailed("no .blend file is open (Blender could not read it, or none was given)")
+        return Path(bpy.data.filepath)
+    p = Path(path)
+    if not p.is_file():
+        raise BakeFailed(f"file not found: {p}")
+    if bpy.data.filepath and Path(bpy.data.filepath).resolve() == p.resolve():
+        return p
+    try:
+        bpy.ops.wm.open_mainfile(filepath=str(p.resolve()))
+    except RuntimeError as err:
+        raise BakeFailed(f"cannot read {p}: {str(err).strip().splitlines()[-1]}") from None
+    return p
+
+
+def pick_objects(bpy, baking, names: list[str] | None) -> list:
+    scene = bpy.context.scene
+    if not names:
+        obs = baking.wigs_in(scene)
+        if not obs:
+            raise BakeFailed(f"nothing to bake: no hair object in scene '{scene.name}' has hair_wig enabled")
+        return obs
+    obs = []
+    for name in names:
+        ob = bpy.data.objects.get(name)
+        if ob is None:
+            raise BakeFailed(f"no object named '{name}' in the file")
+        if scene.objects.get(name) is None:
+            raise BakeFailed(f"object '{name}' is not in scene '{scene.name}'")
+        if not baking.is_wig(ob):
+            raise BakeFailed(f"object '{name}' has no hair_wig settings to bake")
+        obs.append(ob)
+    return obs
+
+
+def save_atomically(bpy, out: Path, compress: bool) -> None:
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp.blend")
+    try:
+        bpy.ops.wm.save_as_mainfile(filepath=str(tmp), copy=True, compress=compress,
+                                    check_existing=False)
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def run(argv: list[str], file_is_open: bool) -> int:
+    args = parse_args(argv, file_is_open)
+    if args.frames is not None and args.frames[1] < args.frames[0]:
+        raise BakeFailed(f"bad frame range {args.frames[0]}..{args.frames[1]}: END is before START")
+    import bpy
+
+    addon.ensure_registered()
+    from importlib import import_module
+
+    baking = import_module(f"{addon.PACKAGE}.operators.baking")
+    blender_io = import_module(f"{addon.PACKAGE}.operators.blender_io")
+    errors = import_module(f"{addon.PACKAGE}.hair_wig.errors")
+
+    src = open_file(bpy, args.file)
+    out = Path(args.output) if args.output else src
+    if not out.parent.is_dir():
+        raise BakeFailed(f"output folder does not exist: {out.parent}")
+    obs = pick_objects(bpy, baking, args.objects)
+    first, last = args.frames if args.frames else (None, None)
+    caches = []
+    try:
+        for ob in obs:
+            rate = baking.Rate()
+            f0, f1 = baking.frame_range(bpy.context.scene, ob, first, last)
+            cache = baking.compute(bpy.context, ob, f0, f1)
+            caches.append((ob, cache))
+            print(f"{ob.name}: {cache.num_frames}/{cache.num_frames} frames ({f0}..{f1}), "
+                  f"{rate.fps(cache.num_frames):.1f} frames/s", flush=True)
+        for ob, cache in caches:
+            blender_io.write_bake(ob, cache)
+    except errors.HairWigError as err:
+        raise BakeFailed(str(err)) from None
+    save_atomically(bpy, out, args.compress)
+    print(f"saved {out}", flush=True)
+    return 0
+
+
+def main() -> int:
+    in_blender = "--" in sys.argv and not sys.argv[0].endswith("bake.py")
+    argv = sys.argv[sys.argv.index("--") + 1:] if in_blender else sys.argv[1:]
+    try:
+        return run(argv, file_is_open=in_blender)
+    except BakeFailed as err:
+        print(f"bake.py: error: {err}", file=sys.stderr, flush=True)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

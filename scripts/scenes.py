@@ -1,0 +1,74 @@
+"""Building hair scenes from arrays: used by the demo, the benchmarks and the tests."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+
+
+def link(ob, scene=None):
+    (scene or bpy.context.scene).collection.objects.link(ob)
+    return ob
+
+
+def curves_hair(name: str, points: np.ndarray, counts, scene=None):
+    """A ``Curves`` hair object with the given strands (object-local points)."""
+    counts = np.asarray(counts, dtype=np.int32)
+    cv = bpy.data.hair_curves.new(name)
+    cv.add_curves(counts.tolist())
+    cv.attributes["position"].data.foreach_set("vector", np.asarray(points, np.float32).ravel())
+    return link(bpy.data.objects.new(name, cv), scene)
+
+
+def legacy_hair(name: str, points: np.ndarray, counts, spline_type: str = "POLY", scene=None):
+    """A legacy ``Curve`` object with one spline per strand. Bezier handles are put a third of
+    the way to the neighbouring points."""
+    counts = np.asarray(counts, dtype=np.int32)
+    points = np.asarray(points, dtype=np.float32)
+    cu = bpy.data.curves.new(name, "CURVE")
+    cu.dimensions = "3D"
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    for i, n in enumerate(counts):
+        sp = cu.splines.new(spline_type)
+        pts = points[offsets[i]:offsets[i + 1]]
+        if spline_type == "BEZIER":
+            sp.bezier_points.add(int(n) - 1)
+            prev = np.vstack([pts[:1], pts[:-1]])
+            nxt = np.vstack([pts[1:], pts[-1:]])
+            sp.bezier_points.foreach_set("co", pts.ravel())
+            sp.bezier_points.foreach_set("handle_left", (pts + (prev - pts) / 3).ravel())
+            sp.bezier_points.foreach_set("handle_right", (pts + (nxt - pts) / 3).ravel())
+        else:
+            sp.points.add(int(n) - 1)
+            co4 = np.hstack([pts, np.ones((len(pts), 1), np.float32)])
+            sp.points.foreach_set("co", co4.ravel())
+            if spline_type == "NURBS":
+                sp.order_u = min(4, int(n))
+                sp.use_endpoint_u = True
+    return link(bpy.data.objects.new(name, cu), scene)
+
+
+def straight_strands(num: int, points_per_strand: int, length: float = 0.2, seed: int = 0):
+    """``num`` strands rooted on a unit sphere's upper half, pointing outward, with a little
+    random bend. Returns ``points (num * k, 3) float32, counts (num,)``."""
+    rng = np.random.default_rng(seed)
+    z = rng.uniform(0.1, 1.0, num)
+    phi = rng.uniform(0, 2 * np.pi, num)
+    r = np.sqrt(1 - z * z)
+    roots = np.stack([r * np.cos(phi), r * np.sin(phi), z], axis=1)
+    t = np.linspace(0, 1, points_per_strand)
+    bend = rng.normal(0, 0.05, (num, 1, 3)) * t[None, :, None] ** 2
+    pts = roots[:, None, :] * (1 + length * t[None, :, None]) + bend
+    return pts.reshape(-1, 3).astype(np.float32), np.full(num, points_per_strand, np.int32)
+
+
+def keyed_head_turn(head, first: int, last: int, angle: float = 0.8, lift: float = 0.1):
+    """Key a head turn about Z with a small lift: rest at ``first``, turned at ``last``."""
+    head.rotation_euler = (0.0, 0.0, 0.0)
+    head.location = (0.0, 0.0, 0.0)
+    head.keyframe_insert("rotation_euler", frame=first)
+    head.keyframe_insert("location", frame=first)
+    head.rotation_euler = (0.15, 0.0, angle)
+    head.location = (0.2, 0.0, lift)
+    head.keyframe_insert("rotation_euler", frame=last)
+    head.keyframe_insert("location", frame=last)

@@ -1,0 +1,50 @@
+"""A baked file plays back in a fresh Blender that has never loaded hair_wig."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import bpy
+import numpy as np
+import pytest
+import scenes
+
+EPS32 = np.finfo(np.float32).eps
+PROBE = Path(__file__).with_name("playback_probe.py")
+
+
+def test_saved_bake_plays_back_without_addon(scene, addon, tmp_path):
+    from hair_wig_addon.hair_wig import BakeCache
+    from hair_wig_addon.operators import blender_io as io
+
+    expected = {}
+    rng = np.random.default_rng(7)
+    pts, counts = scenes.straight_strands(30, 8)
+    objects = [scenes.curves_hair("Curves Hair", pts, counts),
+               scenes.legacy_hair("Poly Hair", pts, counts, "POLY"),
+               scenes.legacy_hair("Bezier Hair", pts, counts, "BEZIER")]
+    for first, ob in zip((1, -2, 5), objects):
+        ob.hair_wig.enabled = True   # the file carries hair_wig settings the fresh Blender ignores
+        hair = io.read_hair(ob)
+        pos = hair.points[None] + rng.normal(0, 0.1, (12, hair.num_points, 3)).astype(np.float32)
+        io.write_bake(ob, BakeCache.from_positions(hair, first, pos))
+        expected[f"{ob.name}/positions"] = pos
+        expected[f"{ob.name}/first"] = first
+    blend, npz = tmp_path / "baked.blend", tmp_path / "expected.npz"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    np.savez(npz, **expected)
+
+    run = subprocess.run([sys.executable, str(PROBE), str(blend), str(npz)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads(next(l for l in run.stdout.splitlines() if l.startswith("REPORT "))[7:])
+    assert report["registered"] is False and report["addon_modules"] == []
+    got = report["objects"]
+    assert set(got) == {ob.name for ob in objects}
+    assert got["Curves Hair"]["exact"], got["Curves Hair"]
+    assert got["Curves Hair"]["half_err"] <= 4 * EPS32 * got["Curves Hair"]["magnitude"]
+    for name, r in got.items():
+        tol = 8 * EPS32 * max(1.0, r["magnitude"])
+        assert r["frame_err"] <= tol and r["half_err"] <= tol, (name, r)
+        assert not [a for a in r["attributes"] if "hw_bake" in a], (name, r["attributes"])
