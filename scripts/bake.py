@@ -128,8 +128,10 @@ def run(argv: list[str], file_is_open: bool) -> int:
 
 
 def main() -> int:
-    in_blender = "--" in sys.argv and not sys.argv[0].endswith("bake.py")
-    argv = sys.argv[sys.argv.index("--") + 1:] if in_blender else sys.argv[1:]
+    # Blender's own command line runs this file with --python/-P; its arguments follow "--".
+    cut = sys.argv.index("--") if "--" in sys.argv else len(sys.argv)
+    in_blender = any(a in ("--python", "-P") for a in sys.argv[:cut])
+    argv = sys.argv[cut + 1:] if in_blender else sys.argv[1:]
     try:
         return run(argv, file_is_open=in_blender)
     except BakeFailed as err:

@@ -1,0 +1,143 @@
+"""scripts/bake.py as a separate process: both invocation styles and every error case."""
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import bpy
+import numpy as np
+import pytest
+import scenes
+from conftest import ROOT
+
+BAKE = ROOT / "scripts" / "bake.py"
+
+
+def make_file(path: Path, wig=True, head=True, name="Hair"):
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.ops.mesh.primitive_uv_sphere_add()
+    h = bpy.context.active_object
+    h.name = "Head"
+    scenes.keyed_head_turn(h, 1, 20)
+    pts, counts = scenes.straight_strands(50, 8)
+    ob = scenes.curves_hair(name, pts, counts)
+    ob.hair_wig.enabled = wig
+    if head:
+        ob.hair_wig.head = h
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 20
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    return pts
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def run(*args, blender_style=False, blend=None):
+    if blender_style:   # what `blender --background FILE --python bake.py -- ARGS` runs
+        code = ("import bpy, runpy, sys; bpy.ops.wm.open_mainfile(filepath=sys.argv[1]); "
+                "sys.argv = ['blender', '--background', sys.argv[1], '--python', sys.argv[2], '--'] "
+                "+ sys.argv[3:]; runpy.run_path(sys.argv[4], run_name='__main__')")
+        cmd = [sys.executable, "-c", code, str(blend), str(BAKE), *map(str, args)]
+    else:
+        cmd = [sys.executable, str(BAKE), *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+
+
+def expected_positions(blend: Path, rest: np.ndarray, frames) -> dict:
+    """Analytic answer: the unparented hair follows the head rigidly from its rest frame (1)."""
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    head = bpy.data.objects["Head"]
+    scene = bpy.context.scene
+    scene.frame_set(1)
+    rest_m = np.array(head.matrix_world)
+    out = {}
+    for f in frames:
+        scene.frame_set(f)
+        m = np.array(head.matrix_world) @ np.linalg.inv(rest_m)
+        out[f] = (rest.astype(np.float64) @ m[:3, :3].T + m[:3, 3]).astype(np.float32)
+    return out
+
+
+def played_back(blend: Path, frames) -> dict:
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    ob = bpy.data.objects["Hair"]
+    out = {}
+    for f in frames:
+        bpy.context.scene.frame_set(f)
+        geometry = ob.evaluated_get(bpy.context.evaluated_depsgraph_get()).evaluated_geometry()
+        a = np.empty(len(geometry.curves.points) * 3, np.float32)
+        geometry.curves.attributes["position"].data.foreach_get("vector", a)
+        out[f] = a.reshape(-1, 3)
+    return out
+
+
+def one_error_line(res, pattern):
+    assert res.returncode == 1, (res.stdout, res.stderr)
+    lines = [l for l in res.stderr.splitlines() if l.startswith("bake.py: error:")]
+    assert len(lines) == 1, res.stderr
+    import re
+    assert re.search(pattern, lines[0]), lines[0]
+
+
+def test_python_runtime_bakes_to_output(addon, tmp_path):
+    src, out = tmp_path / "in.blend", tmp_path / "out.blend"
+    rest = make_file(src)
+    before = digest(src)
+    res = run(src, "--frames", 3, 12, "--output", out)
+    assert res.returncode == 0, res.stderr
+    progress = [l for l in res.stdout.splitlines() if l.startswith("Hair:")]
+    assert len(progress) == 1 and "10/10 frames (3..12)" in progress[0] and "frames/s" in progress[0]
+    assert digest(src) == before
+    frames = [3, 7, 12, 15]
+    got, want = played_back(out, frames), expected_positions(src, rest, [3, 7, 12, 12])
+    for f, w in zip(frames, want.values()):
+        np.testing.assert_allclose(got[f], w, rtol=0, atol=2e-6)
+    assert not list(tmp_path.glob(".*tmp*"))
+
+
+def test_blender_runtime_bakes_in_place(addon, tmp_path):
+    src = tmp_path / "scene.blend"
+    rest = make_file(src)
+    res = run("--objects", "Hair", blender_style=True, blend=src)
+    assert res.returncode == 0, res.stderr
+    assert "Hair: 20/20 frames (1..20)" in res.stdout
+    got, want = played_back(src, [1, 20]), expected_positions(src, rest, [1, 20])
+    for f in (1, 20):
+        np.testing.assert_allclose(got[f], want[f], rtol=0, atol=2e-6)
+    assert np.abs(got[20] - rest).max() > 0.1    # the head turned, and the hair went with it
+
+
+@pytest.mark.parametrize("case, args, pattern", [
+    ("missing", ["{dir}/nope.blend"], r"file not found: .*nope\.blend"),
+    ("unreadable", ["{dir}/junk.blend"], r"cannot read .*junk\.blend"),
+    ("unknown object", ["{src}", "--objects", "Hair", "Wig2"], r"no object named 'Wig2'"),
+    ("not a wig", ["{src}", "--objects", "Head"], r"object 'Head' has no hair_wig settings"),
+    ("reversed frames", ["{src}", "--frames", "10", "2"], r"bad frame range 10..2"),
+    ("output folder", ["{src}", "--output", "{dir}/no/such/out.blend"], r"output folder does not exist"),
+])
+def test_errors_write_nothing(addon, tmp_path, case, args, pattern):
+    src = tmp_path / "in.blend"
+    make_file(src)
+    (tmp_path / "junk.blend").write_bytes(b"this is not a blend file" * 10)
+    before = digest(src)
+    res = run(*[a.format(dir=tmp_path, src=src) for a in args], "--output", tmp_path / "out.blend") \
+        if case != "output folder" else run(*[a.format(dir=tmp_path, src=src) for a in args])
+    one_error_line(res, pattern)
+    assert not (tmp_path / "out.blend").exists()
+    assert digest(src) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.blend", "junk.blend"]
+
+
+def test_nothing_to_bake_and_failed_bake(addon, tmp_path):
+    src = tmp_path / "plain.blend"
+    make_file(src, wig=False)
+    one_error_line(run(src), r"nothing to bake: no hair object in scene 'Scene'")
+    headless = tmp_path / "headless.blend"
+    make_file(headless, head=False)
+    before = digest(headless)
+    one_error_line(run(headless), r"'Hair' has no head")
+    assert digest(headless) == before
+    one_error_line(run("--frames", "5", "1", blender_style=True, blend=headless), r"bad frame range 5..1")
+    assert digest(headless) == before

@@ -1,0 +1,75 @@
+"""The operators through bpy.ops, as the UI calls them."""
+
+import bpy
+import numpy as np
+import pytest
+import scenes
+
+
+def wig_scene(head=True):
+    bpy.ops.mesh.primitive_uv_sphere_add()
+    h = bpy.context.active_object
+    h.name = "Head"
+    scenes.keyed_head_turn(h, 1, 10)
+    pts, counts = scenes.straight_strands(40, 6)
+    ob = scenes.curves_hair("Hair", pts, counts)
+    if head:
+        ob.data.surface = h
+    bpy.context.view_layer.objects.active = ob
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 10
+    return ob, h, pts
+
+
+def test_enable_takes_surface_as_head(scene):
+    ob, head, _ = wig_scene()
+    assert bpy.ops.hair_wig.bake.poll() is False
+    assert bpy.ops.hair_wig.enable() == {"FINISHED"}
+    assert ob.hair_wig.enabled and ob.hair_wig.head == head
+    assert bpy.ops.hair_wig.bake.poll() is True
+
+
+def test_bake_then_clear(scene, addon):
+    from hair_wig_addon.operators import blender_io as io
+
+    ob, head, rest = wig_scene()
+    bpy.ops.hair_wig.enable()
+    scene.frame_set(4)
+    assert bpy.ops.hair_wig.bake() == {"FINISHED"}
+    assert scene.frame_current == 4 and io.bake_range(ob) == (1, 10)
+    dg = bpy.context.evaluated_depsgraph_get()
+    scene.frame_set(10)
+    m = np.array(head.matrix_world)    # rest frame 1 has the identity
+    np.testing.assert_allclose(io.read_evaluated_points(ob, dg), rest @ m[:3, :3].T + m[:3, 3], atol=2e-6)
+    assert bpy.ops.hair_wig.clear_bake() == {"FINISHED"}
+    assert np.array_equal(io.read_evaluated_points(ob, dg), rest)
+    assert bpy.ops.hair_wig.clear_bake.poll() is False
+
+
+def test_bake_error_reports_and_leaves_scene(scene, addon):
+    from hair_wig_addon.operators import blender_io as io
+
+    ob, _, rest = wig_scene(head=False)
+    ob.hair_wig.enabled = True
+    scene.frame_set(3)
+    with pytest.raises(RuntimeError, match="'Hair' has no head"):
+        bpy.ops.hair_wig.bake()
+    assert not io.is_baked(ob) and len(ob.modifiers) == 0 and scene.frame_current == 3
+    assert [a.name for a in ob.data.attributes] == ["position"]
+
+
+def test_bake_all_wigs(scene, addon):
+    from hair_wig_addon.operators import blender_io as io
+
+    ob, head, rest = wig_scene()
+    ob.hair_wig.enabled = True
+    ob.hair_wig.head = head
+    other = scenes.curves_hair("Other", rest, [6] * 40)
+    other.hair_wig.enabled = True
+    other.hair_wig.head = head
+    other.hair_wig.use_scene_range = False
+    other.hair_wig.frame_start, other.hair_wig.frame_end = 2, 5
+    assert bpy.ops.hair_wig.bake(all_wigs=True) == {"FINISHED"}
+    assert io.bake_range(ob) == (1, 10) and io.bake_range(other) == (2, 5)
+    assert bpy.ops.hair_wig.clear_bake(all_wigs=True) == {"FINISHED"}
+    assert not io.is_baked(ob) and not io.is_baked(other)
