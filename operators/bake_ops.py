@@ -44,6 +44,9 @@ class HAIRWIG_OT_bake(bpy.types.Operator):
 
     def execute(self, context):
         obs = baking.wigs_in(context.scene) if self.all_wigs else [_hair(context)]
+        if not obs or not all(baking.is_wig(ob) for ob in obs):
+            self.report({"ERROR"}, "Select a hair object with Wig enabled, or use Bake All Wigs")
+            return {"CANCELLED"}
         caches = {}
         try:
             for ob in obs:
@@ -76,6 +79,9 @@ class HAIRWIG_OT_clear_bake(bpy.types.Operator):
     def execute(self, context):
         obs = context.scene.objects if self.all_wigs else [_hair(context)]
         cleared = sum(blender_io.clear_bake(ob) for ob in obs if ob is not None)
+        if not cleared:
+            self.report({"WARNING"}, "Nothing to clear: the selected hair has no bake")
+            return {"CANCELLED"}
         self.report({"INFO"}, f"Cleared {cleared} bake(s)")
         return {"FINISHED"}
 

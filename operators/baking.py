@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import time
 
-import bpy
-
 from ..hair_wig import BakeCache, HairWigError, Wig
 from . import blender_io
 from .properties import head_of
@@ -82,10 +80,3 @@ class Rate:
 
     def fps(self, frames: int) -> float:
         return frames / max(time.perf_counter() - self.start, 1e-9)
-
-
-def redraw():
-    wm = bpy.context.window_manager
-    for window in getattr(wm, "windows", []):
-        for area in window.screen.areas:
-            area.tag_redraw()

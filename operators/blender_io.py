@@ -182,10 +182,15 @@ def write_bake(ob, cache: BakeCache) -> None:
     """
     check_bakeable(ob)
     cache.check_finite()
-    if cache.hair.num_points != _rest_point_count(ob):
-        raise HairWigError(
-            f"'{ob.name}' has {_rest_point_count(ob)} points but the bake has "
-            f"{cache.hair.num_points}; the hair was edited after binding, bake again")
+    counts = _rest_counts(ob)
+    if not np.array_equal(counts, cache.hair.counts):
+        if counts.size == cache.hair.num_strands:
+            i = int(np.flatnonzero(counts != cache.hair.counts)[0])
+            detail = f"strand {i} has {counts[i]} points, the bake {cache.hair.counts[i]}"
+        else:
+            detail = (f"it has {counts.size} strands and {int(counts.sum())} points, the bake "
+                      f"{cache.hair.num_strands} and {cache.hair.num_points}")
+        raise HairWigError(f"'{ob.name}' was edited after the bake was computed: {detail}; bake again")
     clear_bake(ob)
     try:
         if ob.type == "CURVES":
@@ -197,12 +202,15 @@ def write_bake(ob, cache: BakeCache) -> None:
         raise
 
 
-def _rest_point_count(ob) -> int:
+def _rest_counts(ob) -> np.ndarray:
+    """(N,) points per strand of the hair as it is now, read without reading positions."""
     if ob.type == "CURVES":
-        return len(ob.data.points)
+        offsets = np.empty(len(ob.data.curves) + 1, dtype=np.int32)
+        ob.data.curve_offset_data.foreach_get("value", offsets)
+        return np.diff(offsets)
     counts = np.empty(len(ob.data.splines), dtype=np.int32)
     ob.data.splines.foreach_get("point_count_u", counts)
-    return int(counts.sum())
+    return counts
 
 
 def _write_curves(ob, cache: BakeCache) -> None:
@@ -354,7 +362,7 @@ def _remove_fcurves(id_data, matches, action_created: bool) -> None:
     if action_created and _action_is_empty(action):
         ad.action = None
         bpy.data.actions.remove(action)
-        if not ad.drivers and ad.nla_tracks.__len__() == 0:
+        if not ad.drivers and not ad.nla_tracks:
             id_data.animation_data_clear()
 
 

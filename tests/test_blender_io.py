@@ -252,8 +252,12 @@ def test_write_refuses_shared_data_and_edited_hair(scene, io, core):
         io.write_bake(ob, synthetic_cache(core, hair, 1, 2))
     bpy.data.objects.remove(twin)
     ob.data.add_curves([3])
-    with pytest.raises(core.HairWigError, match="'Hair' has 123 points but the bake has 120"):
+    with pytest.raises(core.HairWigError, match="'Hair' was edited after the bake was computed: "
+                                                "it has 21 strands and 123 points, the bake 20 and 120"):
         io.write_bake(ob, synthetic_cache(core, hair, 1, 2))
+    moved = scenes.curves_hair("Regrouped", hair.points, [5, 7] + [6] * 18)   # same total
+    with pytest.raises(core.HairWigError, match="'Regrouped' was edited .*: strand 0 has 5 points, the bake 6"):
+        io.write_bake(moved, synthetic_cache(core, hair, 1, 2))
     assert not io.is_baked(ob) and len(ob.modifiers) == 0
 
 

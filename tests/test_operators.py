@@ -73,3 +73,15 @@ def test_bake_all_wigs(scene, addon):
     assert io.bake_range(ob) == (1, 10) and io.bake_range(other) == (2, 5)
     assert bpy.ops.hair_wig.clear_bake(all_wigs=True) == {"FINISHED"}
     assert not io.is_baked(ob) and not io.is_baked(other)
+
+
+def test_bake_without_active_wig_reports(scene, addon):
+    ob, head, _ = wig_scene()
+    other = scenes.curves_hair("Other", np.zeros((4, 3)), [2, 2])
+    other.hair_wig.enabled = True
+    other.hair_wig.head = head
+    bpy.context.view_layer.objects.active = ob     # hair, but not a wig
+    assert bpy.ops.hair_wig.bake.poll() is True    # another wig exists: Bake All is possible
+    with pytest.raises(RuntimeError, match="Select a hair object with Wig enabled"):
+        bpy.ops.hair_wig.bake()
+    assert bpy.ops.hair_wig.clear_bake.poll() is False
