@@ -43,15 +43,14 @@ def compute(context, ob, first: int, last: int, progress=None) -> BakeCache:
     if head is None:
         raise HairWigError(f"'{ob.name}' has no head: set a head mesh or give the hair a surface")
     blender_io.check_bakeable(ob)
-    hair = blender_io.read_hair(ob, ob.hair_wig.selection_attribute)
     scene = context.scene
     depsgraph = context.evaluated_depsgraph_get()
     frame, subframe = scene.frame_current, scene.frame_subframe
     try:
         scene.frame_set(ob.hair_wig.rest_frame)
-        wig = Wig(hair, blender_io.evaluated_matrix(ob, depsgraph),
-                  blender_io.evaluated_matrix(head, depsgraph))
-        cache = BakeCache(hair, first, last)
+        source = blender_io.read_source(ob, ob.hair_wig.selection_attribute, depsgraph)
+        wig = Wig(source.hair, source.matrix, blender_io.evaluated_matrix(head, depsgraph))
+        cache = BakeCache(source.hair, first, last)
         for done, f in enumerate(cache.frames, start=1):
             scene.frame_set(f)
             wig.step(blender_io.evaluated_matrix(ob, depsgraph),

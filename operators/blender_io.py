@@ -9,6 +9,8 @@ the add-on disabled or absent.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import bpy
 import numpy as np
 
@@ -34,6 +36,32 @@ def evaluated_matrix(ob, depsgraph) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------- reading
+
+@dataclass(frozen=True)
+class HairSource:
+    """A hair object as read from Blender at one moment.
+
+    ``hair`` holds the rest strands in the object's local space; ``matrix`` is the object's
+    world matrix. ``surface`` is the mesh object a ``Curves`` hair is attached to (or ``None``),
+    with its world matrix and the UV map the strands' ``surface_uv_coordinate`` refers to.
+    """
+
+    hair: HairSet
+    matrix: np.ndarray
+    surface: object = None
+    surface_matrix: np.ndarray | None = None
+    surface_uv_map: str = ""
+
+
+def read_source(ob, selection_attribute: str = "", depsgraph=None) -> HairSource:
+    """Read ``ob``'s rest hair with its object and surface matrices (evaluated ones when a
+    depsgraph is given, so that animation at the current frame is seen)."""
+    hair = read_hair(ob, selection_attribute)
+    mat = (lambda o: evaluated_matrix(o, depsgraph)) if depsgraph is not None else matrix
+    surface = ob.data.surface if ob.type == "CURVES" else None
+    return HairSource(hair, mat(ob), surface, None if surface is None else mat(surface),
+                      ob.data.surface_uv_map if surface is not None else "")
+
 
 def read_hair(ob, selection_attribute: str = "") -> HairSet:
     """Read the rest hair of a ``Curves`` or legacy ``Curve`` object (its original data,

@@ -67,7 +67,16 @@ def test_read_curves_counts_positions_surface(scene, io):
     assert h.name == "Hair" and h.selection is None
     from hair_wig_addon.operators.properties import head_of
     assert head_of(ob) == head
-    assert np.allclose(io.matrix(head), np.eye(4))
+    ob.location = (1, 2, 3)
+    head.rotation_euler = (0, 0, 0.5)
+    bpy.context.view_layer.update()
+    src = io.read_source(ob)
+    assert np.array_equal(src.hair.points, pts) and src.surface == head and src.surface_uv_map == "UVMap"
+    assert np.array_equal(src.matrix, np.array(ob.matrix_world))
+    assert np.array_equal(src.surface_matrix, np.array(head.matrix_world))
+    assert src.matrix[:3, 3].tolist() == [1, 2, 3]
+    bare = io.read_source(scenes.legacy_hair("Legacy", pts[:10], [5, 5]))
+    assert bare.surface is None and bare.surface_matrix is None and bare.hair.num_strands == 2
 
 
 @pytest.mark.parametrize("domain, dtype", [("CURVE", "BOOLEAN"), ("POINT", "BOOLEAN"), ("POINT", "FLOAT")])
