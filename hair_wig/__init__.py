@@ -4,10 +4,19 @@ This package never imports ``bpy`` or ``mathutils``; it runs under plain Python 
 the Blender operators feed with arrays read from the scene.
 """
 
+from .cache import BakeCache
+from .dynamics import DynamicMagnet, SecondarySprings, WindSource, spring_step_coefficients
 from .errors import HairWigError
 from .hairset import HairSet
-from .spaces import transform_points, follow_matrix
-from .cache import BakeCache
-from .pipeline import Wig
+from .magnets import Magnet, MagnetWeights
+from .pipeline import FrameInput, SecondarySettings, Wig, WigSettings, WigState
+from .profiles import Profile
+from .refinement import LengthControl, RadiusMap, compensate_compression
+from .spaces import follow_matrix, transform_points
 
-__all__ = ["HairWigError", "HairSet", "transform_points", "follow_matrix", "BakeCache", "Wig"]
+__all__ = [
+    "BakeCache", "DynamicMagnet", "FrameInput", "HairSet", "HairWigError", "LengthControl",
+    "Magnet", "MagnetWeights", "Profile", "RadiusMap", "SecondarySettings", "SecondarySprings",
+    "Wig", "WigSettings", "WigState", "WindSource", "compensate_compression", "follow_matrix",
+    "spring_step_coefficients", "transform_points",
+]

@@ -84,3 +84,31 @@ class HairSet:
 
     def strand_slice(self, strand: int) -> slice:
         return slice(int(self.offsets[strand]), int(self.offsets[strand + 1]))
+
+    def vertex_t(self) -> np.ndarray:
+        """(P,) float32 normalised vertex index ``t = j / (n - 1)``: 0 at the root, 1 at the tip
+        (SPEC §1)."""
+        j = np.arange(self.num_points, dtype=np.float64) - np.repeat(self.offsets[:-1], self.counts)
+        return (j / np.repeat(self.counts - 1, self.counts)).astype(np.float32)
+
+    def segment_lengths(self, points: np.ndarray | None = None) -> np.ndarray:
+        """(P,) float32 length of the segment ending at each point; 0 at roots."""
+        p = self.points if points is None else points
+        seg = np.zeros(self.num_points, dtype=np.float32)
+        seg[1:] = np.linalg.norm(p[1:] - p[:-1], axis=1)
+        seg[self.offsets[:-1]] = 0.0
+        return seg
+
+    def strand_lengths(self, points: np.ndarray | None = None) -> np.ndarray:
+        """(N,) float32 length ``L`` of each strand, the sum of its segment lengths."""
+        seg = self.segment_lengths(points).astype(np.float64)
+        return np.add.reduceat(seg, self.offsets[:-1]).astype(np.float32)
+
+    def normalised_length(self) -> np.ndarray:
+        """(N,) float32 ``ℓ = (L - Lmin) / (Lmax - Lmin)``, 1 for every strand when all lengths
+        are equal (SPEC §1)."""
+        length = self.strand_lengths().astype(np.float64)
+        span = length.max() - length.min()
+        if span <= 1e-7 * max(length.max(), 1e-12):
+            return np.ones(self.num_strands, dtype=np.float32)
+        return ((length - length.min()) / span).astype(np.float32)

@@ -1,59 +1,240 @@
-"""The wig: bind once against the rest pose, then step frame by frame (seed 000, FIG. 1).
+"""The wig: bind once against the rest pose, then step frame by frame (seed 000, FIG. 1 and
+FIG. 2: primary movement, secondary movement, refinement).
 
-The wig system's inputs are the surface model, the hairs and the pose controllers; its output
-is the deformed hairs. This pipeline currently carries the hair in the head's local space
-(seed 000, "Reference Spaces"); magnets, dynamics and refinement extend ``step``.
+The wig system's inputs are the surface model, the hairs and the pose controllers (magnets); its
+output is the deformed hairs. Everything is done in the head's local space (SPEC §2), so a rigid
+head motion moves the hair rigidly and costs nothing; springs run in world space (SPEC §4, §5).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
+from .dynamics import DynamicMagnets, SecondarySprings, WindSource
+from .errors import HairWigError
 from .hairset import HairSet
-from .spaces import as_matrix, follow_matrix, transform_points
+from .magnets import Magnet, MagnetWeights
+from .profiles import Profile
+from .refinement import LengthControl, RadiusMap, compensate_compression
+from .spaces import as_matrix, transform_points
+
+
+@dataclass
+class SecondarySettings:
+    """Secondary dynamics of a wig (SPEC §5)."""
+
+    stiffness: float = 120.0
+    damping: float = 8.0
+    mass: float = 1.0
+    random: float = 0.2
+    seed: int = 0
+    dynablend: float = 1.0
+    stiffness_profile: Profile | None = None
+    blend_profile: Profile = field(default_factory=lambda: Profile.linear(0.0, 1.0, "secondary blend"))
+
+
+@dataclass
+class WigSettings:
+    """Everything a wig binds with besides the hair, the magnets and the head."""
+
+    normalisation: str = "cap"
+    # Roots stay on the scalp, tips follow fully (seed 000, FIG. 9A).
+    flex: Profile = field(default_factory=lambda: Profile.linear(0.0, 1.0, "flex"))
+    length_profile: Profile = field(default_factory=lambda: Profile.constant(1.0, "length"))
+    secondary: SecondarySettings | None = None
+    compression: Profile | None = None       # α(t); None: no compensation
+    use_length: bool = True
+    elasticity: float = 0.0
+    length_mode: str = "STRAND"
+    use_collision: bool = True
+    collision_offset: float = 0.0
+
+
+@dataclass
+class FrameInput:
+    """What changes from frame to frame. Matrices are world matrices (4, 4)."""
+
+    hair_matrix: np.ndarray
+    head_matrix: np.ndarray
+    magnet_matrices: np.ndarray | None = None       # (M, 4, 4)
+    dt: float = 1.0 / 24.0
+    time: float = 0.0
+    gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+    winds: list[WindSource] = field(default_factory=list)
+
+
+@dataclass
+class WigState:
+    """Dynamics state carried from frame to frame (SPEC §4, §5): the dynamic magnets' spring
+    positions, velocities and last keyed targets (world, float64), and every vertex's spring
+    position and velocity (world, float32). Copy it to save; compare with ``==``."""
+
+    magnet_pos: np.ndarray
+    magnet_vel: np.ndarray
+    magnet_target: np.ndarray
+    strand_pos: np.ndarray | None
+    strand_vel: np.ndarray | None
+
+    def copy(self) -> "WigState":
+        return WigState(*(None if a is None else a.copy() for a in self._arrays()))
+
+    def _arrays(self):
+        return (self.magnet_pos, self.magnet_vel, self.magnet_target, self.strand_pos, self.strand_vel)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, WigState) and all(
+            (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
+            for a, b in zip(self._arrays(), other._arrays()))
 
 
 class Wig:
-    """A hair set bound to its head at rest.
+    """A hair set bound to its head and magnets at rest.
 
     Parameters
     ----------
     hair : HairSet
         Rest hair, points in the hair object's local space.
-    hair_matrix : (4, 4) float64
-        The hair object's world matrix at rest (``H_0``).
-    head_matrix : (4, 4) float64
-        The head (surface) object's world matrix at rest (``L_0``).
+    hair_matrix, head_matrix : (4, 4) float64
+        World matrices of the hair object (``H_0``) and the head (``L_0``) at rest.
+    magnets : list of Magnet
+        Rest matrices in head-local space.
+    head_mesh : ((V, 3), (T, 3)) or None
+        The head's vertices (head-local) and triangles, for collision.
+    head_centre : (3,) or None
+        The centre ``l`` of compression and of the collision rays (head-local); default: the
+        centre of the head mesh's bounding box, else the head's origin.
     """
 
-    def __init__(self, hair: HairSet, hair_matrix, head_matrix):
+    def __init__(self, hair: HairSet, hair_matrix, head_matrix, magnets=(), settings=None,
+                 head_mesh=None, head_centre=None):
         self.hair = hair
+        self.settings = settings = settings or WigSettings()
         self.hair_rest = as_matrix(hair_matrix, f"'{hair.name}' rest matrix")
         self.head_rest = as_matrix(head_matrix, f"'{hair.name}' head rest matrix")
+        to_local = np.linalg.solve(self.head_rest, self.hair_rest)
+        self.rest_local = transform_points(hair.points, to_local)
+        self.magnets: list[Magnet] = list(magnets)
+        self.mi_inv = np.array([np.linalg.inv(as_matrix(m.rest_matrix, f"magnet '{m.name}' rest matrix"))
+                                for m in self.magnets]).reshape(-1, 4, 4)
+        self.weights = MagnetWeights(hair, self.rest_local, self.magnets, settings.flex,
+                                     settings.length_profile, settings.normalisation)
+        self.dynamic_index = [i for i, m in enumerate(self.magnets) if m.dynamic is not None]
+        self.dynamics = DynamicMagnets([self.magnets[i].name for i in self.dynamic_index],
+                                       [self.magnets[i].dynamic for i in self.dynamic_index])
+        t = hair.vertex_t()
+        self.secondary = None
+        if settings.secondary is not None:
+            s = settings.secondary
+            self.secondary = SecondarySprings(
+                hair.strand_of_point(), hair.num_strands, t, s.stiffness, s.damping, s.mass,
+                s.random, s.seed, s.stiffness_profile, s.blend_profile, s.dynablend)
+        self.collider = None
+        if head_mesh is not None and settings.use_collision:
+            self.collider = RadiusMap(head_mesh[0], head_mesh[1], head_centre, name=f"{hair.name}'s head")
+        if head_centre is not None:
+            self.centre = np.asarray(head_centre, dtype=np.float64)
+        elif self.collider is not None:
+            self.centre = self.collider.centre
+        elif head_mesh is not None:
+            v = np.asarray(head_mesh[0], np.float64)
+            self.centre = (v.min(axis=0) + v.max(axis=0)) / 2
+        else:
+            self.centre = np.zeros(3)
+        self.alpha = None if settings.compression is None else settings.compression(t)[:, None]
+        self.length = LengthControl(hair, settings.elasticity, settings.length_mode) if settings.use_length else None
+        self.not_root = t > 0
 
-    def step(self, hair_matrix, head_matrix, out: np.ndarray | None = None) -> np.ndarray:
-        """Deformed positions for one frame.
+    @property
+    def has_dynamics(self) -> bool:
+        """Whether frames depend on earlier frames (and must be stepped in order)."""
+        return bool(self.dynamic_index) or self.secondary is not None
+
+    def initial_state(self, inp: FrameInput) -> WigState:
+        """The state of a first frame: at rest on its targets."""
+        targets = self._magnet_targets(inp)
+        d = len(self.dynamic_index)
+        return WigState(targets.copy(), np.zeros((d, 3)), targets.copy(), None, None)
+
+    def _magnet_targets(self, inp: FrameInput) -> np.ndarray:
+        if not self.dynamic_index:
+            return np.zeros((0, 3))
+        return np.asarray(inp.magnet_matrices, dtype=np.float64)[self.dynamic_index, :3, 3].copy()
+
+    def step(self, inp: FrameInput, state: WigState | None = None, out: np.ndarray | None = None):
+        """Deformed positions for one frame, and the state for the next.
 
         Parameters
         ----------
-        hair_matrix, head_matrix : (4, 4) float64
-            Current world matrices of the hair object (``H_f``) and the head (``L_f``).
+        inp : FrameInput
+        state : WigState or None
+            The previous frame's state; ``None`` starts at rest (the first frame of a bake).
         out : (P, 3) float32, optional
             Where to write the result (a frame of a ``BakeCache``, say).
 
         Returns
         -------
-        (P, 3) float32 positions in the hair object's current local space.
+        positions : (P, 3) float32 in the hair object's current local space
+        state : WigState for the next frame (a new object; ``state`` is not modified)
         """
         name = self.hair.name
-        m = follow_matrix(self.hair_rest, self.head_rest,
-                          as_matrix(head_matrix, f"'{name}' head matrix"),
-                          as_matrix(hair_matrix, f"'{name}' matrix"))
+        head = as_matrix(inp.head_matrix, f"'{name}' head matrix")
+        hair_now = as_matrix(inp.hair_matrix, f"'{name}' matrix")
+        head_inv = np.linalg.inv(head)
+        first = state is None
+        state = self.initial_state(inp) if first else state.copy()
         if out is None:
             out = np.empty_like(self.hair.points)
-        # Far below float32 resolution: the hair is parented to the head (or neither moved),
-        # and copying keeps a still frame bit-identical to the rest pose.
+
+        # Primary movement: magnets' motion from rest, in head-local space.
+        p = self.rest_local.copy()
+        if self.magnets:
+            mats = np.asarray(inp.magnet_matrices, dtype=np.float64)
+            if mats.shape != (len(self.magnets), 4, 4):
+                raise HairWigError(f"'{name}': expected {len(self.magnets)} magnet matrices, got {mats.shape}")
+            mats = mats.copy()
+            if self.dynamic_index:
+                target = self._magnet_targets(inp)
+                if not first:
+                    shown = self.dynamics.step(
+                        state.magnet_pos, state.magnet_vel, state.magnet_target, target, inp.dt,
+                        inp.gravity, head[:3, 2], inp.winds, inp.time)
+                    mats[self.dynamic_index, :3, 3] = shown
+                state.magnet_target = target
+            motions = head_inv[None] @ mats @ self.mi_inv
+            self.weights.displace(self.rest_local, motions, p)
+
+        # Secondary movement: per-vertex springs in world space.
+        if self.secondary is not None:
+            target_w = transform_points(p, head)
+            if first:
+                state.strand_pos = target_w.copy()
+                state.strand_vel = np.zeros_like(target_w)
+                shown = target_w
+            else:
+                shown = self.secondary.step(state.strand_pos, state.strand_vel, target_w, inp.dt,
+                                            out=np.empty_like(target_w))
+            p = transform_points(shown, head_inv, out=p)
+
+        self.refine(p)
+        m = np.linalg.solve(hair_now, head)        # head-local -> hair object now: H_f⁻¹ · L_f
         if np.allclose(m, np.eye(4), rtol=0.0, atol=1e-9):
-            out[...] = self.hair.points
-            return out
-        return transform_points(self.hair.points, m, out=out)
+            out[...] = p
+        else:
+            transform_points(p, m, out=out)
+        return out, state
+
+    def refine(self, p: np.ndarray) -> np.ndarray:
+        """Refinement in head-local space, in the seed's order (SPEC §6): compression, length,
+        collision, length again, and a final collision pass."""
+        if self.alpha is not None:
+            compensate_compression(self.rest_local, p, self.centre, self.alpha, out=p)
+        if self.length is not None:
+            self.length.apply(p)
+        if self.collider is not None:
+            self.collider.push_out(p, self.settings.collision_offset, self.not_root)
+            if self.length is not None:
+                self.length.apply(p)
+                self.collider.push_out(p, self.settings.collision_offset, self.not_root)
+        return p

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from ..hair_wig import BakeCache, HairWigError, Wig
+from ..hair_wig import BakeCache, FrameInput, HairWigError, Wig
 from . import blender_io
 from .properties import head_of
 
@@ -51,10 +51,12 @@ def compute(context, ob, first: int, last: int, progress=None) -> BakeCache:
         source = blender_io.read_source(ob, ob.hair_wig.selection_attribute, depsgraph)
         wig = Wig(source.hair, source.matrix, blender_io.evaluated_matrix(head, depsgraph))
         cache = BakeCache(source.hair, first, last)
+        state = None
         for done, f in enumerate(cache.frames, start=1):
             scene.frame_set(f)
-            wig.step(blender_io.evaluated_matrix(ob, depsgraph),
-                     blender_io.evaluated_matrix(head, depsgraph), out=cache.frame(f))
+            inp = FrameInput(blender_io.evaluated_matrix(ob, depsgraph),
+                             blender_io.evaluated_matrix(head, depsgraph))
+            _, state = wig.step(inp, state, out=cache.frame(f))
             cache.check_finite(f)
             if progress is not None:
                 progress(done, cache.num_frames)

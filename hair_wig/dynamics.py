@@ -1,0 +1,231 @@
+"""Damped springs: dynamic magnets (SPEC §4) and secondary movement (SPEC §5), seed 000
+"Primary Movement" (dynamic magnets) and "Secondary Movement".
+
+The seed writes the spring force as ``R·v_prev − k·x``; read literally it pushes away from the
+target and accelerates with velocity. We use the physically meant signs (SPEC §4):
+
+    mass · a = k (target − x) − R v + f
+
+and step it exactly: over a step of length ``dt`` with the target and the force ``f`` held, the
+motion is the damped oscillator's closed-form solution, so the step is unconditionally stable and
+exact for any stiffness (no explicit-Euler blow-up at k = 10⁴, dt = 1/24).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import HairWigError
+from .profiles import Profile
+
+
+def spring_step_coefficients(stiffness, damping, mass, dt):
+    """Entries of ``exp(A · dt)`` for ``A = [[0, 1], [-k/m, -R/m]]``, elementwise.
+
+    Returns ``(e11, e12, e21, e22)`` float64 arrays such that for the offset ``y = x − x_eq`` from
+    equilibrium ``x_eq = target + f / k``: ``y' = e11 y + e12 v``, ``v' = e21 y + e22 v``.
+    Handles under-, critically and over-damped springs without overflow.
+    """
+    k = np.asarray(stiffness, dtype=np.float64)
+    r = np.asarray(damping, dtype=np.float64)
+    m = np.asarray(mass, dtype=np.float64)
+    a, b = k / m, r / m                     # y'' = -a y - b y'
+    s = -b / 2
+    disc = s * s - a                        # > 0 overdamped, < 0 underdamped
+    q = np.sqrt(np.abs(disc))
+    t = dt
+    over = disc > 1e-12 * np.maximum(a, 1e-300)
+    under = disc < -1e-12 * np.maximum(a, 1e-300)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        # C = e^{st} cosh/cos(qt), S = e^{st} sinh/sin(qt) / q, written to avoid overflow.
+        e_plus, e_minus = np.exp((s + q) * t), np.exp((s - q) * t)
+        c_over, s_over = (e_plus + e_minus) / 2, (e_plus - e_minus) / (2 * np.where(q > 0, q, 1))
+        est = np.exp(s * t)
+        c_under, s_under = est * np.cos(q * t), est * np.sin(q * t) / np.where(q > 0, q, 1)
+        c_crit, s_crit = est, est * t
+    c = np.where(over, c_over, np.where(under, c_under, c_crit))
+    sn = np.where(over, s_over, np.where(under, s_under, s_crit))
+    # exp(At) = C I + S (A - s I)
+    e11 = c - s * sn
+    e12 = sn
+    e21 = -a * sn
+    e22 = c + (-b - s) * sn
+    return e11, e12, e21, e22
+
+
+@dataclass
+class DynamicMagnet:
+    """Spring settings of a dynamic magnet (SPEC §4).
+
+    mass (kg), stiffness k (N/m), damping R (N·s/m), dynablend in [0, 1] (0 = simple magnet,
+    1 = fully dynamic), substeps per frame, gravity_max ``g_max`` (m/s²) and the gravity profile
+    ``G(dev)`` of head tilt.
+    """
+
+    mass: float = 1.0
+    stiffness: float = 60.0
+    damping: float = 6.0
+    dynablend: float = 1.0
+    substeps: int = 1
+    gravity_max: float = 9.81
+    gravity_profile: Profile = field(default_factory=lambda: Profile.linear(0.0, 1.0, "gravity"))
+
+    def check(self, name: str):
+        for what, v, lo in (("mass", self.mass, 1e-9), ("stiffness", self.stiffness, 0.0),
+                            ("damping", self.damping, 0.0)):
+            if not np.isfinite(v) or v < lo:
+                raise HairWigError(f"magnet '{name}': {what} must be {'positive' if lo else '>= 0'}, got {v}")
+        if not 0 <= self.dynablend <= 1:
+            raise HairWigError(f"magnet '{name}': dynablend must be in 0..1, got {self.dynablend}")
+        if int(self.substeps) < 1:
+            raise HairWigError(f"magnet '{name}': substeps must be at least 1, got {self.substeps}")
+
+
+@dataclass
+class WindSource:
+    """An atmospheric force, filled from a Blender Wind force field (SPEC §4 "Wind").
+
+    position, direction (unit, the field's Z axis) in world space; strength (N); shape 'PLANE'
+    (distance measured along the direction, as Blender's default wind) or 'POINT' (radial);
+    falloff ``(1 + r - r_min)^-power`` beyond ``min_distance`` and zero beyond ``max_distance``
+    (Blender's effector falloff); ``noise`` adds a smooth, seeded gust of relative amplitude.
+    """
+
+    position: np.ndarray
+    direction: np.ndarray
+    strength: float
+    shape: str = "PLANE"
+    falloff_power: float = 0.0
+    min_distance: float = 0.0
+    max_distance: float = np.inf
+    noise: float = 0.0
+    seed: int = 0
+
+    def force(self, x: np.ndarray, time: float) -> np.ndarray:
+        """Force (…, 3) at world positions ``x`` (…, 3) and time (s)."""
+        x = np.asarray(x, dtype=np.float64)
+        d = np.asarray(self.direction, dtype=np.float64)
+        d = d / max(np.linalg.norm(d), 1e-12)
+        rel = x - np.asarray(self.position, dtype=np.float64)
+        r = np.abs(rel @ d) if self.shape == "PLANE" else np.linalg.norm(rel, axis=-1)
+        fac = np.where(r > self.min_distance, (1 + np.maximum(r - self.min_distance, 0)) ** -self.falloff_power, 1.0)
+        fac = np.where(r > self.max_distance, 0.0, fac)
+        gust = 1.0
+        if self.noise:
+            rng = np.random.default_rng(self.seed)
+            freq = rng.uniform(0.3, 2.0, 3)
+            phase = rng.uniform(0, 2 * np.pi, 3)
+            gust = 1.0 + self.noise * np.sin(2 * np.pi * freq * time + phase).mean()
+        return (self.strength * gust * fac)[..., None] * d
+
+
+def tilt_deviation(head_up: np.ndarray, up: np.ndarray) -> float:
+    """``dev = (1 − u · up) / 2``: 0 upright, 1 upside down (SPEC §4)."""
+    u = np.asarray(head_up, dtype=np.float64)
+    u = u / max(np.linalg.norm(u), 1e-12)
+    return float((1.0 - np.dot(u, up)) / 2.0)
+
+
+class DynamicMagnets:
+    """The spring state of every dynamic magnet: position and velocity in world space."""
+
+    def __init__(self, names: list[str], settings: list[DynamicMagnet]):
+        for n, s in zip(names, settings):
+            s.check(n)
+        self.names = names
+        self.settings = settings
+
+    def step(self, state_pos, state_vel, prev_target, target, dt, gravity, head_up, winds, time):
+        """Advance every dynamic magnet by one frame; return the shown positions.
+
+        state_pos, state_vel : (D, 3) float64, updated in place (the spring's own state).
+        prev_target, target : (D, 3) keyed positions at the previous and this frame; the target
+            moves linearly across substeps.
+        gravity : (3,) scene gravity (m/s²); head_up : (3,) the head's up axis in world space.
+        Returns (D, 3): ``m_f = target + dynablend · (m_spring − target)``.
+        """
+        g = np.asarray(gravity, dtype=np.float64)
+        g_norm = np.linalg.norm(g)
+        down = g / g_norm if g_norm > 0 else np.zeros(3)
+        dev = tilt_deviation(head_up, -down) if g_norm > 0 else 0.0
+        shown = np.empty_like(state_pos)
+        for i, s in enumerate(self.settings):
+            n = int(s.substeps)
+            h = dt / n
+            e11, e12, e21, e22 = spring_step_coefficients(s.stiffness, s.damping, s.mass, h)
+            g_eff = s.gravity_max * float(s.gravity_profile(dev))
+            for j in range(1, n + 1):
+                tgt = prev_target[i] + (target[i] - prev_target[i]) * (j / n)
+                f = s.mass * g_eff * down
+                for w in winds:
+                    f = f + w.force(state_pos[i], time - dt + j * h)
+                eq = tgt + f / s.stiffness if s.stiffness > 0 else state_pos[i]
+                y = state_pos[i] - eq
+                v = state_vel[i]
+                if s.stiffness > 0:
+                    state_pos[i] = eq + e11 * y + e12 * v
+                    state_vel[i] = e21 * y + e22 * v
+                else:   # free mass: damped drift under the force
+                    decay = np.exp(-s.damping / s.mass * h)
+                    acc = f / s.mass
+                    if s.damping > 0:
+                        rate = s.damping / s.mass
+                        state_pos[i] = state_pos[i] + v * (1 - decay) / rate + acc * (h - (1 - decay) / rate) / rate
+                        state_vel[i] = v * decay + acc * (1 - decay) / rate
+                    else:
+                        state_pos[i] = state_pos[i] + v * h + 0.5 * acc * h * h
+                        state_vel[i] = v + acc * h
+            shown[i] = target[i] + s.dynablend * (state_pos[i] - target[i])
+        return shown
+
+
+class SecondarySprings:
+    """Per-vertex damped springs towards the primary target (SPEC §5, seed 000 "Secondary
+    Movement"), with per-strand stiffness and damping randomised by ±``random`` (seeded)."""
+
+    def __init__(self, strand_of_point: np.ndarray, num_strands: int, vertex_t: np.ndarray,
+                 stiffness: float, damping: float, mass: float = 1.0, random: float = 0.2,
+                 seed: int = 0, stiffness_profile: Profile | None = None,
+                 blend_profile: Profile | None = None, dynablend: float = 1.0):
+        for what, v in (("stiffness", stiffness), ("damping", damping)):
+            if not np.isfinite(v) or v < 0:
+                raise HairWigError(f"secondary dynamics: {what} must be >= 0, got {v}")
+        if not np.isfinite(mass) or mass <= 0:
+            raise HairWigError(f"secondary dynamics: mass must be positive, got {mass}")
+        if not 0 <= random < 1:
+            raise HairWigError(f"secondary dynamics: randomness must be in 0..1 (0..100%), got {random}")
+        rng = np.random.default_rng(seed)
+        k_strand = stiffness * (1 + rng.uniform(-random, random, num_strands))
+        r_strand = damping * (1 + rng.uniform(-random, random, num_strands))
+        prof = stiffness_profile(vertex_t) if stiffness_profile is not None else 1.0
+        self.k = (k_strand[strand_of_point] * prof).astype(np.float64)
+        self.r = r_strand[strand_of_point].astype(np.float64)
+        self.mass = float(mass)
+        blend = blend_profile(vertex_t) if blend_profile is not None else np.ones_like(vertex_t)
+        blend = np.where(vertex_t > 0, blend, 0.0)            # roots never leave the scalp
+        self.blend = (np.float32(dynablend) * blend).astype(np.float32)[:, None]
+        self._dt = None
+        self._coef = None
+
+    def coefficients(self, dt: float):
+        if self._dt != dt:
+            e = spring_step_coefficients(self.k, self.r, self.mass, dt)
+            self._coef = [c.astype(np.float32)[:, None] for c in e]
+            self._dt = dt
+        return self._coef
+
+    def step(self, pos: np.ndarray, vel: np.ndarray, target: np.ndarray, dt: float,
+             out: np.ndarray) -> np.ndarray:
+        """Advance the springs (``pos``, ``vel`` updated in place, world space) towards ``target``
+        (P, 3) and write the shown positions ``target + blend · (pos − target)`` to ``out``
+        (which must not be ``target``)."""
+        e11, e12, e21, e22 = self.coefficients(dt)
+        y = pos - target
+        pos[...] = target + e11 * y + e12 * vel
+        vel[...] = e21 * y + e22 * vel
+        np.subtract(pos, target, out=out)
+        out *= self.blend
+        out += target
+        return out

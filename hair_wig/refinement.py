@@ -1,0 +1,258 @@
+"""Refinement (seed 000, "Refinement"; SPEC §6): compression compensation, length control and
+collision with the head, all in head-local space."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import HairWigError
+from .hairset import HairSet
+
+
+def compensate_compression(rest: np.ndarray, displaced: np.ndarray, centre: np.ndarray,
+                           alpha: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Scale the part of each displacement that points towards the head centre by ``α(t)``
+    (seed 000, "Refinement", FIG. 10; SPEC §6.1).
+
+    ``d = p − p_rest = n + r`` with ``n`` along the compression vector ``c = l − p_rest``; when
+    ``n`` points towards the centre, ``d = α n + r``. rest, displaced, out : (P, 3) float32;
+    alpha : (P, 1) float32.
+    """
+    d = displaced - rest
+    c = centre.astype(np.float32) - rest
+    cc = np.einsum("ij,ij->i", c, c)[:, None]
+    dn = np.einsum("ij,ij->i", d, c)[:, None]
+    inward = (dn > 0) & (cc > 0)
+    k = np.where(inward, (alpha - 1) * dn / np.where(cc > 0, cc, 1), 0).astype(np.float32)
+    np.add(displaced, k * c, out=out)
+    return out
+
+
+class LengthControl:
+    """Length control (seed 000, "Refinement": ``elasticity + ratio · (1 − elasticity)``; SPEC §6.2).
+
+    mode 'STRAND' (the patent's): every segment of a strand is scaled by ``s = e + ratio (1 − e)``
+    with ``ratio = L_rest / L_deformed`` of the whole strand, rebuilt from the root by a cumulative
+    sum. mode 'SEGMENT': follow-the-leader (seed 004), each segment pulled back towards its own rest
+    length by the same formula, from root to tip.
+    """
+
+    def __init__(self, hair: HairSet, elasticity: float = 0.0, mode: str = "STRAND"):
+        if not 0 <= elasticity <= 1:
+            raise HairWigError(f"length control: elasticity must be in 0..1, got {elasticity}")
+        if mode not in ("STRAND", "SEGMENT"):
+            raise HairWigError(f"length control: mode must be STRAND or SEGMENT, got {mode!r}")
+        self.hair = hair
+        self.elasticity = float(elasticity)
+        self.mode = mode
+        self.rest_segments = hair.segment_lengths().astype(np.float64)
+        self.rest_lengths = np.add.reduceat(self.rest_segments, hair.offsets[:-1])
+        self.strand = hair.strand_of_point()
+        self.roots = hair.offsets[:-1]
+        counts = hair.counts
+        self.uniform = int(counts[0]) if np.all(counts == counts[0]) else 0
+        # Padded (N, n_max) point index table for the root-to-tip sweep of SEGMENT mode.
+        n_max = int(counts.max())
+        j = np.arange(n_max)
+        self.table = np.where(j[None, :] < counts[:, None], hair.offsets[:-1, None] + j[None, :], -1)
+
+    def apply(self, points: np.ndarray) -> np.ndarray:
+        """Correct ``points`` (P, 3) float32 in place; returns it."""
+        if self.elasticity >= 1:
+            return points
+        if self.mode == "STRAND":
+            return self._strand(points)
+        return self._segment(points)
+
+    def _strand(self, p: np.ndarray) -> np.ndarray:
+        e = self.elasticity
+        seg = np.empty(p.shape, dtype=np.float64)
+        seg[1:] = p[1:] - p[:-1]
+        seg[self.roots] = 0.0
+        if self.uniform:
+            n = self.uniform
+            s3 = seg.reshape(-1, n, 3)
+            length = np.linalg.norm(s3, axis=2).sum(axis=1)
+            ratio = np.divide(self.rest_lengths, length, out=np.ones_like(length), where=length > 0)
+            scale = e + ratio * (1 - e)
+            s3 *= scale[:, None, None]
+            np.cumsum(s3, axis=1, out=s3)
+            s3 += p[self.roots].astype(np.float64)[:, None, :]
+            p[...] = s3.reshape(-1, 3)
+            return p
+        length = np.add.reduceat(np.linalg.norm(seg, axis=1), self.roots)
+        ratio = np.divide(self.rest_lengths, length, out=np.ones_like(length), where=length > 0)
+        seg *= (e + ratio * (1 - e))[self.strand][:, None]
+        run = np.cumsum(seg, axis=0)
+        start = run[self.roots] - seg[self.roots]
+        p[...] = p[self.roots].astype(np.float64)[self.strand] + run - start[self.strand]
+        return p
+
+    def _segment(self, p: np.ndarray) -> np.ndarray:
+        e = self.elasticity
+        table = self.table
+        for j in range(1, table.shape[1]):
+            idx = table[:, j]
+            live = idx >= 0
+            cur, prev = idx[live], table[live, j - 1]
+            d = p[cur].astype(np.float64) - p[prev]
+            length = np.linalg.norm(d, axis=1)
+            ratio = np.divide(self.rest_segments[cur], length, out=np.ones_like(length), where=length > 0)
+            p[cur] = p[prev] + d * (e + ratio * (1 - e))[:, None]
+        return p
+
+
+class RadiusMap:
+    """The head as seen from its centre: the distance to its outer surface in every direction,
+    precomputed on a (θ, φ) grid (seed 000's ray test; seed 003's "precalculated polar
+    coordinates"; SPEC §6.3).
+
+    Built by casting rays from ``centre`` against the triangles, ``supersample``² rays per cell,
+    keeping the farthest hit, and adding the mesh's vertices; each grid value is then the maximum
+    over its neighbourhood so that bilinear lookups never fall inside the surface. Directions that hit nothing get 0
+    (the head does not enclose its centre there).
+    """
+
+    def __init__(self, vertices: np.ndarray, triangles: np.ndarray, centre=None,
+                 resolution: tuple[int, int] = (64, 128), supersample: int = 2, name: str = "head"):
+        v = np.asarray(vertices, dtype=np.float64)
+        tri = np.asarray(triangles, dtype=np.int64)
+        if tri.ndim != 2 or tri.shape[1] != 3 or len(tri) == 0:
+            raise HairWigError(f"'{name}' has no faces to collide with")
+        self.centre = (v.min(axis=0) + v.max(axis=0)) / 2 if centre is None else np.asarray(centre, np.float64)
+        nt, nph = resolution
+        self.shape = (nt, nph)
+        st, sp = nt * supersample, nph * supersample
+        theta = (np.arange(st) + 0.5) / st * np.pi
+        phi = (np.arange(sp) + 0.5) / sp * 2 * np.pi - np.pi
+        hits = _farthest_hits_grid(self.centre, theta, phi, v[tri])
+        # |x| is convex, so over every face the surface is farthest from the centre at a corner:
+        # with the corners in the grid, the neighbourhood maximum below bounds the whole surface.
+        rel = v[np.unique(tri)] - self.centre
+        rv = np.linalg.norm(rel, axis=1)
+        th = np.arccos(np.clip(rel[:, 2] / np.where(rv > 0, rv, 1), -1, 1))
+        ph = np.arctan2(rel[:, 1], rel[:, 0])
+        ci = np.clip((th / np.pi * st).astype(np.int64), 0, st - 1)
+        cj = np.clip(((ph + np.pi) / (2 * np.pi) * sp).astype(np.int64), 0, sp - 1)
+        np.maximum.at(hits, ci * sp + cj, rv)
+        hits = hits.reshape(nt, supersample, nph, supersample)
+        cell = hits.max(axis=(1, 3))
+        grow = cell.copy()               # neighbourhood max: conservative between samples
+        for di in (-1, 0, 1):
+            for dj in (-1, 0, 1):
+                rolled = np.roll(cell, dj, axis=1)
+                if di:
+                    rolled = np.concatenate([rolled[:1], rolled[:-1]]) if di > 0 else np.concatenate([rolled[1:], rolled[-1:]])
+                grow = np.maximum(grow, rolled)
+        self.radii = grow.astype(np.float32)
+        self.missed = float((cell == 0).mean())
+        self.name = name
+
+    def radius(self, dirs: np.ndarray) -> np.ndarray:
+        """Surface distance (P,) along unit directions ``dirs`` (P, 3), bilinear on the grid."""
+        nt, nph = self.shape
+        theta = np.arccos(np.clip(dirs[:, 2], -1, 1))
+        phi = np.arctan2(dirs[:, 1], dirs[:, 0])
+        x = theta / np.pi * nt - 0.5
+        y = (phi + np.pi) / (2 * np.pi) * nph - 0.5
+        i0 = np.floor(x).astype(np.int64)
+        j0 = np.floor(y).astype(np.int64)
+        fx, fy = (x - i0).astype(np.float32), (y - j0).astype(np.float32)
+        i0c, i1c = np.clip(i0, 0, nt - 1), np.clip(i0 + 1, 0, nt - 1)
+        j0c, j1c = j0 % nph, (j0 + 1) % nph
+        r = self.radii
+        return ((r[i0c, j0c] * (1 - fy) + r[i0c, j1c] * fy) * (1 - fx)
+                + (r[i1c, j0c] * (1 - fy) + r[i1c, j1c] * fy) * fx)
+
+    def push_out(self, points: np.ndarray, offset: float = 0.0, mask: np.ndarray | None = None) -> int:
+        """Move every point nearer the centre than the surface (+ offset) along its ray out to it
+        (seed 000, "Refinement": collision). In place; returns how many moved."""
+        c = self.centre.astype(np.float32)
+        rel = points - c
+        dist = np.linalg.norm(rel, axis=1)
+        safe = np.where(dist > 0, dist, 1)
+        dirs = np.where(dist[:, None] > 0, rel / safe[:, None], np.array([0, 0, 1], np.float32))
+        limit = self.radius(dirs) + np.float32(offset)
+        inside = dist < limit
+        if mask is not None:
+            inside &= mask
+        rows = np.flatnonzero(inside)
+        points[rows] = c + dirs[rows] * limit[rows, None]
+        return int(rows.size)
+
+
+def _directions(theta, phi):
+    st, ct = np.sin(theta), np.cos(theta)
+    return np.stack(np.broadcast_arrays(st * np.cos(phi), st * np.sin(phi), ct), axis=-1)
+
+
+def _ray_triangle(origin, dirs, a, b, c):
+    """Möller–Trumbore, pairwise: hit distance of ray i against triangle i, 0 where none."""
+    e1, e2 = b - a, c - a
+    pvec = np.cross(dirs, e2)
+    det = np.einsum("ij,ij->i", pvec, e1)
+    ok = np.abs(det) > 1e-14
+    inv = 1.0 / np.where(ok, det, 1.0)
+    tvec = origin - a
+    u = np.einsum("ij,ij->i", pvec, tvec) * inv
+    qvec = np.cross(tvec, e1)
+    v = np.einsum("ij,ij->i", dirs, qvec) * inv
+    t = np.einsum("ij,ij->i", e2, qvec) * inv
+    hit = ok & (u >= -1e-9) & (v >= -1e-9) & (u + v <= 1 + 1e-9) & (t > 0)
+    return np.where(hit, t, 0.0)
+
+
+def farthest_hits(origin: np.ndarray, dirs: np.ndarray, tris: np.ndarray, chunk: int = 256) -> np.ndarray:
+    """Farthest hit distance along each of ``dirs`` (R, 3) from ``origin`` against every triangle
+    of ``tris`` (T, 3, 3), 0 where none: the exact ray test, for checks and small cases."""
+    out = np.zeros(len(dirs))
+    for s in range(0, len(dirs), chunk):
+        d = dirs[s:s + chunk]
+        r, t = len(d), len(tris)
+        hit = _ray_triangle(origin, np.repeat(d, t, axis=0), np.tile(tris[:, 0], (r, 1)),
+                            np.tile(tris[:, 1], (r, 1)), np.tile(tris[:, 2], (r, 1)))
+        out[s:s + chunk] = hit.reshape(r, t).max(axis=1)
+    return out
+
+
+def _farthest_hits_grid(origin, theta, phi, tris, edge_samples: int = 8):
+    """Farthest hit along every grid direction (θ_i, φ_j), testing each triangle only against
+    the grid directions inside its angular bounding box (from points along its edges, so arcs
+    bulging towards a pole are covered; triangles around a pole or across φ = ±π take every φ)."""
+    nt, nph = len(theta), len(phi)
+    dth, dph = np.pi / nt, 2 * np.pi / nph
+    w = np.linspace(0, 1, edge_samples, endpoint=False)
+    a, b, c = tris[:, 0] - origin, tris[:, 1] - origin, tris[:, 2] - origin
+    ring = np.concatenate([a[:, None] + w[None, :, None] * (b - a)[:, None],
+                           b[:, None] + w[None, :, None] * (c - b)[:, None],
+                           c[:, None] + w[None, :, None] * (a - c)[:, None]], axis=1)
+    rr = np.linalg.norm(ring, axis=2)
+    th = np.arccos(np.clip(ring[..., 2] / np.where(rr > 0, rr, 1), -1, 1))
+    ph = np.arctan2(ring[..., 1], ring[..., 0])
+    i0 = np.clip(np.floor(th.min(axis=1) / dth - 0.5).astype(np.int64) - 1, 0, nt - 1)
+    i1 = np.clip(np.ceil(th.max(axis=1) / dth - 0.5).astype(np.int64) + 1, 0, nt - 1)
+    p0, p1 = ph.min(axis=1), ph.max(axis=1)
+    wrap = p1 - p0 > np.pi                       # straddles φ = ±π: take the short way round
+    ph_w = np.where(ph < 0, ph + 2 * np.pi, ph)
+    p0 = np.where(wrap, ph_w.min(axis=1), p0)
+    p1 = np.where(wrap, ph_w.max(axis=1), p1)
+    polar = (i0 <= 1) | (i1 >= nt - 2) | (p1 - p0 > np.pi)
+    j0 = np.floor((p0 + np.pi) / dph - 0.5).astype(np.int64) - 1
+    j1 = np.ceil((p1 + np.pi) / dph - 0.5).astype(np.int64) + 1
+    j0 = np.where(polar, 0, j0)
+    j1 = np.where(polar, nph - 1, np.minimum(j1, j0 + nph - 1))
+    rows, cols = i1 - i0 + 1, j1 - j0 + 1
+    per = rows * cols
+    tri_of = np.repeat(np.arange(len(tris)), per)
+    k = np.arange(per.sum()) - np.repeat(np.cumsum(per) - per, per)
+    ii = i0[tri_of] + k // cols[tri_of]
+    jj = (j0[tri_of] + k % cols[tri_of]) % nph
+    out = np.zeros(nt * nph)
+    chunk = 1 << 20
+    for s in range(0, len(tri_of), chunk):
+        sl = slice(s, s + chunk)
+        t_idx, i_idx, j_idx = tri_of[sl], ii[sl], jj[sl]
+        d = _directions(theta[i_idx], phi[j_idx])
+        hit = _ray_triangle(np.zeros(3), d, a[t_idx], b[t_idx], c[t_idx])
+        np.maximum.at(out, i_idx * nph + j_idx, hit)
+    return out

@@ -1,0 +1,358 @@
+"""The wig core (seed 000 / SPEC §1-6) against analytic answers, without Blender."""
+
+import numpy as np
+import pytest
+
+from hair_wig import (DynamicMagnet, FrameInput, HairSet, HairWigError, LengthControl, Magnet,
+                      MagnetWeights, Profile, RadiusMap, SecondarySettings, SecondarySprings, Wig,
+                      WigSettings, WindSource, compensate_compression, spring_step_coefficients)
+from hair_wig.dynamics import DynamicMagnets
+from hair_wig.refinement import farthest_hits
+
+DT = 1.0 / 24.0
+
+
+def translate(x, y, z):
+    m = np.eye(4)
+    m[:3, 3] = (x, y, z)
+    return m
+
+
+def rotation(axis, angle, about=(0, 0, 0)):
+    axis = np.asarray(axis, float) / np.linalg.norm(axis)
+    k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+    r = np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
+    m = np.eye(4)
+    m[:3, :3] = r
+    m[:3, 3] = np.asarray(about) - r @ np.asarray(about)
+    return m
+
+
+def strands(n=50, k=8, length=1.0, seed=0):
+    """Straight strands rising from the unit sphere's upper half."""
+    rng = np.random.default_rng(seed)
+    z = rng.uniform(0.2, 1.0, n)
+    phi = rng.uniform(0, 2 * np.pi, n)
+    r = np.sqrt(1 - z * z)
+    roots = np.stack([r * np.cos(phi), r * np.sin(phi), z], 1)
+    t = np.linspace(0, 1, k)
+    pts = roots[:, None] * (1 + length * t[None, :, None])
+    return HairSet(pts.reshape(-1, 3), [k] * n, name="Hair")
+
+
+def sphere_mesh(radius=1.0, rings=24, segments=48):
+    th = np.linspace(0, np.pi, rings + 1)
+    ph = np.linspace(0, 2 * np.pi, segments, endpoint=False)
+    v = radius * np.stack([np.outer(np.sin(th), np.cos(ph)), np.outer(np.sin(th), np.sin(ph)),
+                           np.outer(np.cos(th), np.ones_like(ph))], -1).reshape(-1, 3)
+    tris = []
+    for i in range(rings):
+        for j in range(segments):
+            a, b = i * segments + j, i * segments + (j + 1) % segments
+            c, d = a + segments, b + segments
+            tris += [(a, c, b), (b, c, d)]
+    return v, np.array(tris)
+
+
+def no_refinement(**kw):
+    return WigSettings(use_length=False, use_collision=False, **kw)
+
+
+# ----------------------------------------------------------------------------- profiles, data
+
+def test_profile_linear_and_smooth():
+    lin = Profile([(0, 0), (0.5, 1), (1, 0)])
+    np.testing.assert_allclose(lin([0, 0.25, 0.5, 0.75, 1]), [0, 0.5, 1, 0.5, 0], atol=2e-3)
+    smooth = Profile([(0, 0), (0.3, 0.9), (0.6, 1.0), (1, 0.2)], "SMOOTH")
+    u = np.linspace(0, 1, 1001)
+    y = smooth(u)
+    assert y.max() <= 1.0 + 1e-6 and y.min() >= -1e-6          # monotone cubic: no overshoot
+    np.testing.assert_allclose(smooth([0, 0.3, 0.6, 1]), [0, 0.9, 1.0, 0.2], atol=3e-3)
+    assert np.all(np.abs(np.diff(y)) < 0.01)                   # smooth: no jumps
+    assert Profile.constant(0.4)(np.array([[0.1, 2.0]])).shape == (1, 2)
+    np.testing.assert_allclose(Profile.linear(1, 0)([-1, 2]), [1, 0])   # clamped outside 0..1
+
+
+@pytest.mark.parametrize("points, pattern", [
+    ([(0.5, 1), (0.2, 0)], "strictly increasing x"),
+    ([(0, 1), (1.5, 0)], "outside 0..1"),
+    ([(0, np.nan), (1, 0)], "NaN"),
+    ([], "needs control points"),
+])
+def test_profile_errors_name_the_profile(points, pattern):
+    with pytest.raises(HairWigError, match=f"flex profile.*{pattern}|flex profile {pattern}"):
+        Profile(points, name="flex")
+
+
+def test_vertex_t_and_lengths():
+    h = HairSet(np.array([[0, 0, 0], [0, 0, 1], [0, 0, 3], [5, 0, 0], [5, 0, 2]], np.float32), [3, 2])
+    np.testing.assert_allclose(h.vertex_t(), [0, 0.5, 1, 0, 1])
+    np.testing.assert_allclose(h.strand_lengths(), [3, 2])
+    np.testing.assert_allclose(h.normalised_length(), [1, 0])
+    np.testing.assert_allclose(strands().normalised_length(), 1)   # all equal: 1 everywhere
+
+
+# ------------------------------------------------------------------------------------ magnets
+
+def test_one_full_weight_magnet_moves_hair_rigidly():
+    h = strands()
+    mag = Magnet("M", translate(0, 0, 1), radius=100.0, falloff=Profile.constant(1.0))
+    wig = Wig(h, np.eye(4), np.eye(4), [mag], no_refinement(flex=Profile.constant(1.0)))
+    motion = translate(0.3, -0.2, 0.5) @ rotation((1, 1, 0), 0.7, about=(0, 0, 1))
+    got, _ = wig.step(FrameInput(np.eye(4), np.eye(4), np.array([motion @ mag.rest_matrix])))
+    expect = h.points @ motion[:3, :3].T + motion[:3, 3]
+    np.testing.assert_allclose(got, expect, atol=2e-6)
+
+
+def test_weight_formula_radius_and_core():
+    mag = Magnet("M", np.eye(4), multiplier=2.0, exponent=1.5, radius=2.0,
+                 falloff=Profile.linear(1.0, 0.0))
+    x = np.array([0.5, 1.0, 1.5, 1.999, 2.0, 2.5, 10.0])
+    c = np.clip(1 - x / 2.0, 0, 1)
+    np.testing.assert_allclose(mag.weight(x), np.where(x > 2, 0, 2 * x**-1.5 * c), rtol=1e-3, atol=1e-6)
+    at_magnet = mag.weight(np.array([0.0]))
+    assert np.isfinite(at_magnet).all() and at_magnet[0] == pytest.approx(2 * 0.1**-1.5 * 0.95, rel=1e-3)
+
+
+def test_cap_is_continuous_at_radius_and_sum_adds_to_one():
+    z = np.linspace(0.0, 2.0, 2000)
+    pts = np.stack([np.zeros_like(z), np.zeros_like(z), z], 1)
+    h = HairSet(pts, [2] * 1000)
+    flex, length = Profile.constant(1.0), Profile.constant(1.0)
+    lone = [Magnet("A", np.eye(4), radius=1.0)]
+    cap = MagnetWeights(h, h.points, lone, flex, length, "cap").dense(h.num_points)[0]
+    assert np.max(np.abs(np.diff(cap))) < 0.01        # no jump anywhere, including z = 1
+    # at the magnet: the core radius 0.05 d reads the falloff at u = 0.05
+    assert cap[z > 1].max() == 0 and cap[0] == pytest.approx(float(lone[0].falloff(0.05)), abs=1e-6)
+    total = MagnetWeights(h, h.points, lone, flex, length, "sum").dense(h.num_points)[0]
+    assert np.allclose(total[z < 0.99], 1.0) and total[z > 1].max() == 0   # 'sum' jumps at the edge
+    two = [Magnet("A", np.eye(4), radius=1.5), Magnet("B", translate(0, 0, 1.5), multiplier=3, radius=1.5)]
+    w = MagnetWeights(h, h.points, two, flex, length, "sum").dense(h.num_points)
+    reached = w.sum(axis=0) > 0
+    np.testing.assert_allclose(w.sum(axis=0)[reached], 1.0, atol=1e-6)
+    capped = MagnetWeights(h, h.points, two, flex, length, "cap").dense(h.num_points)
+    assert capped.sum(axis=0).max() <= 1.0 + 1e-6
+
+
+def test_flex_length_profiles_and_sets_of_hairs():
+    h = HairSet(np.array([[0, 0, 0], [0, 0, 1], [1, 0, 0], [1, 0, 2]], np.float32), [2, 2])
+    mag = Magnet("M", np.eye(4), radius=100.0, falloff=Profile.constant(1.0))
+    w = MagnetWeights(h, h.points, [mag], Profile.linear(0.2, 1.0), Profile.linear(0.5, 1.0), "cap")
+    # flex: root 0.2, tip 1; length: shorter strand (ℓ=0) 0.5, longer (ℓ=1) 1
+    np.testing.assert_allclose(w.dense(4)[0], [0.1, 0.5, 0.2, 1.0], atol=1e-3)
+    only_second = Magnet("S", np.eye(4), radius=100.0, falloff=Profile.constant(1.0),
+                         strands=np.array([False, True]))
+    w = MagnetWeights(h, h.points, [only_second], Profile.constant(1), Profile.constant(1), "cap")
+    np.testing.assert_allclose(w.dense(4)[0], [0, 0, 1, 1])
+    with pytest.raises(HairWigError, match="magnet 'Bad': falloff radius must be positive"):
+        Magnet("Bad", np.eye(4), radius=0.0)
+    with pytest.raises(HairWigError, match="magnet 'Bad': distance exponent must be in 0..20"):
+        Magnet("Bad", np.eye(4), exponent=25)
+
+
+def test_weights_are_sparse_and_small():
+    h = strands(n=2000, k=16)
+    rng = np.random.default_rng(1)
+    mags = [Magnet(f"M{i}", translate(*rng.uniform(-1, 1, 3)), radius=5.0) for i in range(32)]
+    w = MagnetWeights(h, h.points, mags, Profile.constant(1), Profile.constant(1), "cap")
+    per_point = w.nbytes / h.num_points
+    assert per_point <= 8 * (4 + 4)           # ≤ 8 influences of (index, weight) per vertex
+    # 100k strands × 16 points at this rate: well under 1 GiB
+    assert per_point * 100_000 * 16 < 0.15 * 2**30
+
+
+# --------------------------------------------------------------------------------- dynamics
+
+@pytest.mark.parametrize("k, r, m", [(40.0, 2.0, 1.0), (40.0, 2 * np.sqrt(40.0), 1.0), (40.0, 50.0, 2.0)])
+def test_spring_step_response_is_the_damped_oscillator(k, r, m):
+    dyn = DynamicMagnets(["M"], [DynamicMagnet(mass=m, stiffness=k, damping=r, gravity_max=0.0)])
+    pos, vel = np.zeros((1, 3)), np.zeros((1, 3))
+    target = np.array([[1.0, 0, 0]])
+    got = []
+    for _ in range(48):
+        dyn.step(pos, vel, target, target, DT, np.zeros(3), np.array([0, 0, 1.0]), [], 0.0)
+        got.append(pos[0, 0])
+    t = DT * np.arange(1, 49)
+    w0, zeta = np.sqrt(k / m), r / (2 * np.sqrt(k * m))
+    if zeta < 1:
+        wd = w0 * np.sqrt(1 - zeta**2)
+        x = 1 - np.exp(-zeta * w0 * t) * (np.cos(wd * t) + zeta * w0 / wd * np.sin(wd * t))
+    elif zeta == 1:
+        x = 1 - np.exp(-w0 * t) * (1 + w0 * t)
+    else:
+        s1, s2 = -w0 * (zeta - np.sqrt(zeta**2 - 1)), -w0 * (zeta + np.sqrt(zeta**2 - 1))
+        x = 1 - (s2 * np.exp(s1 * t) - s1 * np.exp(s2 * t)) / (s2 - s1)
+    np.testing.assert_allclose(got, x, atol=1e-9)      # the step is exact, not just of some order
+
+
+def test_spring_stays_bounded_at_extreme_stiffness():
+    for k in (1e4, 1e6):
+        for r in (0.0, 1e-3, 1e4):
+            e = spring_step_coefficients(k, r, 1.0, DT)
+            y, v = 1.0, 0.0
+            peak = 0.0
+            for _ in range(2000):
+                y, v = e[0] * y + e[1] * v, e[2] * y + e[3] * v
+                peak = max(peak, abs(y))
+            assert np.isfinite(y) and peak <= 1.0 + 1e-9, (k, r, peak)
+
+
+def test_dynamic_magnet_settles_gravity_and_dynablend():
+    up = np.array([0, 0, 1.0])
+    s = DynamicMagnet(stiffness=50.0, damping=10.0, gravity_max=9.81)
+    dyn = DynamicMagnets(["M"], [s])
+    target = np.array([[0.0, 0, 1]])
+    for head_up, sag in ((up, 0.0), (-up, 9.81 / 50.0)):
+        pos, vel = target.copy(), np.zeros((1, 3))
+        for _ in range(24 * 20):
+            shown = dyn.step(pos, vel, target, target, DT, np.array([0, 0, -9.81]), head_up, [], 0.0)
+        np.testing.assert_allclose(shown[0], target[0] - [0, 0, sag], atol=1e-9)
+    wind = WindSource(np.zeros(3), np.array([1.0, 0, 0]), strength=5.0)
+    pos, vel = target.copy(), np.zeros((1, 3))
+    for _ in range(24 * 20):
+        dyn.step(pos, vel, target, target, DT, np.zeros(3), up, [wind], 0.0)
+    np.testing.assert_allclose(pos[0], target[0] + [5.0 / 50.0, 0, 0], atol=1e-9)
+    far = WindSource(np.zeros(3), np.array([1.0, 0, 0]), strength=5.0, max_distance=0.5, shape="POINT")
+    assert np.allclose(far.force(np.array([[2.0, 0, 0]]), 0.0), 0)
+
+
+def moving_magnet_inputs(frames=40, dynamic=None, head=None):
+    h = strands()
+    mag = Magnet("M", translate(0, 0, 1.5), radius=3.0, dynamic=dynamic)
+    head = np.eye(4) if head is None else head
+    inputs = [FrameInput(np.eye(4), head, np.array([translate(0.05 * min(f, 20), 0, 1.5)]), time=f * DT)
+              for f in range(frames)]
+    return h, mag, inputs
+
+
+def run(wig, inputs):
+    state, out = None, []
+    for inp in inputs:
+        p, state = wig.step(inp, state)
+        out.append(p)
+    return np.array(out), state
+
+
+def test_dynablend_zero_is_the_simple_magnet_and_one_lags():
+    h, simple, inputs = moving_magnet_inputs()
+    base, _ = run(Wig(h, np.eye(4), np.eye(4), [simple], no_refinement()), inputs)
+    for blend in (0.0, 1.0):
+        dyn = Magnet("M", simple.rest_matrix, radius=3.0,
+                     dynamic=DynamicMagnet(stiffness=30, damping=3, dynablend=blend))
+        got, state = run(Wig(h, np.eye(4), np.eye(4), [dyn], no_refinement()), inputs)
+        if blend == 0:
+            assert np.array_equal(got, base)
+        else:
+            assert np.abs(got[10] - base[10]).max() > 1e-3       # lags while the key moves
+            assert state.magnet_pos.shape == (1, 3)
+
+
+def test_secondary_lags_then_returns_to_style():
+    h, mag, inputs = moving_magnet_inputs(frames=24 * 8)
+    sec = WigSettings(use_length=False, use_collision=False,
+                      secondary=SecondarySettings(stiffness=60, damping=6, random=0.2, seed=3))
+    base, _ = run(Wig(h, np.eye(4), np.eye(4), [mag], no_refinement()), inputs)
+    got, state = run(Wig(h, np.eye(4), np.eye(4), [mag], sec), inputs)
+    t = h.vertex_t()
+    lag = np.abs(got[10] - base[10]).max(axis=1)
+    assert lag[t > 0.5].mean() > 1e-3 and lag[t == 0].max() == 0      # tips lag, roots pinned
+    assert (got[10][t == 1, 0] < base[10][t == 1, 0]).all()         # behind the motion (+x)
+    np.testing.assert_allclose(got[-1], base[-1], atol=1e-4)        # back to the style at rest
+    springs = SecondarySprings(h.strand_of_point(), h.num_strands, t, 60, 6, random=0.2, seed=3)
+    again = SecondarySprings(h.strand_of_point(), h.num_strands, t, 60, 6, random=0.2, seed=3)
+    assert np.array_equal(springs.k, again.k) and np.ptp(springs.k) > 0
+
+
+# -------------------------------------------------------------------------------- refinement
+
+def test_compression_scales_only_the_inward_part():
+    rest = np.array([[0, 0, 2.0], [0, 0, 2.0], [2.0, 0, 0]], np.float32)
+    moved = rest + np.array([[0.3, 0, -0.5], [0.3, 0, 0.5], [-1.0, 1.0, 0]], np.float32)
+    alpha = np.full((3, 1), 0.25, np.float32)
+    out = compensate_compression(rest, moved, np.zeros(3), alpha, np.empty_like(moved))
+    np.testing.assert_allclose(out[0] - rest[0], [0.3, 0, -0.125], atol=1e-6)   # inward: scaled
+    np.testing.assert_allclose(out[1] - rest[1], [0.3, 0, 0.5], atol=1e-6)      # outward: kept
+    np.testing.assert_allclose(out[2] - rest[2], [-0.25, 1.0, 0], atol=1e-6)    # tangent kept
+
+
+@pytest.mark.parametrize("counts", [[8] * 30, [3, 8, 5, 12] * 5])
+def test_length_control(counts):
+    rng = np.random.default_rng(2)
+    pts = rng.normal(size=(sum(counts), 3)).astype(np.float32)
+    h = HairSet(pts, counts)
+    stretched = pts * 1.7 + rng.normal(0, 0.1, pts.shape).astype(np.float32)
+    stretched[h.offsets[:-1]] = pts[h.offsets[:-1]]
+    rest_len = h.strand_lengths()
+    p = LengthControl(h, 0.0, "STRAND").apply(stretched.copy())
+    np.testing.assert_allclose(h.strand_lengths(p), rest_len, rtol=1e-5)
+    np.testing.assert_array_equal(p[h.offsets[:-1]], pts[h.offsets[:-1]])
+    assert np.array_equal(LengthControl(h, 1.0).apply(stretched.copy()), stretched)
+    p = LengthControl(h, 0.0, "SEGMENT").apply(stretched.copy())
+    np.testing.assert_allclose(h.segment_lengths(p), h.segment_lengths(), rtol=1e-5, atol=1e-6)
+    half = LengthControl(h, 0.5, "STRAND").apply(stretched.copy())
+    ratio = h.strand_lengths(half) / rest_len
+    assert np.all(ratio > 1.0) and np.all(ratio < h.strand_lengths(stretched) / rest_len)
+
+
+@pytest.mark.parametrize("offset", [0.0, 0.05])
+def test_collision_pushes_every_vertex_out_of_a_sphere(offset):
+    v, tris = sphere_mesh(1.0)
+    rmap = RadiusMap(v, tris, centre=np.zeros(3))
+    assert rmap.missed == 0
+    rng = np.random.default_rng(4)
+    p = rng.normal(size=(5000, 3)).astype(np.float32) * 0.6
+    moved = rmap.push_out(p, offset)
+    assert moved > 1000
+    r = np.linalg.norm(p, axis=1)
+    surface = farthest_hits(np.zeros(3), p / r[:, None], v[tris])     # the exact ray test
+    assert (r >= surface + offset - 1e-5).all()
+    assert rmap.radii.max() <= 1.0 + 1e-6 and rmap.radii.min() > 0.99  # the faceted sphere itself
+
+
+def test_refinement_keeps_hair_out_of_head_and_length():
+    v, tris = sphere_mesh(1.0)
+    h = strands(n=80, k=10, length=0.8)
+    mag = Magnet("M", translate(0, 0, 1.8), radius=2.5)
+    settings = WigSettings(compression=Profile.constant(0.5), elasticity=0.0)
+    wig = Wig(h, np.eye(4), np.eye(4), [mag], settings, head_mesh=(v, tris), head_centre=np.zeros(3))
+    push = translate(0, 0, -1.5)                    # pull the hair into the head
+    p, _ = wig.step(FrameInput(np.eye(4), np.eye(4), np.array([push @ mag.rest_matrix])))
+    t = h.vertex_t()
+    r = np.linalg.norm(p, axis=1)
+    assert r.min() < 1.2 < r.max()              # the magnet did pull hair down onto the head
+    surface = farthest_hits(np.zeros(3), p[t > 0] / r[t > 0, None], v[tris])
+    assert (r[t > 0] >= surface - 1e-5).all()   # no vertex inside the head (exact ray test)
+    np.testing.assert_array_equal(p[t == 0], h.points[t == 0])      # roots stay on the scalp
+
+
+def test_head_moves_rigidly_with_full_refinement():
+    v, tris = sphere_mesh(1.0)
+    h = strands()
+    wig = Wig(h, np.eye(4), np.eye(4), [], WigSettings(compression=Profile.constant(0.3)),
+              head_mesh=(v, tris))
+    head = translate(1, 2, 3) @ rotation((0, 1, 1), 0.9)
+    p, _ = wig.step(FrameInput(np.eye(4), head))
+    np.testing.assert_allclose(p, h.points @ head[:3, :3].T + head[:3, 3], atol=3e-6)
+
+
+def test_same_inputs_same_bake_bit_for_bit():
+    v, tris = sphere_mesh(1.0)
+    h, _, inputs = moving_magnet_inputs(frames=30)
+    dyn = Magnet("M", translate(0, 0, 1.5), radius=3.0, dynamic=DynamicMagnet(stiffness=20, damping=2))
+    settings = WigSettings(secondary=SecondarySettings(seed=5), compression=Profile.linear(1, 0.5))
+    runs = [run(Wig(h, np.eye(4), np.eye(4), [dyn], settings, head_mesh=(v, tris)), inputs) for _ in range(2)]
+    assert np.array_equal(runs[0][0], runs[1][0]) and runs[0][1] == runs[1][1]
+    # Saving the state half-way and resuming gives the same frames.
+    wig = Wig(h, np.eye(4), np.eye(4), [dyn], settings, head_mesh=(v, tris))
+    _, mid = run(wig, inputs[:15])
+    saved = mid.copy()
+    rest, _ = run_from(wig, inputs[15:], saved)
+    assert np.array_equal(rest, runs[0][0][15:]) and saved == mid
+
+
+def run_from(wig, inputs, state):
+    out = []
+    for inp in inputs:
+        p, state = wig.step(inp, state)
+        out.append(p)
+    return np.array(out), state
