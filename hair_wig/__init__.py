@@ -12,11 +12,12 @@ from .magnets import Magnet, MagnetWeights
 from .pipeline import FrameInput, SecondarySettings, Wig, WigSettings, WigState
 from .profiles import Profile
 from .refinement import LengthControl, RadiusMap, compensate_compression
+from .scalp import ScalpSpace, locate_uv
 from .spaces import follow_matrix, transform_points
 
 __all__ = [
     "BakeCache", "DynamicMagnet", "FrameInput", "HairSet", "HairWigError", "LengthControl",
-    "Magnet", "MagnetWeights", "Profile", "RadiusMap", "SecondarySettings", "SecondarySprings",
+    "Magnet", "MagnetWeights", "Profile", "RadiusMap", "SecondarySettings", "ScalpSpace", "SecondarySprings", "locate_uv",
     "Wig", "WigSettings", "WigState", "WindSource", "compensate_compression", "follow_matrix",
     "spring_step_coefficients", "transform_points",
 ]

@@ -18,6 +18,7 @@ from .hairset import HairSet
 from .magnets import Magnet, MagnetWeights
 from .profiles import Profile
 from .refinement import LengthControl, RadiusMap, compensate_compression
+from .scalp import ScalpSpace
 from .spaces import as_matrix, transform_points
 
 
@@ -40,6 +41,7 @@ class WigSettings:
     """Everything a wig binds with besides the hair, the magnets and the head."""
 
     normalisation: str = "cap"
+    attachment: Profile = field(default_factory=lambda: Profile.constant(1.0, "attachment"))
     # Roots stay on the scalp, tips follow fully (seed 000, FIG. 9A).
     flex: Profile = field(default_factory=lambda: Profile.linear(0.0, 1.0, "flex"))
     length_profile: Profile = field(default_factory=lambda: Profile.constant(1.0, "length"))
@@ -63,6 +65,8 @@ class FrameInput:
     time: float = 0.0
     gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
     winds: list[WindSource] = field(default_factory=list)
+    surface_positions: np.ndarray | None = None     # (V, 3) head-local, for scalp space
+    surface_normals: np.ndarray | None = None       # (C, 3) face-corner normals, head-local
 
 
 @dataclass
@@ -105,10 +109,13 @@ class Wig:
     head_centre : (3,) or None
         The centre ``l`` of compression and of the collision rays (head-local); default: the
         centre of the head mesh's bounding box, else the head's origin.
+    scalp : ScalpSpace or None
+        Root frames on the surface (head-local); frames then carry the surface's current
+        ``surface_positions`` and ``surface_normals``.
     """
 
     def __init__(self, hair: HairSet, hair_matrix, head_matrix, magnets=(), settings=None,
-                 head_mesh=None, head_centre=None):
+                 head_mesh=None, head_centre=None, scalp: ScalpSpace | None = None):
         self.hair = hair
         self.settings = settings = settings or WigSettings()
         self.hair_rest = as_matrix(hair_matrix, f"'{hair.name}' rest matrix")
@@ -145,6 +152,9 @@ class Wig:
         self.alpha = None if settings.compression is None else settings.compression(t)[:, None]
         self.length = LengthControl(hair, settings.elasticity, settings.length_mode) if settings.use_length else None
         self.not_root = t > 0
+        self.scalp = scalp
+        self.strand_of_point = hair.strand_of_point()
+        self.attachment = settings.attachment(t)[:, None]
 
     @property
     def has_dynamics(self) -> bool:
@@ -187,8 +197,14 @@ class Wig:
         if out is None:
             out = np.empty_like(self.hair.points)
 
+        # Scalp space: the rest pose carried by the deforming surface.
+        base = self.rest_local
+        if self.scalp is not None and inp.surface_positions is not None:
+            base = self.scalp.apply(self.rest_local, self.strand_of_point, self.attachment,
+                                    inp.surface_positions, inp.surface_normals,
+                                    out=np.empty_like(self.rest_local))
         # Primary movement: magnets' motion from rest, in head-local space.
-        p = self.rest_local.copy()
+        p = base.copy()
         if self.magnets:
             mats = np.asarray(inp.magnet_matrices, dtype=np.float64)
             if mats.shape != (len(self.magnets), 4, 4):
@@ -203,7 +219,7 @@ class Wig:
                     mats[self.dynamic_index, :3, 3] = shown
                 state.magnet_target = target
             motions = head_inv[None] @ mats @ self.mi_inv
-            self.weights.displace(self.rest_local, motions, p)
+            self.weights.displace(base, motions, p)
 
         # Secondary movement: per-vertex springs in world space.
         if self.secondary is not None:
@@ -217,7 +233,7 @@ class Wig:
                                             out=np.empty_like(target_w))
             p = transform_points(shown, head_inv, out=p)
 
-        self.refine(p)
+        self.refine(p, base)
         m = np.linalg.solve(hair_now, head)        # head-local -> hair object now: H_f⁻¹ · L_f
         if np.allclose(m, np.eye(4), rtol=0.0, atol=1e-9):
             out[...] = p
@@ -225,11 +241,12 @@ class Wig:
             transform_points(p, m, out=out)
         return out, state
 
-    def refine(self, p: np.ndarray) -> np.ndarray:
-        """Refinement in head-local space, in the seed's order (SPEC §6): compression, length,
-        collision, length again, and a final collision pass."""
+    def refine(self, p: np.ndarray, base: np.ndarray) -> np.ndarray:
+        """Refinement in head-local space, in the seed's order (SPEC §6): compression (of the
+        displacement from ``base``, this frame's rest pose), length, collision, length again,
+        and a final collision pass."""
         if self.alpha is not None:
-            compensate_compression(self.rest_local, p, self.centre, self.alpha, out=p)
+            compensate_compression(base, p, self.centre, self.alpha, out=p)
         if self.length is not None:
             self.length.apply(p)
         if self.collider is not None:

@@ -1,12 +1,16 @@
 """Running a wig over a frame range and writing the result: shared by the Bake operator and
-``scripts/bake.py``. Reads the scene frame by frame, lets the core step, writes once at the end,
-so a failure anywhere before the write leaves the scene as it was."""
+``scripts/bake.py``. Binds at the wig's rest frame, reads the scene frame by frame (the animator's
+keyed magnets and head, scene gravity, Wind fields, the deforming surface), lets the core step,
+and writes once at the end, so a failure anywhere before the write leaves the scene as it was."""
 
 from __future__ import annotations
 
 import time
 
-from ..hair_wig import BakeCache, FrameInput, HairWigError, Wig
+import numpy as np
+
+from ..hair_wig import (BakeCache, DynamicMagnet, FrameInput, HairWigError, Magnet, Profile,
+                        ScalpSpace, SecondarySettings, Wig, WigSettings)
 from . import blender_io
 from .properties import head_of
 
@@ -31,6 +35,127 @@ def frame_range(scene, ob, first=None, last=None) -> tuple[int, int]:
     return int(first), int(last)
 
 
+def magnet_objects(scene, ob) -> list:
+    """The wig's magnet Empties, checked: every slot filled, every magnet in this scene."""
+    obs = []
+    for i, slot in enumerate(ob.hair_wig.magnets):
+        m = slot.object
+        if m is None:
+            raise HairWigError(f"'{ob.name}': magnet slot {i + 1} is empty (its Empty was deleted); "
+                               f"remove the slot")
+        if scene.objects.get(m.name) is None:
+            raise HairWigError(f"'{ob.name}': magnet '{m.name}' is not in scene '{scene.name}'")
+        obs.append(m)
+    return obs
+
+
+def _magnets(ob, empties, head_rest, depsgraph, selection, gravity: float) -> list:
+    """Core magnets from the wig's Empties at the rest frame; ``gravity`` is the scene's (m/s²)."""
+    to_local = np.linalg.inv(head_rest)
+    magnets = []
+    for e in empties:
+        ms = e.hair_wig_magnet
+        strands = blender_io.read_strand_set(ob, ms.strand_attribute)
+        if selection is not None:
+            strands = selection if strands is None else strands & selection
+        dynamic = None
+        if ms.dynamic:
+            dynamic = DynamicMagnet(mass=ms.mass, stiffness=ms.stiffness, damping=ms.damping,
+                                    dynablend=ms.dynablend, substeps=ms.substeps,
+                                    gravity_max=gravity * ms.gravity)
+        magnets.append(Magnet(e.name, to_local @ blender_io.evaluated_matrix(e, depsgraph),
+                              multiplier=ms.multiplier, exponent=ms.exponent, radius=ms.radius,
+                              strands=strands, dynamic=dynamic))
+    return magnets
+
+
+def _settings(s) -> WigSettings:
+    secondary = None
+    if s.use_secondary:
+        secondary = SecondarySettings(stiffness=s.secondary_stiffness, damping=s.secondary_damping,
+                                      random=s.secondary_random, seed=s.secondary_seed,
+                                      dynablend=s.secondary_dynablend)
+    return WigSettings(
+        normalisation=s.normalisation, secondary=secondary,
+        compression=Profile.constant(1.0 - s.compression, "compression") if s.compression > 0 else None,
+        use_length=s.use_length, elasticity=s.elasticity, length_mode=s.length_mode,
+        use_collision=s.use_collision, collision_offset=s.collision_offset)
+
+
+class _Surface:
+    """The hair's surface as scalp space sees it: head-local positions and corner normals."""
+
+    def __init__(self, surface, head):
+        self.surface = surface
+        self.head = head
+
+    def to_head(self, mesh, depsgraph):
+        m = np.linalg.solve(blender_io.evaluated_matrix(self.head, depsgraph),
+                            blender_io.evaluated_matrix(self.surface, depsgraph))
+        pos = mesh.positions @ m[:3, :3].T + m[:3, 3]
+        nrm = mesh.normals @ np.linalg.inv(m[:3, :3])
+        nrm /= np.maximum(np.linalg.norm(nrm, axis=1, keepdims=True), 1e-12)
+        return pos, nrm
+
+    def bind(self, source, depsgraph):
+        rest = blender_io.read_mesh(self.surface, None, source.surface_uv_map)
+        pos, nrm = self.to_head(rest, depsgraph)
+        self.vertex_count = len(rest.positions)
+        return ScalpSpace(rest.tri_verts, rest.tri_corners, rest.tri_uv, pos, nrm,
+                          source.hair.surface_uv, source.hair.name)
+
+    def now(self, depsgraph):
+        mesh = blender_io.read_mesh(self.surface, depsgraph, topology=False)
+        if len(mesh.positions) != self.vertex_count:
+            raise HairWigError(
+                f"'{self.surface.name}': its modifiers change its vertex count; the hair can only "
+                f"follow a surface that deforms (shape keys, armature) — turn off Follow Skin")
+        return self.to_head(mesh, depsgraph)
+
+
+def bind(context, ob):
+    """The wig of ``ob`` bound at its rest frame (the scene's current frame is left there)."""
+    s = ob.hair_wig
+    head = head_of(ob)
+    if head is None:
+        raise HairWigError(f"'{ob.name}' has no head: set a head mesh or give the hair a surface")
+    scene = context.scene
+    depsgraph = context.evaluated_depsgraph_get()
+    empties = magnet_objects(scene, ob)
+    scene.frame_set(s.rest_frame)
+    source = blender_io.read_source(ob, s.selection_attribute, depsgraph)
+    head_rest = blender_io.evaluated_matrix(head, depsgraph)
+    gravity = float(np.linalg.norm(scene.gravity)) if scene.use_gravity else 0.0
+    magnets = _magnets(ob, empties, head_rest, depsgraph, source.hair.selection, gravity)
+    head_mesh = None
+    if s.use_collision:
+        mesh = blender_io.read_mesh(head, depsgraph)
+        head_mesh = (mesh.positions, mesh.tri_verts)
+    surface = None
+    scalp = None
+    if (s.use_scalp and source.surface is not None and source.surface_uv_map
+            and source.hair.surface_uv is not None):
+        surface = _Surface(source.surface, head)
+        scalp = surface.bind(source, depsgraph)
+    wig = Wig(source.hair, source.matrix, head_rest, magnets, _settings(s), head_mesh, scalp=scalp)
+    return wig, head, empties, surface
+
+
+def frame_input(context, ob, head, empties, surface, frame: int) -> FrameInput:
+    """What the wig needs from the scene at ``frame`` (already set)."""
+    scene = context.scene
+    depsgraph = context.evaluated_depsgraph_get()
+    fps = scene.render.fps / scene.render.fps_base
+    gravity = np.array(scene.gravity, dtype=np.float64) if scene.use_gravity else np.zeros(3)
+    mats = np.array([blender_io.evaluated_matrix(e, depsgraph) for e in empties]).reshape(-1, 4, 4)
+    inp = FrameInput(blender_io.evaluated_matrix(ob, depsgraph),
+                     blender_io.evaluated_matrix(head, depsgraph), mats, dt=1.0 / fps,
+                     time=frame / fps, gravity=gravity, winds=blender_io.read_winds(scene, depsgraph))
+    if surface is not None:
+        inp.surface_positions, inp.surface_normals = surface.now(depsgraph)
+    return inp
+
+
 def compute(context, ob, first: int, last: int, progress=None) -> BakeCache:
     """Step the wig of ``ob`` over ``first..last`` and return the cache, writing nothing.
 
@@ -39,24 +164,17 @@ def compute(context, ob, first: int, last: int, progress=None) -> BakeCache:
     """
     if not is_wig(ob):
         raise HairWigError(f"'{ob.name}' has no hair_wig settings (enable Wig on it first)")
-    head = head_of(ob)
-    if head is None:
-        raise HairWigError(f"'{ob.name}' has no head: set a head mesh or give the hair a surface")
     blender_io.check_bakeable(ob)
     scene = context.scene
-    depsgraph = context.evaluated_depsgraph_get()
     frame, subframe = scene.frame_current, scene.frame_subframe
     try:
-        scene.frame_set(ob.hair_wig.rest_frame)
-        source = blender_io.read_source(ob, ob.hair_wig.selection_attribute, depsgraph)
-        wig = Wig(source.hair, source.matrix, blender_io.evaluated_matrix(head, depsgraph))
-        cache = BakeCache(source.hair, first, last)
+        wig, head, empties, surface = bind(context, ob)
+        cache = BakeCache(wig.hair, first, last)
         state = None
         for done, f in enumerate(cache.frames, start=1):
             scene.frame_set(f)
-            inp = FrameInput(blender_io.evaluated_matrix(ob, depsgraph),
-                             blender_io.evaluated_matrix(head, depsgraph))
-            _, state = wig.step(inp, state, out=cache.frame(f))
+            _, state = wig.step(frame_input(context, ob, head, empties, surface, f), state,
+                                out=cache.frame(f))
             cache.check_finite(f)
             if progress is not None:
                 progress(done, cache.num_frames)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
-from ..hair_wig import BakeCache, HairSet, HairWigError
+from ..hair_wig import BakeCache, HairSet, HairWigError, WindSource
 
 BAKE_PREFIX = ".hw_bake_"          # dot: Blender keeps such attributes out of the UI lists
 LEGACY_KEY_PREFIX = "hw_bake_"
@@ -159,6 +159,81 @@ def _legacy_arrays(ob):
     for i, sp in enumerate(splines):
         sp.points.foreach_get("co", co4[4 * offsets[i]:4 * offsets[i + 1]])
     return np.ascontiguousarray(co4.reshape(-1, 4)[:, :3]), counts, None
+
+
+@dataclass(frozen=True)
+class MeshArrays:
+    """A mesh as arrays, in its object's local space.
+
+    positions (V, 3) float64; normals (C, 3) float64 face-corner normals; tri_verts and
+    tri_corners (T, 3) int64; tri_uv (T, 3, 2) float64 or None.
+    """
+
+    positions: np.ndarray
+    normals: np.ndarray
+    tri_verts: np.ndarray
+    tri_corners: np.ndarray
+    tri_uv: np.ndarray | None
+
+
+def read_mesh(ob, depsgraph=None, uv_map: str = "", topology: bool = True) -> MeshArrays:
+    """Read ``ob``'s mesh: the original data (no shape keys or modifiers) without a depsgraph,
+    what Blender evaluates now with one. ``topology=False`` skips triangles and UVs (per frame)."""
+    if ob is None or ob.type != "MESH":
+        raise HairWigError(f"'{getattr(ob, 'name', '?')}' is not a mesh object")
+    mesh = ob.evaluated_get(depsgraph).data if depsgraph is not None else ob.data
+    v = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
+    mesh.vertices.foreach_get("co", v)
+    n = np.empty(len(mesh.loops) * 3, dtype=np.float32)
+    mesh.corner_normals.foreach_get("vector", n)
+    tri_verts = tri_corners = tri_uv = None
+    if topology:
+        tris = mesh.loop_triangles
+        if len(tris) == 0:
+            raise HairWigError(f"'{ob.name}' has no faces")
+        tv = np.empty(len(tris) * 3, dtype=np.int32)
+        tc = np.empty(len(tris) * 3, dtype=np.int32)
+        tris.foreach_get("vertices", tv)
+        tris.foreach_get("loops", tc)
+        tri_verts, tri_corners = tv.reshape(-1, 3).astype(np.int64), tc.reshape(-1, 3).astype(np.int64)
+        if uv_map:
+            layer = mesh.uv_layers.get(uv_map)
+            if layer is None:
+                raise HairWigError(f"'{ob.name}' has no UV map '{uv_map}' (the hair's surface UV map)")
+            uv = np.empty(len(mesh.loops) * 2, dtype=np.float32)
+            layer.uv.foreach_get("vector", uv)
+            tri_uv = uv.reshape(-1, 2).astype(np.float64)[tri_corners]
+    return MeshArrays(v.reshape(-1, 3).astype(np.float64), n.reshape(-1, 3).astype(np.float64),
+                      tri_verts, tri_corners, tri_uv)
+
+
+def read_winds(scene, depsgraph) -> list:
+    """The scene's Wind force fields as core wind sources (world space)."""
+    winds = []
+    for ob in scene.objects:
+        field = ob.field
+        if field is None or field.type != "WIND" or not ob.visible_get():
+            continue
+        m = evaluated_matrix(ob, depsgraph)
+        winds.append(WindSource(
+            position=m[:3, 3].copy(), direction=m[:3, 2] / max(np.linalg.norm(m[:3, 2]), 1e-12),
+            strength=float(field.strength), shape="PLANE" if field.shape == "PLANE" else "POINT",
+            falloff_power=float(field.falloff_power),
+            min_distance=float(field.distance_min) if field.use_min_distance else 0.0,
+            max_distance=float(field.distance_max) if field.use_max_distance else np.inf,
+            noise=float(field.noise), seed=int(field.seed)))
+    return winds
+
+
+def read_strand_set(ob, attribute: str) -> np.ndarray | None:
+    """(N,) bool strands picked by a boolean/float attribute of a Curves hair object."""
+    if not attribute:
+        return None
+    if ob.type != "CURVES":
+        raise HairWigError(f"'{ob.name}': legacy Curve objects have no attribute '{attribute}'")
+    offsets = np.empty(len(ob.data.curves) + 1, dtype=np.int32)
+    ob.data.curve_offset_data.foreach_get("value", offsets)
+    return _read_selection(ob, attribute, offsets)
 
 
 def read_evaluated_points(ob, depsgraph) -> np.ndarray:

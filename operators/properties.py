@@ -1,11 +1,61 @@
 """Settings hair_wig keeps on a hair object (``Object.hair_wig``)."""
 
 import bpy
-from bpy.props import BoolProperty, IntProperty, PointerProperty, StringProperty
+from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty, IntProperty,
+                       PointerProperty, StringProperty)
 
 
 def _is_mesh(_self, ob):
     return ob.type == "MESH"
+
+
+def _is_empty(_self, ob):
+    return ob.type == "EMPTY"
+
+
+class HairWigMagnet(bpy.types.PropertyGroup):
+    """A magnet's settings, kept on its Empty (``Object.hair_wig_magnet``)."""
+
+    multiplier: FloatProperty(
+        name="Weight", description="How strongly the magnet pulls the hair it reaches (a)",
+        default=1.0, min=0.0, soft_max=2.0, options=set())
+    exponent: FloatProperty(
+        name="Exponent", description="How fast the pull weakens with distance: weight × distance^-exponent (b)",
+        default=0.0, min=0.0, max=20.0, soft_max=4.0, options=set())
+    radius: FloatProperty(
+        name="Radius", description="Distance beyond which the magnet has no effect (d)",
+        default=0.5, min=1e-4, soft_max=10.0, subtype="DISTANCE", unit="LENGTH", options=set())
+    strand_attribute: StringProperty(
+        name="Strands", description="Optional boolean attribute of the hair picking the strands this "
+                                    "magnet acts on (a set of hairs). Empty: all strands", default="",
+        options=set())
+    dynamic: BoolProperty(
+        name="Dynamic", description="The magnet trails its keyed motion on a damped spring, with gravity and wind",
+        default=False, options=set())
+    mass: FloatProperty(
+        name="Mass", description="Heavier magnets swing wider and settle slower", default=1.0,
+        min=1e-3, soft_max=10.0, unit="MASS", options=set())
+    stiffness: FloatProperty(
+        name="Stiffness", description="How hard the spring pulls the magnet back to its keyed position",
+        default=60.0, min=0.0, max=1e4, soft_max=500.0, options=set())
+    damping: FloatProperty(
+        name="Damping", description="How quickly the swinging dies down", default=6.0, min=0.0,
+        max=1e4, soft_max=100.0, options=set())
+    dynablend: FloatProperty(
+        name="Dynablend", description="0: follow the keys exactly; 1: fully dynamic", default=1.0,
+        min=0.0, max=1.0, subtype="FACTOR", options=set())
+    substeps: IntProperty(
+        name="Substeps", description="Spring steps per frame", default=1, min=1, max=64, options=set())
+    gravity: FloatProperty(
+        name="Gravity", description="Scale of the scene's gravity on this magnet when the head is upside down "
+                                    "(no sag when upright)", default=1.0, min=0.0, soft_max=2.0,
+        subtype="FACTOR", options=set())
+
+
+class HairWigMagnetSlot(bpy.types.PropertyGroup):
+    object: PointerProperty(
+        name="Magnet", description="Empty acting as a magnet on this wig", type=bpy.types.Object,
+        poll=_is_empty, options=set())
 
 
 class HairWigSettings(bpy.types.PropertyGroup):
@@ -35,6 +85,51 @@ class HairWigSettings(bpy.types.PropertyGroup):
         name="Start", description="First frame to bake", default=1, options=set())
     frame_end: IntProperty(
         name="End", description="Last frame to bake", default=250, options=set())
+    magnets: CollectionProperty(type=HairWigMagnetSlot, name="Magnets", options=set())
+    magnet_index: IntProperty(name="Active Magnet", default=0, options=set())
+    normalisation: EnumProperty(
+        name="Overlap", description="How the pulls of overlapping magnets combine",
+        items=[("cap", "Cap", "Add the pulls, but never more than a full pull (smooth at every magnet's edge)"),
+               ("sum", "Share", "Share one full pull among the magnets reaching a point (the patent's way)")],
+        default="cap", options=set())
+    use_scalp: BoolProperty(
+        name="Follow Skin", description="Hair follows the surface's own deformation (shape keys, armature) "
+                                        "at its roots, like Deform Curves on Surface", default=True, options=set())
+    use_secondary: BoolProperty(
+        name="Secondary Dynamics", description="Every strand lags behind and settles on its own spring",
+        default=False, options=set())
+    secondary_stiffness: FloatProperty(
+        name="Stiffness", description="How hard each vertex is pulled to its posed place", default=120.0,
+        min=0.0, max=1e4, soft_max=1000.0, options=set())
+    secondary_damping: FloatProperty(
+        name="Damping", description="How quickly the strands stop swinging", default=8.0, min=0.0,
+        max=1e4, soft_max=100.0, options=set())
+    secondary_random: FloatProperty(
+        name="Variation", description="Per-strand random change of stiffness and damping", default=0.2,
+        min=0.0, max=0.95, subtype="FACTOR", options=set())
+    secondary_seed: IntProperty(name="Seed", description="Seed of the per-strand variation", default=0,
+                                min=0, options=set())
+    secondary_dynablend: FloatProperty(
+        name="Dynablend", description="0: no lag shown; 1: full lag", default=1.0, min=0.0, max=1.0,
+        subtype="FACTOR", options=set())
+    compression: FloatProperty(
+        name="Compression", description="How much hair pushed towards the head is held back (0: none, "
+                                        "1: all of the inward motion)", default=0.0, min=0.0, max=1.0,
+        subtype="FACTOR", options=set())
+    use_length: BoolProperty(name="Keep Length", description="Keep strands at their rest length",
+                             default=True, options=set())
+    elasticity: FloatProperty(
+        name="Elasticity", description="0: strands keep their length exactly; 1: they stretch freely",
+        default=0.0, min=0.0, max=1.0, subtype="FACTOR", options=set())
+    length_mode: EnumProperty(
+        name="Length Mode", items=[("STRAND", "Whole Strand", "Scale each strand back to its rest length"),
+                                   ("SEGMENT", "Per Segment", "Keep every segment's own length, root to tip")],
+        default="STRAND", options=set())
+    use_collision: BoolProperty(name="Collide with Head", description="Push hair out of the head mesh",
+                                default=True, options=set())
+    collision_offset: FloatProperty(
+        name="Offset", description="Extra distance kept from the head", default=0.0, min=0.0,
+        soft_max=0.1, subtype="DISTANCE", unit="LENGTH", options=set())
 
 
 def head_of(ob):
@@ -47,11 +142,18 @@ def head_of(ob):
     return None
 
 
+_classes = (HairWigMagnet, HairWigMagnetSlot, HairWigSettings)
+
+
 def register():
-    bpy.utils.register_class(HairWigSettings)
+    for cls in _classes:
+        bpy.utils.register_class(cls)
     bpy.types.Object.hair_wig = PointerProperty(type=HairWigSettings)
+    bpy.types.Object.hair_wig_magnet = PointerProperty(type=HairWigMagnet)
 
 
 def unregister():
+    del bpy.types.Object.hair_wig_magnet
     del bpy.types.Object.hair_wig
-    bpy.utils.unregister_class(HairWigSettings)
+    for cls in reversed(_classes):
+        bpy.utils.unregister_class(cls)

@@ -1,0 +1,195 @@
+"""The wig pipeline driven from a Blender scene (real bpy): scalp space against Blender's own
+"Deform Curves on Surface", collision on Suzanne, keyed magnets, Wind fields and gravity."""
+
+import bpy
+import numpy as np
+import pytest
+import scenes
+
+
+@pytest.fixture
+def glue(addon):
+    from hair_wig_addon.operators import baking, blender_io
+    return baking, blender_io
+
+
+def grow(head, count, points=6, length=0.3, seed=0):
+    """Strands on ``head``'s faces along their normals, with their surface UVs."""
+    import demo
+    verts, loops, area, normal = demo.triangles(head.data)
+    co = np.empty(len(head.data.vertices) * 3, np.float32)
+    head.data.vertices.foreach_get("co", co)
+    co = co.reshape(-1, 3)
+    uv_all = np.empty(len(head.data.loops) * 2, np.float32)
+    head.data.uv_layers.active.data.foreach_get("uv", uv_all)
+    uv_all = uv_all.reshape(-1, 2)
+    rng = np.random.default_rng(seed)
+    tri = rng.choice(len(area), size=count, p=area / area.sum())
+    r1, r2 = rng.uniform(0.05, 0.95, count), rng.uniform(0.05, 0.95, count)
+    s = np.sqrt(r1)
+    bary = np.stack([1 - s, s * (1 - r2), s * r2], 1).astype(np.float32)
+    roots = np.einsum("nk,nkd->nd", bary, co[verts[tri]])
+    uv = np.einsum("nk,nkd->nd", bary, uv_all[loops[tri]])
+    t = np.linspace(0, 1, points, dtype=np.float32)[None, :, None]
+    pts = roots[:, None] + length * t * normal[tri][:, None]
+    return pts.reshape(-1, 3), np.full(count, points), uv
+
+
+def hair_on(head, count=200, name="Hair", **kw):
+    pts, counts, uv = grow(head, count, **kw)
+    ob = scenes.curves_hair(name, pts, counts)
+    ob.data.surface = head
+    ob.data.surface_uv_map = head.data.uv_layers.active.name
+    ob.data.attributes.new("surface_uv_coordinate", "FLOAT2", "CURVE").data.foreach_set("vector", uv.ravel())
+    ob.hair_wig.enabled = True
+    return ob, pts
+
+
+def evaluated(io, ob, frame):
+    bpy.context.scene.frame_set(frame)
+    return io.read_evaluated_points(ob, bpy.context.evaluated_depsgraph_get())
+
+
+def test_scalp_space_agrees_with_deform_curves_on_surface(scene, glue):
+    baking, io = glue
+    bpy.ops.mesh.primitive_uv_sphere_add(segments=24, ring_count=12, radius=1.0)
+    head = bpy.context.active_object
+    bpy.ops.object.shade_smooth()
+    head.add_rest_position_attribute = True
+    head.shape_key_add(name="Basis")
+    key = head.shape_key_add(name="Squash", from_mix=False)
+    co = np.empty(len(key.data) * 3, np.float32)
+    key.data.foreach_get("co", co)
+    co = co.reshape(-1, 3)
+    x, y, z = co.T
+    twisted = np.stack([x * np.cos(0.6 * z) - y * np.sin(0.6 * z), x * np.sin(0.6 * z) + y * np.cos(0.6 * z),
+                        0.8 * z + 0.2 * x * x], 1)
+    key.data.foreach_set("co", twisted.ravel())
+    key.value = 0.0
+    key.keyframe_insert("value", frame=1)
+    key.value = 1.0
+    key.keyframe_insert("value", frame=5)
+    ob, _ = hair_on(head, 300)
+    s = ob.hair_wig
+    s.use_length = s.use_collision = False
+    scene.frame_start, scene.frame_end = 1, 5
+    group = bpy.data.node_groups.new("Deform", "GeometryNodeTree")
+    group.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    group.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    gi, go = group.nodes.new("NodeGroupInput"), group.nodes.new("NodeGroupOutput")
+    node = group.nodes.new("GeometryNodeDeformCurvesOnSurface")
+    group.links.new(gi.outputs[0], node.inputs[0])
+    group.links.new(node.outputs[0], go.inputs[0])
+    ob.modifiers.new("Surface Deform", "NODES").node_group = group
+    blender = {f: evaluated(io, ob, f) for f in (1, 3, 5)}
+    assert np.abs(blender[5] - blender[1]).max() > 0.2           # the surface really deformed
+    cache = baking.compute(bpy.context, ob, 1, 5)
+    for f, want in blender.items():
+        err = np.abs(cache.frame(f) - want).max()
+        assert err <= 1e-4 * 2.0, (f, err)                      # 1e-4 of the head's size (2 m)
+
+
+def test_collision_keeps_hair_out_of_suzanne(scene, glue):
+    baking, io = glue
+    from hair_wig_addon.hair_wig.refinement import farthest_hits
+
+    bpy.ops.mesh.primitive_monkey_add(size=2.0, calc_uvs=True)
+    head = bpy.context.active_object
+    ob, pts = hair_on(head, 400, points=8, length=0.4)
+    bpy.ops.object.empty_add(location=(0, 0, 1.5))
+    magnet = bpy.context.active_object
+    magnet.hair_wig_magnet.radius = 3.0
+    magnet.hair_wig_magnet.multiplier = 2.0
+    magnet.keyframe_insert("location", frame=1)
+    magnet.location = (0.3, -0.5, -0.5)                         # drags the hair through the head
+    magnet.keyframe_insert("location", frame=6)
+    ob.hair_wig.magnets.add().object = magnet
+    scene.frame_start, scene.frame_end = 1, 6
+    mesh = io.read_mesh(head, bpy.context.evaluated_depsgraph_get())
+    tris = mesh.positions[mesh.tri_verts]
+    t = np.tile(np.linspace(0, 1, 8), 400)
+    for offset in (0.0, 0.02):
+        ob.hair_wig.collision_offset = offset
+        wig = baking.bind(bpy.context, ob)[0]
+        cache = baking.compute(bpy.context, ob, 1, 6)
+        p = cache.frame(6)[t > 0].astype(np.float64) - wig.collider.centre
+        r = np.linalg.norm(p, axis=1)
+        surface = farthest_hits(np.zeros(3), p / r[:, None], tris - wig.collider.centre)
+        assert (r >= surface + offset - 1e-5).all(), (offset, (surface + offset - r).max())
+        moved = np.abs(cache.frame(6) - pts).max()
+        assert moved > 0.3
+
+
+def straight_wig(scene, **settings):
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=0.2, location=(0, 0, -5))   # a head out of the way
+    head = bpy.context.active_object
+    pts, counts = scenes.straight_strands(30, 6)
+    ob = scenes.curves_hair("Hair", pts, counts)
+    ob.hair_wig.enabled = True
+    ob.hair_wig.head = head
+    ob.hair_wig.use_length = ob.hair_wig.use_collision = False
+    for k, v in settings.items():
+        setattr(ob.hair_wig, k, v)
+    bpy.ops.object.empty_add(location=(0, 0, 0))
+    magnet = bpy.context.active_object
+    ms = magnet.hair_wig_magnet
+    ms.radius, ms.multiplier = 100.0, 2.0                      # 'cap': full weight everywhere
+    ob.hair_wig.magnets.add().object = magnet
+    return ob, head, magnet, pts, np.tile(np.linspace(0, 1, 6), 30)[:, None]
+
+
+def test_keyed_magnet_moves_hair_by_flex_times_its_motion(scene, glue):
+    baking, _ = glue
+    ob, head, magnet, pts, t = straight_wig(scene)
+    magnet.keyframe_insert("location", frame=1)
+    magnet.location = (0.5, 0.0, -0.25)
+    magnet.keyframe_insert("location", frame=10)
+    cache = baking.compute(bpy.context, ob, 1, 10)
+    np.testing.assert_allclose(cache.frame(1), pts, atol=1e-6)
+    np.testing.assert_allclose(cache.frame(10), pts + t * np.array([0.5, 0, -0.25], np.float32), atol=1e-5)
+    scene.frame_set(5)
+    mid = np.array(magnet.matrix_world.translation)             # Blender interpolates the keys
+    np.testing.assert_allclose(cache.frame(5), pts + t * mid.astype(np.float32), atol=1e-5)
+
+
+def test_wind_field_and_gravity_push_a_dynamic_magnet(scene, glue):
+    baking, io = glue
+    ob, head, magnet, pts, t = straight_wig(scene)
+    ms = magnet.hair_wig_magnet
+    ms.dynamic, ms.stiffness, ms.damping, ms.mass = True, 50.0, 20.0, 1.0
+    scene.use_gravity = False
+    bpy.ops.object.effector_add(type="WIND", rotation=(0, np.pi / 2, 0))     # blows along +X
+    wind = bpy.context.active_object
+    wind.field.strength = 5.0
+    winds = io.read_winds(scene, bpy.context.evaluated_depsgraph_get())
+    assert len(winds) == 1 and np.allclose(winds[0].direction, [1, 0, 0], atol=1e-6)
+    cache = baking.compute(bpy.context, ob, 1, 96)
+    np.testing.assert_allclose(cache.frame(1), pts, atol=1e-6)           # first frame at rest
+    np.testing.assert_allclose(cache.frame(96), pts + t * np.array([5.0 / 50.0, 0, 0], np.float32), atol=1e-4)
+    # Gravity, not wind: an upright head gives no sag, an upside-down one the full m·g/k.
+    bpy.data.objects.remove(wind)
+    scene.use_gravity = True
+    upright = baking.compute(bpy.context, ob, 1, 96)
+    np.testing.assert_allclose(upright.frame(96), pts, atol=1e-5)
+    head.rotation_euler = (np.pi, 0, 0)
+    ob.parent = head                                             # the hair goes with the head
+    ob.matrix_parent_inverse = head.matrix_world.inverted() @ head.matrix_world
+    bpy.context.view_layer.update()
+    flipped = baking.compute(bpy.context, ob, 1, 96)
+    sag = 9.81 / 50.0
+    world = (np.array(ob.matrix_world) @ np.c_[flipped.frame(96), np.ones(len(pts))].T).T[:, :3]
+    rest_world = (np.array(ob.matrix_world) @ np.c_[pts, np.ones(len(pts))].T).T[:, :3]
+    np.testing.assert_allclose(world - rest_world, t * np.array([0, 0, -sag]), atol=1e-4)
+
+
+def test_magnet_errors_name_the_slot_and_the_magnet(scene, glue):
+    baking, _ = glue
+    ob, head, magnet, pts, t = straight_wig(scene)
+    other = bpy.data.scenes.new("Other")
+    scene.collection.objects.unlink(magnet)
+    other.collection.objects.link(magnet)
+    with pytest.raises(Exception, match="'Hair': magnet 'Empty' is not in scene 'Scene'"):
+        baking.compute(bpy.context, ob, 1, 2)
+    bpy.data.objects.remove(magnet)
+    with pytest.raises(Exception, match="'Hair': magnet slot 1 is empty"):
+        baking.compute(bpy.context, ob, 1, 2)
