@@ -77,11 +77,13 @@ class Magnet:
 class MagnetWeights:
     """Every magnet's normalised weights at the rest pose, bound once and stored sparsely.
 
-    For each magnet, the vertices it influences (among each vertex's ``MAX_INFLUENCES`` strongest
-    magnets) and their weights, already multiplied by the flex profile ``f(t)`` and the length
+    Each vertex keeps its ``MAX_INFLUENCES`` strongest magnets: ``index (P, K)`` and
+    ``weight (P, K)``, the weights already multiplied by the flex profile ``f(t)`` and the length
     profile ``g(ℓ)``: ``W_k = f(t) · g(ℓ) · w_k / norm`` with ``norm = max(1, Σ w)`` ('cap') or
-    ``Σ w`` ('sum') over all magnets (SPEC §3).
+    ``Σ w`` ('sum') over all magnets (SPEC §3). Unused slots point at magnet ``M`` (none).
     """
+
+    CHUNK = 1 << 16       # points per block when blending: bounds the dense (C, M) temporaries
 
     def __init__(self, hair: HairSet, rest_points: np.ndarray, magnets: list[Magnet],
                  flex: Profile, length: Profile, normalisation: str = "cap"):
@@ -89,59 +91,71 @@ class MagnetWeights:
             raise HairWigError(f"weight normalisation must be one of {NORMALISATIONS}, got {normalisation!r}")
         p = len(rest_points)
         m = len(magnets)
-        k = min(MAX_INFLUENCES, m)
-        top_w = np.zeros((p, max(k, 1)), dtype=np.float32)
-        top_i = np.full((p, max(k, 1)), -1, dtype=np.int32)
+        k = max(1, min(MAX_INFLUENCES, m))
+        top_w = np.zeros((p, k), dtype=np.float32)
+        top_i = np.full((p, k), m, dtype=np.int32)
         total = np.zeros(p, dtype=np.float32)
         strand = hair.strand_of_point()
+        rows_all = np.arange(p)
         for i, mag in enumerate(magnets):
             if mag.strands is not None and np.shape(mag.strands) != (hair.num_strands,):
                 raise HairWigError(
                     f"magnet '{mag.name}': its strand set has {np.shape(mag.strands)} entries for "
                     f"{hair.num_strands} strands")
-            w = mag.weight(np.linalg.norm(rest_points - mag.rest_position.astype(np.float32), axis=1))
+            d = rest_points - mag.rest_position.astype(np.float32)
+            w = mag.weight(np.sqrt(np.einsum("ij,ij->i", d, d)))
             if mag.strands is not None:
                 w *= np.asarray(mag.strands, dtype=np.float32)[strand]
             total += w
             slot = np.argmin(top_w, axis=1)
-            rows = np.flatnonzero(w > top_w[np.arange(p), slot])
+            rows = np.flatnonzero(w > top_w[rows_all, slot])
             top_w[rows, slot[rows]] = w[rows]
             top_i[rows, slot[rows]] = i
         norm = np.maximum(total, 1.0) if normalisation == "cap" else np.where(total > 0, total, 1.0)
         scale = flex(hair.vertex_t()) * length(hair.normalised_length())[strand] / norm
-        self.indices: list[np.ndarray] = []
-        self.weights: list[np.ndarray] = []
-        for i in range(m):
-            rows, cols = np.nonzero(top_i == i)
-            order = np.argsort(rows)
-            rows = rows[order].astype(np.int32)
-            self.indices.append(rows)
-            self.weights.append((top_w[rows, cols[order]] * scale[rows]).astype(np.float32)[:, None])
+        top_w *= scale[:, None]
+        top_i[top_w == 0] = m
+        self.index = top_i.astype(np.int16 if m < 2**15 else np.int32)
+        self.weight = top_w
+        self.num_magnets = m
         self.total = total                # raw Σ w per vertex, for diagnostics and tests
 
     @property
     def nbytes(self) -> int:
-        return sum(i.nbytes + w.nbytes for i, w in zip(self.indices, self.weights))
+        return self.index.nbytes + self.weight.nbytes
 
     def dense(self, num_points: int) -> np.ndarray:
         """(M, P) weights, for tests and small cases."""
-        out = np.zeros((len(self.indices), num_points), dtype=np.float32)
-        for k, (i, w) in enumerate(zip(self.indices, self.weights)):
-            out[k, i] = w[:, 0]
-        return out
+        return self._block(slice(0, num_points))[:, :self.num_magnets].T.copy()
+
+    def _block(self, rows: slice) -> np.ndarray:
+        idx, w = self.index[rows], self.weight[rows]
+        block = np.zeros((len(idx), self.num_magnets + 1), dtype=np.float32)
+        np.put_along_axis(block, idx.astype(np.intp), w, axis=1)
+        return block
 
     def displace(self, points: np.ndarray, motions: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """Add ``Σ_k W_k · (M_k p - p)`` to ``out`` (SPEC §3, "Displacement").
+        """Add ``Σ_k W_k · (M_k p − p)`` to ``out`` (SPEC §3, "Displacement").
+
+        The magnets' motions are blended per vertex first, ``G = Σ_k W_k (M_k − I)`` (one small
+        matrix product per block of points), then applied: ``out += G p``.
 
         points : (P, 3) float32, head-local; motions : (M, 4, 4) float64, ``M_k = Mf · Mi⁻¹``.
         """
-        for idx, w, m in zip(self.indices, self.weights, motions):
-            if idx.size == 0 or np.array_equal(m, np.eye(4)):
-                continue
-            a = (m[:3, :3] - np.eye(3)).T.astype(np.float32)
-            p = points[idx]
-            d = p @ a
-            d += m[:3, 3].astype(np.float32)
-            d *= w
-            out[idx] += d            # indices are unique within one magnet
+        m = self.num_magnets
+        if m == 0:
+            return out
+        a = (motions[:, :3, :] - np.eye(4)[None, :3, :]).reshape(m, 12)
+        if not a.any():
+            return out
+        table = np.zeros((m + 1, 12), dtype=np.float32)     # row m: no magnet
+        table[:m] = a
+        for start in range(0, len(points), self.CHUNK):
+            rows = slice(start, start + self.CHUNK)
+            g = self._block(rows) @ table                      # (C, 12): rows of G, then its offset
+            p = points[rows]
+            o = out[rows]
+            for axis in range(3):
+                o[:, axis] += (g[:, 4 * axis] * p[:, 0] + g[:, 4 * axis + 1] * p[:, 1]
+                               + g[:, 4 * axis + 2] * p[:, 2] + g[:, 4 * axis + 3])
         return out

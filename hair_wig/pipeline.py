@@ -250,8 +250,13 @@ class Wig:
         if self.length is not None:
             self.length.apply(p)
         if self.collider is not None:
-            self.collider.push_out(p, self.settings.collision_offset, self.not_root)
-            if self.length is not None:
-                self.length.apply(p)
-                self.collider.push_out(p, self.settings.collision_offset, self.not_root)
+            offset = self.settings.collision_offset
+            moved = self.collider.push_out(p, offset, self.not_root)
+            if self.length is not None and moved.size:
+                # Pushing out changed lengths: fix the strands it touched, then collide them again.
+                touched = np.unique(self.strand_of_point[moved])
+                self.length.apply(p, touched)
+                hit = np.zeros(self.hair.num_strands, dtype=bool)
+                hit[touched] = True
+                self.collider.push_out(p, offset, hit[self.strand_of_point] & self.not_root)
         return p

@@ -46,7 +46,7 @@ class LengthControl:
         self.elasticity = float(elasticity)
         self.mode = mode
         self.rest_segments = hair.segment_lengths().astype(np.float64)
-        self.rest_lengths = np.add.reduceat(self.rest_segments, hair.offsets[:-1])
+        self.rest_lengths = np.add.reduceat(self.rest_segments, hair.offsets[:-1]).astype(np.float32)
         self.strand = hair.strand_of_point()
         self.roots = hair.offsets[:-1]
         counts = hair.counts
@@ -56,47 +56,60 @@ class LengthControl:
         j = np.arange(n_max)
         self.table = np.where(j[None, :] < counts[:, None], hair.offsets[:-1, None] + j[None, :], -1)
 
-    def apply(self, points: np.ndarray) -> np.ndarray:
-        """Correct ``points`` (P, 3) float32 in place; returns it."""
+    def apply(self, points: np.ndarray, strands: np.ndarray | None = None) -> np.ndarray:
+        """Correct ``points`` (P, 3) float32 in place (only ``strands``, indices, when given)."""
         if self.elasticity >= 1:
             return points
         if self.mode == "STRAND":
-            return self._strand(points)
-        return self._segment(points)
+            return self._strand(points, strands)
+        return self._segment(points, strands)
 
-    def _strand(self, p: np.ndarray) -> np.ndarray:
-        e = self.elasticity
+    def _strand(self, p: np.ndarray, strands) -> np.ndarray:
+        e = np.float32(self.elasticity)
+        if self.uniform:
+            n = self.uniform
+            view = p.reshape(-1, n, 3)
+            block = view if strands is None else view[strands]
+            seg = np.empty_like(block)
+            seg[:, 0] = 0
+            np.subtract(block[:, 1:], block[:, :-1], out=seg[:, 1:])
+            length = np.sqrt(np.einsum("snk,snk->sn", seg, seg)).sum(axis=1)
+            rest = self.rest_lengths if strands is None else self.rest_lengths[strands]
+            ratio = np.divide(rest, length, out=np.ones_like(length), where=length > 0)
+            seg *= (e + ratio * (1 - e)).astype(np.float32)[:, None, None]
+            np.cumsum(seg, axis=1, out=seg)
+            seg += block[:, :1]
+            if strands is None:
+                view[...] = seg
+            else:
+                view[strands] = seg
+            return p
+        # Strands of different lengths: a cumulative sum over the whole set, per strand offset.
         seg = np.empty(p.shape, dtype=np.float64)
         seg[1:] = p[1:] - p[:-1]
         seg[self.roots] = 0.0
-        if self.uniform:
-            n = self.uniform
-            s3 = seg.reshape(-1, n, 3)
-            length = np.linalg.norm(s3, axis=2).sum(axis=1)
-            ratio = np.divide(self.rest_lengths, length, out=np.ones_like(length), where=length > 0)
-            scale = e + ratio * (1 - e)
-            s3 *= scale[:, None, None]
-            np.cumsum(s3, axis=1, out=s3)
-            s3 += p[self.roots].astype(np.float64)[:, None, :]
-            p[...] = s3.reshape(-1, 3)
-            return p
-        length = np.add.reduceat(np.linalg.norm(seg, axis=1), self.roots)
+        length = np.add.reduceat(np.sqrt(np.einsum("ij,ij->i", seg, seg)), self.roots)
         ratio = np.divide(self.rest_lengths, length, out=np.ones_like(length), where=length > 0)
-        seg *= (e + ratio * (1 - e))[self.strand][:, None]
+        factor = e + ratio * (1 - e)
+        if strands is not None:
+            keep = np.ones(len(factor), dtype=bool)
+            keep[strands] = False
+            factor[keep] = 1.0
+        seg *= factor[self.strand][:, None]
         run = np.cumsum(seg, axis=0)
         start = run[self.roots] - seg[self.roots]
         p[...] = p[self.roots].astype(np.float64)[self.strand] + run - start[self.strand]
         return p
 
-    def _segment(self, p: np.ndarray) -> np.ndarray:
+    def _segment(self, p: np.ndarray, strands) -> np.ndarray:
         e = self.elasticity
-        table = self.table
+        table = self.table if strands is None else self.table[strands]
         for j in range(1, table.shape[1]):
             idx = table[:, j]
             live = idx >= 0
             cur, prev = idx[live], table[live, j - 1]
             d = p[cur].astype(np.float64) - p[prev]
-            length = np.linalg.norm(d, axis=1)
+            length = np.sqrt(np.einsum("ij,ij->i", d, d))
             ratio = np.divide(self.rest_segments[cur], length, out=np.ones_like(length), where=length > 0)
             p[cur] = p[prev] + d * (e + ratio * (1 - e))[:, None]
         return p
@@ -145,6 +158,7 @@ class RadiusMap:
                     rolled = np.concatenate([rolled[:1], rolled[:-1]]) if di > 0 else np.concatenate([rolled[1:], rolled[-1:]])
                 grow = np.maximum(grow, rolled)
         self.radii = grow.astype(np.float32)
+        self.outer = float(self.radii.max())
         self.missed = float((cell == 0).mean())
         self.name = name
 
@@ -164,21 +178,31 @@ class RadiusMap:
         return ((r[i0c, j0c] * (1 - fy) + r[i0c, j1c] * fy) * (1 - fx)
                 + (r[i1c, j0c] * (1 - fy) + r[i1c, j1c] * fy) * fx)
 
-    def push_out(self, points: np.ndarray, offset: float = 0.0, mask: np.ndarray | None = None) -> int:
+    def push_out(self, points: np.ndarray, offset: float = 0.0, mask: np.ndarray | None = None) -> np.ndarray:
         """Move every point nearer the centre than the surface (+ offset) along its ray out to it
-        (seed 000, "Refinement": collision). In place; returns how many moved."""
+        (seed 000, "Refinement": collision). In place; returns the indices of the points moved.
+
+        Only points within the head's outermost radius can be inside, so only they are looked up.
+        """
         c = self.centre.astype(np.float32)
         rel = points - c
-        dist = np.linalg.norm(rel, axis=1)
+        d2 = np.einsum("ij,ij->i", rel, rel)
+        reach = np.float32(self.outer + offset)
+        near = d2 < reach * reach
+        if mask is not None:
+            near &= mask
+        cand = np.flatnonzero(near)
+        if cand.size == 0:
+            return cand
+        dist = np.sqrt(d2[cand])
+        r = rel[cand]
         safe = np.where(dist > 0, dist, 1)
-        dirs = np.where(dist[:, None] > 0, rel / safe[:, None], np.array([0, 0, 1], np.float32))
+        dirs = np.where(dist[:, None] > 0, r / safe[:, None], np.array([0, 0, 1], np.float32))
         limit = self.radius(dirs) + np.float32(offset)
         inside = dist < limit
-        if mask is not None:
-            inside &= mask
-        rows = np.flatnonzero(inside)
-        points[rows] = c + dirs[rows] * limit[rows, None]
-        return int(rows.size)
+        rows = cand[inside]
+        points[rows] = c + dirs[inside] * limit[inside, None]
+        return rows
 
 
 def _directions(theta, phi):

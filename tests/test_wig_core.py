@@ -302,7 +302,7 @@ def test_collision_pushes_every_vertex_out_of_a_sphere(offset):
     rng = np.random.default_rng(4)
     p = rng.normal(size=(5000, 3)).astype(np.float32) * 0.6
     moved = rmap.push_out(p, offset)
-    assert moved > 1000
+    assert moved.size > 1000 and (np.linalg.norm(p[moved], axis=1) > 0.99).all()
     r = np.linalg.norm(p, axis=1)
     surface = farthest_hits(np.zeros(3), p / r[:, None], v[tris])     # the exact ray test
     assert (r >= surface + offset - 1e-5).all()
