@@ -205,27 +205,36 @@ class SecondarySprings:
         self.mass = float(mass)
         blend = blend_profile(vertex_t) if blend_profile is not None else np.ones_like(vertex_t)
         blend = np.where(vertex_t > 0, blend, 0.0)            # roots never leave the scalp
-        self.blend = (np.float32(dynablend) * blend).astype(np.float32)[:, None]
+        self.blend = (np.float32(dynablend) * blend).astype(np.float32)
         self._dt = None
         self._coef = None
 
     def coefficients(self, dt: float):
+        """Per-vertex step coefficients (4 × (P,) float32), computed once per frame length."""
         if self._dt != dt:
-            e = spring_step_coefficients(self.k, self.r, self.mass, dt)
-            self._coef = [c.astype(np.float32)[:, None] for c in e]
+            self._coef = [c.astype(np.float32) for c in spring_step_coefficients(self.k, self.r, self.mass, dt)]
             self._dt = dt
         return self._coef
 
     def step(self, pos: np.ndarray, vel: np.ndarray, target: np.ndarray, dt: float,
-             out: np.ndarray) -> np.ndarray:
-        """Advance the springs (``pos``, ``vel`` updated in place, world space) towards ``target``
-        (P, 3) and write the shown positions ``target + blend · (pos − target)`` to ``out``
-        (which must not be ``target``)."""
-        e11, e12, e21, e22 = self.coefficients(dt)
-        y = pos - target
-        pos[...] = target + e11 * y + e12 * vel
-        vel[...] = e21 * y + e22 * vel
+             out: np.ndarray, scratch: np.ndarray | None = None, span: slice = slice(None)) -> np.ndarray:
+        """Advance the springs towards ``target`` and write the shown positions
+        ``target + blend · (pos − target)`` to ``out``.
+
+        All arrays are points stored as rows (3, P) float32, world space; ``pos`` and ``vel`` are
+        updated in place; ``out`` must not be ``target``; ``scratch`` is a (3, P) work buffer.
+        With ``span``, the arrays hold only that block of the bound points.
+        """
+        e11, e12, e21, e22 = (c[span] for c in self.coefficients(dt))
+        y = np.subtract(pos, target, out=np.empty_like(pos) if scratch is None else scratch)
+        np.multiply(y, e11, out=pos)               # pos = target + e11 y + e12 v
+        np.multiply(vel, e12, out=out)
+        pos += out
+        pos += target
+        vel *= e22                                  # v = e21 y + e22 v
+        y *= e21
+        vel += y
         np.subtract(pos, target, out=out)
-        out *= self.blend
+        out *= self.blend[span]
         out += target
         return out

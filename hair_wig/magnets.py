@@ -75,15 +75,15 @@ class Magnet:
 
 
 class MagnetWeights:
-    """Every magnet's normalised weights at the rest pose, bound once and stored sparsely.
+    """Every magnet's normalised weights at the rest pose, bound once.
 
-    Each vertex keeps its ``MAX_INFLUENCES`` strongest magnets: ``index (P, K)`` and
-    ``weight (P, K)``, the weights already multiplied by the flex profile ``f(t)`` and the length
-    profile ``g(ℓ)``: ``W_k = f(t) · g(ℓ) · w_k / norm`` with ``norm = max(1, Σ w)`` ('cap') or
-    ``Σ w`` ('sum') over all magnets (SPEC §3). Unused slots point at magnet ``M`` (none).
+    Each vertex keeps only its ``MAX_INFLUENCES`` strongest magnets, with weights already
+    multiplied by the flex profile ``f(t)`` and the length profile ``g(ℓ)``:
+    ``W_k = f(t) · g(ℓ) · w_k / norm`` with ``norm = max(1, Σ w)`` ('cap') or ``Σ w`` ('sum')
+    over all magnets (SPEC §3).
     """
 
-    CHUNK = 1 << 16       # points per block when blending: bounds the dense (C, M) temporaries
+    CHUNK = 1 << 14       # points per block when blending: (12, C) stays in cache
 
     def __init__(self, hair: HairSet, rest_points: np.ndarray, magnets: list[Magnet],
                  flex: Profile, length: Profile, normalisation: str = "cap"):
@@ -114,33 +114,39 @@ class MagnetWeights:
         norm = np.maximum(total, 1.0) if normalisation == "cap" else np.where(total > 0, total, 1.0)
         scale = flex(hair.vertex_t()) * length(hair.normalised_length())[strand] / norm
         top_w *= scale[:, None]
-        top_i[top_w == 0] = m
-        self.index = top_i.astype(np.int16 if m < 2**15 else np.int32)
-        self.weight = top_w
+        # Kept as one row of weights per magnet over all points: the per-frame blend is then one
+        # small matrix product per block of points (4·M bytes per point; 32 magnets on 1.6M
+        # points: 205 MB). The strongest-MAX_INFLUENCES limit is already applied.
+        self.rows = np.zeros((m + 1, p), dtype=np.float32)
+        np.put_along_axis(self.rows.T, top_i.astype(np.intp), top_w, axis=1)
+        self.rows = np.ascontiguousarray(self.rows[:m])
         self.num_magnets = m
         self.total = total                # raw Σ w per vertex, for diagnostics and tests
 
     @property
     def nbytes(self) -> int:
-        return self.index.nbytes + self.weight.nbytes
+        return self.rows.nbytes
 
     def dense(self, num_points: int) -> np.ndarray:
-        """(M, P) weights, for tests and small cases."""
-        return self._block(slice(0, num_points))[:, :self.num_magnets].T.copy()
-
-    def _block(self, rows: slice) -> np.ndarray:
-        idx, w = self.index[rows], self.weight[rows]
-        block = np.zeros((len(idx), self.num_magnets + 1), dtype=np.float32)
-        np.put_along_axis(block, idx.astype(np.intp), w, axis=1)
-        return block
+        """(M, P) weights."""
+        return self.rows[:, :num_points].copy()
 
     def displace(self, points: np.ndarray, motions: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """Add ``Σ_k W_k · (M_k p − p)`` to ``out`` (SPEC §3, "Displacement").
+        """Add ``Σ_k W_k · (M_k p − p)`` to ``out`` (SPEC §3, "Displacement"); points and out
+        (P, 3) float32, head-local; motions (M, 4, 4) float64, ``M_k = Mf · Mi⁻¹``."""
+        rows = np.ascontiguousarray(out.T)
+        self.displace_rows(np.ascontiguousarray(points.T), motions, rows)
+        out[...] = rows.T
+        return out
 
-        The magnets' motions are blended per vertex first, ``G = Σ_k W_k (M_k − I)`` (one small
-        matrix product per block of points), then applied: ``out += G p``.
+    def displace_rows(self, points: np.ndarray, motions: np.ndarray, out: np.ndarray,
+                      span: slice = slice(None)) -> np.ndarray:
+        """``displace`` on points stored as rows (3, P), or on the block ``span`` of the bound
+        points when ``points`` and ``out`` hold only that block.
 
-        points : (P, 3) float32, head-local; motions : (M, 4, 4) float64, ``M_k = Mf · Mi⁻¹``.
+        The magnets' motions are blended per vertex first, ``G = Σ_k W_k (M_k − I)`` — a
+        (12, M) × (M, C) product per block of C points, small enough to stay in cache — then
+        applied: ``out += G p``.
         """
         m = self.num_magnets
         if m == 0:
@@ -148,14 +154,25 @@ class MagnetWeights:
         a = (motions[:, :3, :] - np.eye(4)[None, :3, :]).reshape(m, 12)
         if not a.any():
             return out
-        table = np.zeros((m + 1, 12), dtype=np.float32)     # row m: no magnet
-        table[:m] = a
-        for start in range(0, len(points), self.CHUNK):
-            rows = slice(start, start + self.CHUNK)
-            g = self._block(rows) @ table                      # (C, 12): rows of G, then its offset
-            p = points[rows]
-            o = out[rows]
+        table = np.ascontiguousarray(a.T, dtype=np.float32)           # (12, M)
+        weights = self.rows[:, span]
+        n = points.shape[1]
+        chunk = min(self.CHUNK, n)
+        g_buf = np.empty((12, chunk), dtype=np.float32)
+        t_buf = np.empty(chunk, dtype=np.float32)
+        for start in range(0, n, chunk):
+            c = min(chunk, n - start)
+            sl = slice(start, start + c)
+            g = g_buf if c == chunk else g_buf[:, :c]
+            if c == chunk and weights[:, sl].flags.c_contiguous:
+                np.dot(table, weights[:, sl], out=g)
+            else:
+                g[...] = table @ weights[:, sl]
+            tmp = t_buf[:c]
             for axis in range(3):
-                o[:, axis] += (g[:, 4 * axis] * p[:, 0] + g[:, 4 * axis + 1] * p[:, 1]
-                               + g[:, 4 * axis + 2] * p[:, 2] + g[:, 4 * axis + 3])
+                o = out[axis, sl]
+                for j in range(3):
+                    np.multiply(g[4 * axis + j], points[j, sl], out=tmp)
+                    o += tmp
+                o += g[4 * axis + 3]
         return out

@@ -17,9 +17,9 @@ from .errors import HairWigError
 from .hairset import HairSet
 from .magnets import Magnet, MagnetWeights
 from .profiles import Profile
-from .refinement import LengthControl, RadiusMap, compensate_compression
+from .refinement import LengthControl, RadiusMap, compensate_compression_rows
 from .scalp import ScalpSpace
-from .spaces import as_matrix, transform_points
+from .spaces import as_matrix, transform_points, transform_rows
 
 
 @dataclass
@@ -72,8 +72,9 @@ class FrameInput:
 @dataclass
 class WigState:
     """Dynamics state carried from frame to frame (SPEC §4, §5): the dynamic magnets' spring
-    positions, velocities and last keyed targets (world, float64), and every vertex's spring
-    position and velocity (world, float32). Copy it to save; compare with ``==``."""
+    positions, velocities and last keyed targets (D, 3) (world, float64), and every vertex's
+    spring position and velocity as rows (3, P) (world, float32). Copy it to save; compare
+    with ``==``."""
 
     magnet_pos: np.ndarray
     magnet_vel: np.ndarray
@@ -149,12 +150,39 @@ class Wig:
             self.centre = (v.min(axis=0) + v.max(axis=0)) / 2
         else:
             self.centre = np.zeros(3)
-        self.alpha = None if settings.compression is None else settings.compression(t)[:, None]
+        self.alpha = None if settings.compression is None else settings.compression(t)
         self.length = LengthControl(hair, settings.elasticity, settings.length_mode) if settings.use_length else None
         self.not_root = t > 0
         self.scalp = scalp
         self.strand_of_point = hair.strand_of_point()
         self.attachment = settings.attachment(t)[:, None]
+        # The hot path keeps points as rows (3, P): every pass is over contiguous memory.
+        self.rest_rows = np.ascontiguousarray(self.rest_local.T)
+        self.compression_bound = None
+        if self.alpha is not None:
+            c = self.centre.astype(np.float32)[:, None] - self.rest_rows
+            self.compression_bound = (c, np.einsum("kp,kp->p", c, c))
+        self._work = np.empty_like(self.rest_rows)
+        self._scratch = np.empty_like(self.rest_rows)
+        self._world = np.empty_like(self.rest_rows)
+        self.blocks = self._blocks()
+
+    BLOCK_POINTS = 1 << 15    # a block's rows stay in cache through the whole pipeline
+
+    def _blocks(self) -> list[tuple[slice, int]]:
+        """Point ranges of whole strands (and each one's first strand) processed one at a time.
+
+        Every stage after the dynamic magnets is independent from strand to strand, so each block
+        runs the whole pipeline while its rows are in cache. Strand-length control of strands
+        with different point counts, or per segment, works on the whole set: one block then.
+        """
+        counts = self.hair.counts
+        if self.length is not None and not self.length.blockable:
+            return [(slice(0, self.hair.num_points), 0)]
+        per = max(1, self.BLOCK_POINTS // int(counts.max()))
+        starts = np.arange(0, self.hair.num_strands, per)
+        off = self.hair.offsets
+        return [(slice(int(off[a]), int(off[min(a + per, len(counts))])), int(a)) for a in starts]
 
     @property
     def has_dynamics(self) -> bool:
@@ -198,13 +226,14 @@ class Wig:
             out = np.empty_like(self.hair.points)
 
         # Scalp space: the rest pose carried by the deforming surface.
-        base = self.rest_local
+        base = self.rest_rows
         if self.scalp is not None and inp.surface_positions is not None:
-            base = self.scalp.apply(self.rest_local, self.strand_of_point, self.attachment,
-                                    inp.surface_positions, inp.surface_normals,
-                                    out=np.empty_like(self.rest_local))
-        # Primary movement: magnets' motion from rest, in head-local space.
-        p = base.copy()
+            carried = self.scalp.apply(self.rest_local, self.strand_of_point, self.attachment,
+                                       inp.surface_positions, inp.surface_normals,
+                                       out=np.empty_like(self.rest_local))
+            base = np.ascontiguousarray(carried.T)
+        # Dynamic magnets (a few points in world space) step once for the whole wig.
+        motions = None
         if self.magnets:
             mats = np.asarray(inp.magnet_matrices, dtype=np.float64)
             if mats.shape != (len(self.magnets), 4, 4):
@@ -219,44 +248,66 @@ class Wig:
                     mats[self.dynamic_index, :3, 3] = shown
                 state.magnet_target = target
             motions = head_inv[None] @ mats @ self.mi_inv
-            self.weights.displace(base, motions, p)
-
-        # Secondary movement: per-vertex springs in world space.
-        if self.secondary is not None:
-            target_w = transform_points(p, head)
-            if first:
-                state.strand_pos = target_w.copy()
-                state.strand_vel = np.zeros_like(target_w)
-                shown = target_w
-            else:
-                shown = self.secondary.step(state.strand_pos, state.strand_vel, target_w, inp.dt,
-                                            out=np.empty_like(target_w))
-            p = transform_points(shown, head_inv, out=p)
-
-        self.refine(p, base)
-        m = np.linalg.solve(hair_now, head)        # head-local -> hair object now: H_f⁻¹ · L_f
-        if np.allclose(m, np.eye(4), rtol=0.0, atol=1e-9):
-            out[...] = p
-        else:
-            transform_points(p, m, out=out)
+        if self.secondary is not None and first:
+            state.strand_pos = np.empty_like(self.rest_rows)
+            state.strand_vel = np.zeros_like(self.rest_rows)
+        to_object = np.linalg.solve(hair_now, head)       # head-local -> hair object now: H_f⁻¹ · L_f
+        if np.allclose(to_object, np.eye(4), rtol=0.0, atol=1e-9):
+            to_object = None
+        at_rest = base is self.rest_rows
+        for span, first_strand in self.blocks:
+            self._step_block(span, first_strand, base[:, span], at_rest, motions, head, head_inv,
+                             inp.dt, state, first, to_object, out)
         return out, state
 
-    def refine(self, p: np.ndarray, base: np.ndarray) -> np.ndarray:
+    def _step_block(self, span, first_strand, base, at_rest, motions, head, head_inv, dt, state,
+                    first, to_object, out):
+        """The pipeline after the dynamic magnets, for the strands of one block."""
+        p = self._work[:, span]
+        p[...] = base
+        # Primary movement: magnets' motion from rest, in head-local space.
+        if motions is not None:
+            self.weights.displace_rows(base, motions, p, span)
+        # Secondary movement: per-vertex springs in world space.
+        if self.secondary is not None:
+            target_w = transform_rows(head, p, self._world[:, span])
+            if first:
+                state.strand_pos[:, span] = target_w
+                shown = target_w
+            else:
+                shown = self.secondary.step(state.strand_pos[:, span], state.strand_vel[:, span],
+                                            target_w, dt, out=self._scratch[:, span], scratch=p,
+                                            span=span)
+            transform_rows(head_inv, shown, p)
+        self.refine(p, base, span, first_strand, at_rest)
+        if to_object is None:
+            out[span] = p.T
+        else:
+            out[span] = transform_rows(to_object, p, self._scratch[:, span]).T
+
+    def refine(self, p: np.ndarray, base: np.ndarray, span: slice = slice(None),
+               first_strand: int = 0, at_rest: bool = False) -> np.ndarray:
         """Refinement in head-local space, in the seed's order (SPEC §6): compression (of the
-        displacement from ``base``, this frame's rest pose), length, collision, length again,
-        and a final collision pass."""
+        displacement from ``base``, this frame's rest pose), length, collision, length again on
+        the strands the collision touched, and a final collision pass on them. Points as rows
+        (3, P) — or the block ``span`` of them, starting at strand ``first_strand`` — in place.
+        ``at_rest``: ``base`` is the bound rest pose, whose compression vectors were kept."""
         if self.alpha is not None:
-            compensate_compression(base, p, self.centre, self.alpha, out=p)
+            bound = None
+            if at_rest:
+                bound = (self.compression_bound[0][:, span], self.compression_bound[1][span])
+            compensate_compression_rows(base, p, self.centre, self.alpha[span], bound)
         if self.length is not None:
-            self.length.apply(p)
+            self.length.apply_rows(p, None, first_strand)
         if self.collider is not None:
             offset = self.settings.collision_offset
-            moved = self.collider.push_out(p, offset, self.not_root)
+            not_root = self.not_root[span]
+            moved = self.collider.push_out_rows(p, offset, not_root)
             if self.length is not None and moved.size:
-                # Pushing out changed lengths: fix the strands it touched, then collide them again.
-                touched = np.unique(self.strand_of_point[moved])
-                self.length.apply(p, touched)
-                hit = np.zeros(self.hair.num_strands, dtype=bool)
+                strand = self.strand_of_point[span]
+                touched = np.unique(strand[moved]) - first_strand
+                self.length.apply_rows(p, touched, first_strand)
+                hit = np.zeros(int(strand[-1]) - first_strand + 1, dtype=bool)
                 hit[touched] = True
-                self.collider.push_out(p, offset, hit[self.strand_of_point] & self.not_root)
+                self.collider.push_out_rows(p, offset, hit[strand - first_strand] & not_root)
         return p

@@ -16,16 +16,33 @@ def compensate_compression(rest: np.ndarray, displaced: np.ndarray, centre: np.n
 
     ``d = p − p_rest = n + r`` with ``n`` along the compression vector ``c = l − p_rest``; when
     ``n`` points towards the centre, ``d = α n + r``. rest, displaced, out : (P, 3) float32;
-    alpha : (P, 1) float32.
+    alpha : (P,) or (P, 1) float32.
     """
-    d = displaced - rest
-    c = centre.astype(np.float32) - rest
-    cc = np.einsum("ij,ij->i", c, c)[:, None]
-    dn = np.einsum("ij,ij->i", d, c)[:, None]
-    inward = (dn > 0) & (cc > 0)
-    k = np.where(inward, (alpha - 1) * dn / np.where(cc > 0, cc, 1), 0).astype(np.float32)
-    np.add(displaced, k * c, out=out)
+    rows = np.ascontiguousarray(displaced.T)
+    compensate_compression_rows(np.ascontiguousarray(rest.T), rows, centre, np.ravel(alpha))
+    out[...] = rows.T
     return out
+
+
+def compensate_compression_rows(rest: np.ndarray, p: np.ndarray, centre: np.ndarray,
+                                alpha: np.ndarray, bound=None) -> np.ndarray:
+    """``compensate_compression`` in place on points stored as rows (3, P). ``bound`` may carry
+    ``(c, |c|²)`` computed once for this ``rest`` (they depend on the rest pose only)."""
+    if bound is None:
+        c = centre.astype(np.float32)[:, None] - rest
+        cc = np.einsum("kp,kp->p", c, c)
+    else:
+        c, cc = bound
+    d = p - rest
+    dn = np.einsum("kp,kp->p", d, c)
+    # k = (α − 1) · (d·c) / |c|², only where the displacement points inward
+    k = np.zeros_like(dn)
+    np.divide(dn, cc, out=k, where=(dn > 0) & (cc > 0))
+    k *= alpha - 1
+    d[...] = c
+    d *= k
+    p += d
+    return p
 
 
 class LengthControl:
@@ -58,35 +75,54 @@ class LengthControl:
 
     def apply(self, points: np.ndarray, strands: np.ndarray | None = None) -> np.ndarray:
         """Correct ``points`` (P, 3) float32 in place (only ``strands``, indices, when given)."""
+        rows = np.ascontiguousarray(points.T)
+        self.apply_rows(rows, strands)
+        points[...] = rows.T
+        return points
+
+    @property
+    def blockable(self) -> bool:
+        """Whether blocks of whole strands can be corrected on their own (``first_strand``)."""
+        return self.mode == "STRAND" and bool(self.uniform)
+
+    def apply_rows(self, p: np.ndarray, strands: np.ndarray | None = None,
+                   first_strand: int = 0) -> np.ndarray:
+        """``apply`` on points stored as rows (3, P), in place. When ``blockable``, ``p`` may
+        hold only the strands from ``first_strand`` on (``strands`` then counts from there)."""
         if self.elasticity >= 1:
-            return points
+            return p
+        if self.mode == "STRAND" and self.uniform:
+            return self._strand_uniform(p, strands, first_strand)
         if self.mode == "STRAND":
-            return self._strand(points, strands)
-        return self._segment(points, strands)
+            return self._strand(p, strands)
+        return self._segment(p, strands)
+
+    def _strand_uniform(self, p: np.ndarray, strands, first: int = 0) -> np.ndarray:
+        # Every segment scaled by the strand's s and summed from the root is the same as
+        # scaling each point's offset from the root: p'_j = p_0 + s (p_j - p_0).
+        e = np.float32(self.elasticity)
+        view = p.reshape(3, -1, self.uniform)
+        block = view if strands is None else view[:, strands]
+        seg = np.subtract(block[:, :, 1:], block[:, :, :-1])
+        length = np.sqrt(np.einsum("ksn,ksn->sn", seg, seg)).sum(axis=1)
+        rest = self.rest_lengths[first:first + view.shape[1]]
+        rest = rest if strands is None else rest[strands]
+        ratio = np.divide(rest, length, out=np.ones_like(length), where=length > 0)
+        scale = (e + ratio * (1 - e)).astype(np.float32)[None, :, None]
+        root = block[:, :, :1].copy()
+        block *= scale                                  # p' = s p + (1 - s) p_0
+        block += root * (1 - scale)
+        block[:, :, :1] = root                          # roots exactly where they were
+        if strands is not None:
+            view[:, strands] = block
+        return p
 
     def _strand(self, p: np.ndarray, strands) -> np.ndarray:
-        e = np.float32(self.elasticity)
-        if self.uniform:
-            n = self.uniform
-            view = p.reshape(-1, n, 3)
-            block = view if strands is None else view[strands]
-            seg = np.empty_like(block)
-            seg[:, 0] = 0
-            np.subtract(block[:, 1:], block[:, :-1], out=seg[:, 1:])
-            length = np.sqrt(np.einsum("snk,snk->sn", seg, seg)).sum(axis=1)
-            rest = self.rest_lengths if strands is None else self.rest_lengths[strands]
-            ratio = np.divide(rest, length, out=np.ones_like(length), where=length > 0)
-            seg *= (e + ratio * (1 - e)).astype(np.float32)[:, None, None]
-            np.cumsum(seg, axis=1, out=seg)
-            seg += block[:, :1]
-            if strands is None:
-                view[...] = seg
-            else:
-                view[strands] = seg
-            return p
-        # Strands of different lengths: a cumulative sum over the whole set, per strand offset.
-        seg = np.empty(p.shape, dtype=np.float64)
-        seg[1:] = p[1:] - p[:-1]
+        """Strands of different lengths: a cumulative sum over the whole set, per strand offset."""
+        e = self.elasticity
+        q = p.T
+        seg = np.empty(q.shape, dtype=np.float64)
+        seg[1:] = q[1:] - q[:-1]
         seg[self.roots] = 0.0
         length = np.add.reduceat(np.sqrt(np.einsum("ij,ij->i", seg, seg)), self.roots)
         ratio = np.divide(self.rest_lengths, length, out=np.ones_like(length), where=length > 0)
@@ -98,7 +134,7 @@ class LengthControl:
         seg *= factor[self.strand][:, None]
         run = np.cumsum(seg, axis=0)
         start = run[self.roots] - seg[self.roots]
-        p[...] = p[self.roots].astype(np.float64)[self.strand] + run - start[self.strand]
+        q[...] = q[self.roots].astype(np.float64)[self.strand] + run - start[self.strand]
         return p
 
     def _segment(self, p: np.ndarray, strands) -> np.ndarray:
@@ -108,10 +144,10 @@ class LengthControl:
             idx = table[:, j]
             live = idx >= 0
             cur, prev = idx[live], table[live, j - 1]
-            d = p[cur].astype(np.float64) - p[prev]
-            length = np.sqrt(np.einsum("ij,ij->i", d, d))
+            d = p[:, cur].astype(np.float64) - p[:, prev]
+            length = np.sqrt(np.einsum("kp,kp->p", d, d))
             ratio = np.divide(self.rest_segments[cur], length, out=np.ones_like(length), where=length > 0)
-            p[cur] = p[prev] + d * (e + ratio * (1 - e))[:, None]
+            p[:, cur] = p[:, prev] + d * (e + ratio * (1 - e))[None, :]
         return p
 
 
@@ -179,14 +215,19 @@ class RadiusMap:
                 + (r[i1c, j0c] * (1 - fy) + r[i1c, j1c] * fy) * fx)
 
     def push_out(self, points: np.ndarray, offset: float = 0.0, mask: np.ndarray | None = None) -> np.ndarray:
-        """Move every point nearer the centre than the surface (+ offset) along its ray out to it
-        (seed 000, "Refinement": collision). In place; returns the indices of the points moved.
+        """Move every point (P, 3) nearer the centre than the surface (+ offset) along its ray
+        out to it (seed 000, "Refinement": collision). In place; returns the indices moved."""
+        rows = np.ascontiguousarray(points.T)
+        moved = self.push_out_rows(rows, offset, mask)
+        points[moved] = rows[:, moved].T
+        return moved
 
-        Only points within the head's outermost radius can be inside, so only they are looked up.
-        """
+    def push_out_rows(self, p: np.ndarray, offset: float = 0.0, mask: np.ndarray | None = None) -> np.ndarray:
+        """``push_out`` on points stored as rows (3, P). Only points within the head's outermost
+        radius can be inside, so only they are looked up."""
         c = self.centre.astype(np.float32)
-        rel = points - c
-        d2 = np.einsum("ij,ij->i", rel, rel)
+        rel = p - c[:, None]
+        d2 = np.einsum("kp,kp->p", rel, rel)
         reach = np.float32(self.outer + offset)
         near = d2 < reach * reach
         if mask is not None:
@@ -195,13 +236,13 @@ class RadiusMap:
         if cand.size == 0:
             return cand
         dist = np.sqrt(d2[cand])
-        r = rel[cand]
+        r = rel[:, cand].T
         safe = np.where(dist > 0, dist, 1)
         dirs = np.where(dist[:, None] > 0, r / safe[:, None], np.array([0, 0, 1], np.float32))
         limit = self.radius(dirs) + np.float32(offset)
         inside = dist < limit
         rows = cand[inside]
-        points[rows] = c + dirs[inside] * limit[inside, None]
+        p[:, rows] = (c + dirs[inside] * limit[inside, None]).T
         return rows
 
 
