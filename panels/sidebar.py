@@ -31,6 +31,79 @@ class VIEW3D_PT_hair_wig(bpy.types.Panel):
             layout.prop_search(s, "selection_attribute", ob.data, "attributes")
 
 
+class _WigSubPanel:
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Hair Wig"
+    bl_parent_id = "VIEW3D_PT_hair_wig"
+
+    @classmethod
+    def poll(cls, context):
+        return baking.is_wig(context.active_object)
+
+
+class VIEW3D_PT_hair_wig_magnets(_WigSubPanel, bpy.types.Panel):
+    bl_label = "Magnets"
+
+    def draw(self, context):
+        layout = self.layout
+        s = context.active_object.hair_wig
+        layout.use_property_split = True
+        layout.prop(s, "normalisation")
+        for slot in s.magnets:
+            box = layout.box()
+            box.prop(slot, "object")
+            if slot.object is None:
+                box.label(text="Empty slot: its magnet was deleted", icon="ERROR")
+                continue
+            m = slot.object.hair_wig_magnet
+            col = box.column(align=True)
+            col.prop(m, "multiplier")
+            col.prop(m, "exponent")
+            col.prop(m, "radius")
+            box.prop(m, "dynamic")
+            if m.dynamic:
+                col = box.column(align=True)
+                for name in ("mass", "stiffness", "damping", "dynablend", "substeps", "gravity"):
+                    col.prop(m, name)
+
+
+class VIEW3D_PT_hair_wig_dynamics(_WigSubPanel, bpy.types.Panel):
+    bl_label = "Dynamics"
+
+    def draw_header(self, context):
+        self.layout.prop(context.active_object.hair_wig, "use_secondary", text="")
+
+    def draw(self, context):
+        layout = self.layout
+        s = context.active_object.hair_wig
+        layout.use_property_split = True
+        layout.active = s.use_secondary
+        for name in ("secondary_stiffness", "secondary_damping", "secondary_random",
+                     "secondary_seed", "secondary_dynablend"):
+            layout.prop(s, name)
+
+
+class VIEW3D_PT_hair_wig_refinement(_WigSubPanel, bpy.types.Panel):
+    bl_label = "Refinement"
+
+    def draw(self, context):
+        layout = self.layout
+        s = context.active_object.hair_wig
+        layout.use_property_split = True
+        layout.prop(s, "use_scalp")
+        layout.prop(s, "compression")
+        layout.prop(s, "use_length")
+        col = layout.column()
+        col.active = s.use_length
+        col.prop(s, "elasticity")
+        col.prop(s, "length_mode")
+        layout.prop(s, "use_collision")
+        col = layout.column()
+        col.active = s.use_collision
+        col.prop(s, "collision_offset")
+
+
 class VIEW3D_PT_hair_wig_bake(bpy.types.Panel):
     bl_space_type = "VIEW_3D"
     bl_region_type = "UI"
@@ -61,4 +134,5 @@ class VIEW3D_PT_hair_wig_bake(bpy.types.Panel):
             layout.label(text=f"Baked frames {baked[0]}..{baked[1]}", icon="CHECKMARK")
 
 
-classes = (VIEW3D_PT_hair_wig, VIEW3D_PT_hair_wig_bake)
+classes = (VIEW3D_PT_hair_wig, VIEW3D_PT_hair_wig_magnets, VIEW3D_PT_hair_wig_dynamics,
+           VIEW3D_PT_hair_wig_refinement, VIEW3D_PT_hair_wig_bake)

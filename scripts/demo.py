@@ -4,8 +4,10 @@
 
 Builds Suzanne as the head, grows hair curves on her upper half attached to her surface (surface
 object, UV map and per-strand ``surface_uv_coordinate``, as Blender's own hair tools make them),
-keys a head turn, bakes 48 frames with the Bake operator, saves ``DIR/demo.blend`` and renders
-six of the frames with Workbench into ``DIR/demo_contact_sheet.png``.
+keys a head turn and three magnets riding on the head (two sweeping the sides, one dynamic at the
+back), turns on secondary dynamics, compression and collision, bakes 48 frames with the Bake
+operator, saves ``DIR/demo.blend`` and renders six of the frames with Workbench into
+``DIR/demo_contact_sheet.png``.
 """
 
 from __future__ import annotations
@@ -95,6 +97,33 @@ def build_scene(strands: int):
     return head, hair
 
 
+def add_magnets(head, hair):
+    """Three magnets riding on the head: two sweeping the sides, one dynamic at the back."""
+    specs = [("Magnet Left", (-0.95, -0.1, 0.55), (-0.45, 0.15, 0.35), False),
+             ("Magnet Right", (0.95, -0.1, 0.55), (0.35, -0.25, 0.45), False),
+             ("Magnet Back", (0.0, 0.85, 0.55), (0.0, 0.25, 0.2), True)]
+    for name, where, move, dynamic in specs:
+        bpy.ops.object.empty_add(type="SPHERE", radius=0.15, location=where)
+        m = bpy.context.active_object
+        m.name = name
+        m.parent = head          # the magnets ride on the head; their own keys add to its turn
+        settings = m.hair_wig_magnet
+        settings.radius, settings.multiplier = 0.9, 1.0
+        settings.dynamic = dynamic
+        if dynamic:
+            settings.stiffness, settings.damping, settings.mass = 25.0, 2.5, 1.0
+        m.keyframe_insert("location", frame=FRAMES[0])
+        m.location = np.array(where) + np.array(move)
+        m.keyframe_insert("location", frame=(FRAMES[0] + FRAMES[1]) // 2)
+        m.location = where
+        m.keyframe_insert("location", frame=FRAMES[1])
+        hair.hair_wig.magnets.add().object = m
+    s = hair.hair_wig
+    s.use_secondary = True
+    s.secondary_stiffness, s.secondary_damping = 80.0, 6.0
+    s.compression = 0.3
+
+
 def setup_render(size: int):
     scene = bpy.context.scene
     cam_data = bpy.data.cameras.new("Camera")
@@ -158,6 +187,8 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     head, hair = build_scene(args.strands)
     bpy.ops.hair_wig.enable()
+    add_magnets(head, hair)
+    bpy.context.view_layer.objects.active = hair
     t1 = time.perf_counter()
     if bpy.ops.hair_wig.bake() != {"FINISHED"}:
         print("demo: bake failed", file=sys.stderr)

@@ -1,0 +1,61 @@
+"""Every property the sidebar's draw code names exists (checked by drawing into a recording
+layout, since there is no window in background mode)."""
+
+import bpy
+import pytest
+import scenes
+
+
+class Recorder:
+    """Stands in for UILayout: records every (data, property) the draw code asks for."""
+
+    def __init__(self, seen):
+        self.seen = seen
+        self.use_property_split = False
+        self.active = True
+        self.enabled = True
+
+    def prop(self, data, name, **_kw):
+        self.seen.append((data, name))
+
+    def prop_search(self, data, name, search_data, search_name, **_kw):
+        self.seen.append((data, name))
+        self.seen.append((search_data, search_name))
+
+    def operator(self, idname, **_kw):
+        module, name = idname.split(".")
+        assert name in dir(getattr(bpy.ops, module)), idname
+        return type("Props", (), {})()
+
+    def label(self, **_kw):
+        pass
+
+    def column(self, **_kw):
+        return self
+
+    row = box = column
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_panels_draw_only_existing_properties(scene, addon, dynamic):
+    from hair_wig_addon.panels import sidebar
+
+    pts, counts = scenes.straight_strands(3, 4)
+    ob = scenes.curves_hair("Hair", pts, counts)
+    ob.hair_wig.enabled = True
+    empty = bpy.data.objects.new("Magnet", None)
+    scene.collection.objects.link(empty)
+    empty.hair_wig_magnet.dynamic = dynamic
+    ob.hair_wig.magnets.add().object = empty
+    ob.hair_wig.magnets.add()          # an empty slot draws its warning
+    bpy.context.view_layer.objects.active = ob
+    seen = []
+    for cls in sidebar.classes:
+        panel = type("PanelSelf", (), {"layout": Recorder(seen)})()   # draw only uses .layout
+        assert cls.poll(bpy.context)
+        if hasattr(cls, "draw_header"):
+            cls.draw_header(panel, bpy.context)
+        cls.draw(panel, bpy.context)
+    assert len(seen) > 20
+    for data, name in seen:
+        assert name in data.bl_rna.properties, (type(data).__name__, name)
