@@ -13,11 +13,11 @@ from .pipeline import FrameInput, SecondarySettings, Wig, WigSettings, WigState
 from .profiles import Profile
 from .refinement import LengthControl, RadiusMap, compensate_compression
 from .scalp import ScalpSpace, locate_uv
-from .spaces import follow_matrix, transform_points
+from .spaces import transform_points, transform_rows
 
 __all__ = [
     "BakeCache", "DynamicMagnet", "FrameInput", "HairSet", "HairWigError", "LengthControl",
     "Magnet", "MagnetWeights", "Profile", "RadiusMap", "SecondarySettings", "ScalpSpace", "SecondarySprings", "locate_uv",
-    "Wig", "WigSettings", "WigState", "WindSource", "compensate_compression", "follow_matrix",
-    "spring_step_coefficients", "transform_points",
+    "Wig", "WigSettings", "WigState", "WindSource", "compensate_compression",
+    "spring_step_coefficients", "transform_points", "transform_rows",
 ]

@@ -131,18 +131,11 @@ class MagnetWeights:
         """(M, P) weights."""
         return self.rows[:, :num_points].copy()
 
-    def displace(self, points: np.ndarray, motions: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """Add ``Σ_k W_k · (M_k p − p)`` to ``out`` (SPEC §3, "Displacement"); points and out
-        (P, 3) float32, head-local; motions (M, 4, 4) float64, ``M_k = Mf · Mi⁻¹``."""
-        rows = np.ascontiguousarray(out.T)
-        self.displace_rows(np.ascontiguousarray(points.T), motions, rows)
-        out[...] = rows.T
-        return out
-
     def displace_rows(self, points: np.ndarray, motions: np.ndarray, out: np.ndarray,
                       span: slice = slice(None)) -> np.ndarray:
-        """``displace`` on points stored as rows (3, P), or on the block ``span`` of the bound
-        points when ``points`` and ``out`` hold only that block.
+        """Add ``Σ_k W_k · (M_k p − p)`` to ``out`` (SPEC §3, "Displacement") for points stored as
+        rows (3, P) float32, head-local — or the block ``span`` of the bound points when
+        ``points`` and ``out`` hold only that block; motions (M, 4, 4) float64, ``M_k = Mf · Mi⁻¹``.
 
         The magnets' motions are blended per vertex first, ``G = Σ_k W_k (M_k − I)`` — a
         (12, M) × (M, C) product per block of C points, small enough to stay in cache — then

@@ -52,14 +52,3 @@ def transform_rows(m: np.ndarray, src: np.ndarray, out: np.ndarray) -> np.ndarra
         row += src[2] * r[k, 2]
         row += t[k]
     return out
-
-
-def follow_matrix(hair_rest: np.ndarray, head_rest: np.ndarray,
-                  head_now: np.ndarray, hair_now: np.ndarray) -> np.ndarray:
-    """Matrix taking rest hair-object coordinates to current hair-object coordinates so that the
-    hair keeps its place in the head's local space (seed 000, "Reference Spaces": local space).
-
-    ``H_f⁻¹ · L_f · L_0⁻¹ · H_0``: rest object space → world at rest → head-local → world now →
-    hair object space now. When the hair object is parented to the head this is the identity.
-    """
-    return np.linalg.solve(hair_now, head_now @ np.linalg.solve(head_rest, hair_rest))
