@@ -4,7 +4,7 @@
 
 Each size (strands × 16 points) runs in a fresh process with BLAS/OpenMP threads set to 1: it binds
 a wig with 8 magnets (2 dynamic), secondary dynamics, compression, whole-strand length control and
-collision against a 2k-triangle head, keys the magnets and the head moving, steps ``--frames``
+collision against a 4k-triangle head, keys the magnets and the head moving, steps ``--frames``
 frames, and reports the median time per frame (after one warm-up frame), the bind time, the
 memory of the bound weights and the process's peak memory. The table ends with the cost per
 point at each size, so that linearity shows directly.
