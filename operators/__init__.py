@@ -2,18 +2,26 @@
 
 import bpy
 
-from . import bake_ops, properties
+from . import bake_ops, magnet_ops, properties
 
-_classes = bake_ops.classes
+_classes = bake_ops.classes + magnet_ops.classes
+_handlers = ((bpy.app.handlers.depsgraph_update_post, magnet_ops.drop_deleted_magnets),
+             (bpy.app.handlers.load_post, magnet_ops.drop_deleted_magnets))
 
 
 def register():
     properties.register()
     for cls in _classes:
         bpy.utils.register_class(cls)
+    for handlers, fn in _handlers:
+        if fn not in handlers:
+            handlers.append(fn)
 
 
 def unregister():
+    for handlers, fn in _handlers:
+        while fn in handlers:
+            handlers.remove(fn)
     for cls in reversed(_classes):
         bpy.utils.unregister_class(cls)
     properties.unregister()

@@ -9,8 +9,8 @@ import time
 
 import numpy as np
 
-from ..hair_wig import (BakeCache, DynamicMagnet, FrameInput, HairWigError, Magnet, Profile,
-                        ScalpSpace, SecondarySettings, Wig, WigSettings)
+from ..hair_wig import (BakeCache, DynamicMagnet, FrameInput, HairSet, HairWigError, Magnet,
+                        Profile, ScalpSpace, SecondarySettings, Wig, WigSettings)
 from . import blender_io
 from .properties import head_of
 
@@ -49,12 +49,45 @@ def magnet_objects(scene, ob) -> list:
     return obs
 
 
-def _magnets(ob, empties, head_rest, depsgraph, selection, gravity: float) -> list:
-    """Core magnets from the wig's Empties at the rest frame; ``gravity`` is the scene's (m/s²)."""
+def capture_rest(context, ob, empties=None) -> None:
+    """Set the rest pose of a wig now: the hair's and the head's world matrices, and every magnet's
+    transform in the head's space (seed 000: the magnet's rest matrix ``Mi``, taken at bind)."""
+    s = ob.hair_wig
+    head = head_of(ob)
+    if head is None:
+        raise HairWigError(f"'{ob.name}' has no head: set a head mesh or give the hair a surface")
+    depsgraph = context.evaluated_depsgraph_get()
+    head_m = blender_io.evaluated_matrix(head, depsgraph)
+    empties = magnet_objects(context.scene, ob) if empties is None else empties
+    for e in empties:
+        capture_magnet_rest(e, head_m, depsgraph)
+    blender_io.store_matrix(s, "hair_rest_matrix", blender_io.evaluated_matrix(ob, depsgraph))
+    blender_io.store_matrix(s, "head_rest_matrix", head_m)
+    s.rest_frame = context.scene.frame_current
+    s.rest_captured = True
+
+
+def capture_magnet_rest(empty, head_matrix, depsgraph) -> None:
+    ms = empty.hair_wig_magnet
+    blender_io.store_matrix(ms, "rest_matrix",
+                            np.linalg.solve(head_matrix, blender_io.evaluated_matrix(empty, depsgraph)))
+    ms.has_rest = True
+
+
+def _magnets(ob, empties, head_rest, depsgraph, selection, gravity: float, captured: bool) -> list:
+    """Core magnets from the wig's Empties; their rest matrices (head-local) are the captured ones,
+    or read now (at the rest frame) when the wig's rest pose was never set. ``gravity``: the
+    scene's (m/s²)."""
     to_local = np.linalg.inv(head_rest)
     magnets = []
     for e in empties:
         ms = e.hair_wig_magnet
+        if captured:
+            if not ms.has_rest:
+                raise HairWigError(f"'{ob.name}': magnet '{e.name}' has no rest pose; press Set Rest Pose")
+            rest = blender_io.stored_matrix(ms, "rest_matrix")
+        else:
+            rest = to_local @ blender_io.evaluated_matrix(e, depsgraph)
         strands = blender_io.read_strand_set(ob, ms.strand_attribute)
         if selection is not None:
             strands = selection if strands is None else strands & selection
@@ -63,7 +96,7 @@ def _magnets(ob, empties, head_rest, depsgraph, selection, gravity: float) -> li
             dynamic = DynamicMagnet(mass=ms.mass, stiffness=ms.stiffness, damping=ms.damping,
                                     dynablend=ms.dynablend, substeps=ms.substeps,
                                     gravity_max=gravity * ms.gravity)
-        magnets.append(Magnet(e.name, to_local @ blender_io.evaluated_matrix(e, depsgraph),
+        magnets.append(Magnet(e.name, rest,
                               multiplier=ms.multiplier, exponent=ms.exponent, radius=ms.radius,
                               strands=strands, dynamic=dynamic))
     return magnets
@@ -113,8 +146,10 @@ class _Surface:
         return self.to_head(mesh, depsgraph)
 
 
-def bind(context, ob):
-    """The wig of ``ob`` bound at its rest frame (the scene's current frame is left there)."""
+def bind(context, ob, rest_points=None):
+    """The wig of ``ob`` bound to its rest pose: the captured one (Set Rest Pose), else the one at
+    its rest frame (the scene's current frame is then left there). ``rest_points`` (P, 3) stands in
+    for the hair's own positions (live preview keeps them while it writes over them)."""
     s = ob.hair_wig
     head = head_of(ob)
     if head is None:
@@ -122,11 +157,25 @@ def bind(context, ob):
     scene = context.scene
     depsgraph = context.evaluated_depsgraph_get()
     empties = magnet_objects(scene, ob)
-    scene.frame_set(s.rest_frame)
+    if not s.rest_captured:
+        scene.frame_set(s.rest_frame)
     source = blender_io.read_source(ob, s.selection_attribute, depsgraph)
-    head_rest = blender_io.evaluated_matrix(head, depsgraph)
+    if rest_points is not None:
+        if len(rest_points) != source.hair.num_points:
+            raise HairWigError(f"'{ob.name}' was edited while previewed: it has {source.hair.num_points} "
+                               f"points, its rest pose {len(rest_points)}")
+        source = blender_io.HairSource(
+            HairSet(rest_points, source.hair.counts, source.hair.name, source.hair.selection,
+                    source.hair.surface_uv), source.matrix, source.surface, source.surface_matrix,
+            source.surface_uv_map)
+    if s.rest_captured:
+        hair_rest = blender_io.stored_matrix(s, "hair_rest_matrix")
+        head_rest = blender_io.stored_matrix(s, "head_rest_matrix")
+    else:
+        hair_rest = source.matrix
+        head_rest = blender_io.evaluated_matrix(head, depsgraph)
     gravity = float(np.linalg.norm(scene.gravity)) if scene.use_gravity else 0.0
-    magnets = _magnets(ob, empties, head_rest, depsgraph, source.hair.selection, gravity)
+    magnets = _magnets(ob, empties, head_rest, depsgraph, source.hair.selection, gravity, s.rest_captured)
     head_mesh = None
     if s.use_collision:
         mesh = blender_io.read_mesh(head, depsgraph)
@@ -137,7 +186,7 @@ def bind(context, ob):
             and source.hair.surface_uv is not None):
         surface = _Surface(source.surface, head)
         scalp = surface.bind(source, depsgraph)
-    wig = Wig(source.hair, source.matrix, head_rest, magnets, _settings(s), head_mesh, scalp=scalp)
+    wig = Wig(source.hair, hair_rest, head_rest, magnets, _settings(s), head_mesh, scalp=scalp)
     return wig, head, empties, surface
 
 
@@ -156,31 +205,49 @@ def frame_input(context, ob, head, empties, surface, frame: int) -> FrameInput:
     return inp
 
 
-def compute(context, ob, first: int, last: int, progress=None) -> BakeCache:
-    """Step the wig of ``ob`` over ``first..last`` and return the cache, writing nothing.
-
-    ``progress(done, total)`` is called after every frame; it may raise to cancel. The scene's
-    current frame is restored whatever happens.
+def compute_steps(context, ob, first: int, last: int, preroll: int | None = None):
+    """Step the wig of ``ob`` over ``first..last`` (after ``preroll`` frames that settle the
+    dynamics, by default the wig's own), writing nothing: a generator that yields
+    ``(done, total)`` after every frame and returns the cache. Closing it early (a cancelled
+    bake) or an error leaves the scene's current frame as it was.
     """
     if not is_wig(ob):
         raise HairWigError(f"'{ob.name}' has no hair_wig settings (enable Wig on it first)")
     blender_io.check_bakeable(ob)
     scene = context.scene
+    preroll = ob.hair_wig.preroll if preroll is None else int(preroll)
     frame, subframe = scene.frame_current, scene.frame_subframe
     try:
         wig, head, empties, surface = bind(context, ob)
         cache = BakeCache(wig.hair, first, last)
+        total = cache.num_frames + preroll
         state = None
-        for done, f in enumerate(cache.frames, start=1):
+        scratch = np.empty_like(wig.hair.points)
+        for done, f in enumerate(range(first - preroll, last + 1), start=1):
             scene.frame_set(f)
-            _, state = wig.step(frame_input(context, ob, head, empties, surface, f), state,
-                                out=cache.frame(f))
-            cache.check_finite(f)
-            if progress is not None:
-                progress(done, cache.num_frames)
+            out = cache.frame(f) if f >= first else scratch
+            _, state = wig.step(frame_input(context, ob, head, empties, surface, f), state, out=out)
+            if f >= first:
+                cache.check_finite(f)
+            yield done, total
     finally:
         scene.frame_set(frame, subframe=subframe)
     return cache
+
+
+def compute(context, ob, first: int, last: int, progress=None, preroll: int | None = None) -> BakeCache:
+    """Run ``compute_steps`` to the end; ``progress(done, total)`` after every frame (it may raise
+    to cancel)."""
+    steps = compute_steps(context, ob, first, last, preroll)
+    try:
+        while True:
+            done, total = next(steps)
+            if progress is not None:
+                progress(done, total)
+    except StopIteration as finished:
+        return finished.value
+    finally:
+        steps.close()
 
 
 def bake(context, ob, first=None, last=None, progress=None) -> BakeCache:

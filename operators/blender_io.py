@@ -35,6 +35,15 @@ def evaluated_matrix(ob, depsgraph) -> np.ndarray:
     return np.array(ob.evaluated_get(depsgraph).matrix_world, dtype=np.float64)
 
 
+def store_matrix(owner, attr: str, m: np.ndarray) -> None:
+    """Keep a (4, 4) matrix in a 16-float MATRIX property (Blender stores those column-major)."""
+    setattr(owner, attr, np.asarray(m, dtype=np.float64).T.ravel().tolist())
+
+
+def stored_matrix(owner, attr: str) -> np.ndarray:
+    return np.array(getattr(owner, attr), dtype=np.float64).reshape(4, 4)
+
+
 # --------------------------------------------------------------------------------- reading
 
 @dataclass(frozen=True)

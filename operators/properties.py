@@ -1,8 +1,8 @@
 """Settings hair_wig keeps on a hair object (``Object.hair_wig``)."""
 
 import bpy
-from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty, IntProperty,
-                       PointerProperty, StringProperty)
+from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty,
+                       FloatVectorProperty, IntProperty, PointerProperty, StringProperty)
 
 
 def _is_mesh(_self, ob):
@@ -50,6 +50,10 @@ class HairWigMagnet(bpy.types.PropertyGroup):
         name="Gravity", description="Scale of the scene's gravity on this magnet when the head is upside down "
                                     "(no sag when upright)", default=1.0, min=0.0, soft_max=2.0,
         subtype="FACTOR", options=set())
+    rest_matrix: FloatVectorProperty(
+        name="Rest Pose", description="The magnet's transform in its head's space when the rest pose was set",
+        size=16, subtype="MATRIX", default=[1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1], options=set())
+    has_rest: BoolProperty(name="Has Rest Pose", default=False, options=set())
 
 
 class HairWigMagnetSlot(bpy.types.PropertyGroup):
@@ -72,6 +76,14 @@ class HairWigSettings(bpy.types.PropertyGroup):
         name="Rest Frame",
         description="Frame at which the hair's own shape is the rest pose for the head and magnets",
         default=1, options=set())
+    rest_captured: BoolProperty(
+        name="Rest Pose Set", description="The rest pose of hair, head and magnets was captured "
+                                          "(Set Rest Pose); otherwise it is read at the rest frame",
+        default=False, options=set())
+    hair_rest_matrix: FloatVectorProperty(size=16, subtype="MATRIX", options=set(),
+                                          default=[1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1])
+    head_rest_matrix: FloatVectorProperty(size=16, subtype="MATRIX", options=set(),
+                                          default=[1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1])
     selection_attribute: StringProperty(
         name="Selection",
         description="Optional boolean or float attribute (curve or point domain) picking the strands "
@@ -85,6 +97,10 @@ class HairWigSettings(bpy.types.PropertyGroup):
         name="Start", description="First frame to bake", default=1, options=set())
     frame_end: IntProperty(
         name="End", description="Last frame to bake", default=250, options=set())
+    preroll: IntProperty(
+        name="Pre-roll", description="Frames simulated before the first baked frame so that dynamics "
+                                     "have settled when it starts", default=0, min=0, soft_max=100,
+        options=set())
     magnets: CollectionProperty(type=HairWigMagnetSlot, name="Magnets", options=set())
     magnet_index: IntProperty(name="Active Magnet", default=0, options=set())
     normalisation: EnumProperty(

@@ -26,7 +26,9 @@ class VIEW3D_PT_hair_wig(bpy.types.Panel):
         layout.use_property_split = True
         layout.prop(s, "enabled")
         layout.prop(s, "head")
-        layout.prop(s, "rest_frame")
+        row = layout.row(align=True)
+        row.prop(s, "rest_frame")
+        row.operator("hair_wig.set_rest_pose", text="", icon="ARMATURE_DATA")
         if ob.type == "CURVES":
             layout.prop_search(s, "selection_attribute", ob.data, "attributes")
 
@@ -42,30 +44,47 @@ class _WigSubPanel:
         return baking.is_wig(context.active_object)
 
 
+class HAIRWIG_UL_magnets(bpy.types.UIList):
+    """The wig's magnets: the Empty's name, and whether it is dynamic."""
+
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index=0):
+        empty = item.object
+        if empty is None:
+            layout.label(text="(deleted)", icon="ERROR")
+            return
+        layout.prop(empty, "name", text="", emboss=False,
+                    icon="FORCE_HARMONIC" if empty.hair_wig_magnet.dynamic else "EMPTY_AXIS")
+        layout.prop(empty.hair_wig_magnet, "dynamic", text="", icon="PHYSICS")
+
+
 class VIEW3D_PT_hair_wig_magnets(_WigSubPanel, bpy.types.Panel):
     bl_label = "Magnets"
 
     def draw(self, context):
         layout = self.layout
         s = context.active_object.hair_wig
+        row = layout.row()
+        row.template_list("HAIRWIG_UL_magnets", "", s, "magnets", s, "magnet_index", rows=3)
+        col = row.column(align=True)
+        col.operator("hair_wig.add_magnet", icon="ADD", text="")
+        col.operator("hair_wig.remove_magnet", icon="REMOVE", text="")
+        col.separator()
+        col.operator("hair_wig.select_magnet", icon="RESTRICT_SELECT_OFF", text="")
         layout.use_property_split = True
         layout.prop(s, "normalisation")
-        for slot in s.magnets:
-            box = layout.box()
-            box.prop(slot, "object")
-            if slot.object is None:
-                box.label(text="Empty slot: its magnet was deleted", icon="ERROR")
-                continue
-            m = slot.object.hair_wig_magnet
-            col = box.column(align=True)
-            col.prop(m, "multiplier")
-            col.prop(m, "exponent")
-            col.prop(m, "radius")
-            box.prop(m, "dynamic")
-            if m.dynamic:
-                col = box.column(align=True)
-                for name in ("mass", "stiffness", "damping", "dynablend", "substeps", "gravity"):
-                    col.prop(m, name)
+        if not 0 <= s.magnet_index < len(s.magnets) or s.magnets[s.magnet_index].object is None:
+            return
+        m = s.magnets[s.magnet_index].object.hair_wig_magnet
+        col = layout.column(align=True)
+        col.prop(m, "multiplier")
+        col.prop(m, "exponent")
+        col.prop(m, "radius")
+        layout.prop(m, "strand_attribute")
+        layout.prop(m, "dynamic")
+        if m.dynamic:
+            col = layout.column(align=True)
+            for name in ("mass", "stiffness", "damping", "dynablend", "substeps", "gravity"):
+                col.prop(m, name)
 
 
 class VIEW3D_PT_hair_wig_dynamics(_WigSubPanel, bpy.types.Panel):
@@ -134,5 +153,5 @@ class VIEW3D_PT_hair_wig_bake(bpy.types.Panel):
             layout.label(text=f"Baked frames {baked[0]}..{baked[1]}", icon="CHECKMARK")
 
 
-classes = (VIEW3D_PT_hair_wig, VIEW3D_PT_hair_wig_magnets, VIEW3D_PT_hair_wig_dynamics,
+classes = (HAIRWIG_UL_magnets, VIEW3D_PT_hair_wig, VIEW3D_PT_hair_wig_magnets, VIEW3D_PT_hair_wig_dynamics,
            VIEW3D_PT_hair_wig_refinement, VIEW3D_PT_hair_wig_bake)

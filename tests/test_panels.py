@@ -30,6 +30,14 @@ class Recorder:
     def label(self, **_kw):
         pass
 
+    def separator(self, **_kw):
+        pass
+
+    def template_list(self, list_type, _list_id, data, name, active_data, active_name, **_kw):
+        assert list_type in dir(bpy.types), list_type
+        self.seen.append((data, name))
+        self.seen.append((active_data, active_name))
+
     def column(self, **_kw):
         return self
 
@@ -51,6 +59,11 @@ def test_panels_draw_only_existing_properties(scene, addon, dynamic):
     bpy.context.view_layer.objects.active = ob
     seen = []
     for cls in sidebar.classes:
+        if issubclass(cls, bpy.types.UIList):
+            for index, slot in enumerate(ob.hair_wig.magnets):
+                cls.draw_item(None, bpy.context, Recorder(seen), ob.hair_wig, slot, 0, ob.hair_wig,
+                              "magnet_index", index)
+            continue
         panel = type("PanelSelf", (), {"layout": Recorder(seen)})()   # draw only uses .layout
         assert cls.poll(bpy.context)
         if hasattr(cls, "draw_header"):

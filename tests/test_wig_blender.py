@@ -190,6 +190,12 @@ def test_magnet_errors_name_the_slot_and_the_magnet(scene, glue):
     other.collection.objects.link(magnet)
     with pytest.raises(Exception, match="'Hair': magnet 'Empty' is not in scene 'Scene'"):
         baking.compute(bpy.context, ob, 1, 2)
+    other.collection.objects.unlink(magnet)
+    scene.collection.objects.link(magnet)
+    ob.hair_wig.magnets.add()                   # a slot whose Empty is gone, before any update
+    with pytest.raises(Exception, match="'Hair': magnet slot 2 is empty"):
+        baking.magnet_objects(scene, ob)
     bpy.data.objects.remove(magnet)
-    with pytest.raises(Exception, match="'Hair': magnet slot 1 is empty"):
-        baking.compute(bpy.context, ob, 1, 2)
+    bpy.context.view_layer.update()             # deleting a magnet cleans the wig's list
+    assert len(ob.hair_wig.magnets) == 0
+    assert baking.compute(bpy.context, ob, 1, 2).num_frames == 2
