@@ -31,35 +31,83 @@ class HAIRWIG_OT_enable(bpy.types.Operator):
 
 
 class HAIRWIG_OT_bake(bpy.types.Operator):
-    """Bake the wig's motion into keyframed playback data that needs no add-on to play"""
+    """Bake the wig's motion into keyframed playback data that needs no add-on to play (Esc cancels)"""
     bl_idname = "hair_wig.bake"
     bl_label = "Bake"
     bl_options = {"REGISTER", "UNDO"}
 
     all_wigs: BoolProperty(name="All Wigs", description="Bake every wig in the scene", default=False)
 
+    _job = None
+    _timer = None
+
     @classmethod
     def poll(cls, context):
         return baking.is_wig(_hair(context)) or bool(baking.wigs_in(context.scene))
 
-    def execute(self, context):
+    def _start(self, context):
         obs = baking.wigs_in(context.scene) if self.all_wigs else [_hair(context)]
         if not obs or not all(baking.is_wig(ob) for ob in obs):
-            self.report({"ERROR"}, "Select a hair object with Wig enabled, or use Bake All Wigs")
-            return {"CANCELLED"}
-        caches = {}
+            raise HairWigError("Select a hair object with Wig enabled, or use Bake All Wigs")
+        return baking.BakeJob(context, obs)
+
+    def _done(self, job):
+        frames = job.finish()
+        self.report({"INFO"}, f"Baked {len(job.obs)} wig(s), {frames} frames")
+        return {"FINISHED"}
+
+    def execute(self, context):
         try:
-            for ob in obs:
-                first, last = baking.frame_range(context.scene, ob)
-                caches[ob.name] = baking.compute(context, ob, first, last)
-            for ob in obs:
-                blender_io.write_bake(ob, caches[ob.name])
+            job = self._start(context)
+            job.advance(job.total + 1)
+            return self._done(job)
         except HairWigError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
-        frames = sum(c.num_frames for c in caches.values())
-        self.report({"INFO"}, f"Baked {len(obs)} wig(s), {frames} frames")
-        return {"FINISHED"}
+
+    def invoke(self, context, event):
+        if context.window is None:          # background: no event loop to drive a modal bake
+            return self.execute(context)
+        try:
+            self._job = self._start(context)
+        except HairWigError as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        wm = context.window_manager
+        wm.progress_begin(0, self._job.total)
+        self._timer = wm.event_timer_add(0.001, window=context.window)
+        wm.modal_handler_add(self)
+        return {"RUNNING_MODAL"}
+
+    def _stop(self, context):
+        wm = context.window_manager
+        wm.event_timer_remove(self._timer)
+        wm.progress_end()
+        context.workspace.status_text_set(None)
+
+    def modal(self, context, event):
+        job = self._job
+        if event.type == "ESC":
+            job.cancel()
+            self._stop(context)
+            self.report({"WARNING"}, "Bake cancelled: nothing was changed")
+            return {"CANCELLED"}
+        if event.type != "TIMER":
+            return {"PASS_THROUGH"}
+        try:
+            finished = job.advance(4)
+        except HairWigError as err:
+            job.cancel()
+            self._stop(context)
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        context.window_manager.progress_update(job.done)
+        context.workspace.status_text_set(
+            f"Hair Wig: baking '{job.current.name}', {job.done}/{job.total} frames — Esc to cancel")
+        if not finished:
+            return {"RUNNING_MODAL"}
+        self._stop(context)
+        return self._done(job)
 
 
 class HAIRWIG_OT_clear_bake(bpy.types.Operator):

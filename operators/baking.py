@@ -258,6 +258,56 @@ def bake(context, ob, first=None, last=None, progress=None) -> BakeCache:
     return cache
 
 
+class BakeJob:
+    """Bakes of several wigs, advanced a frame at a time so a modal operator can show progress and
+    be cancelled. Nothing is written until ``finish``; ``cancel`` (or an error) leaves the scene
+    exactly as it was."""
+
+    def __init__(self, context, obs):
+        self.context = context
+        self.obs = list(obs)
+        self.ranges = [frame_range(context.scene, ob) for ob in self.obs]
+        self.total = sum(last - first + 1 + ob.hair_wig.preroll
+                         for ob, (first, last) in zip(self.obs, self.ranges))
+        self.done = 0
+        self.caches = []
+        self._index = 0
+        self._steps = None
+
+    @property
+    def current(self):
+        return self.obs[min(self._index, len(self.obs) - 1)]
+
+    def advance(self, frames: int = 1) -> bool:
+        """Step up to ``frames`` frames; return whether every wig has been computed."""
+        while frames > 0 and self._index < len(self.obs):
+            if self._steps is None:
+                first, last = self.ranges[self._index]
+                self._steps = compute_steps(self.context, self.obs[self._index], first, last)
+            try:
+                next(self._steps)
+                self.done += 1
+                frames -= 1
+            except StopIteration as finished:
+                self.caches.append(finished.value)
+                self._steps = None
+                self._index += 1
+        return self._index >= len(self.obs)
+
+    def finish(self) -> int:
+        """Write every computed bake; returns the number of baked frames."""
+        for ob, cache in zip(self.obs, self.caches):
+            blender_io.write_bake(ob, cache)
+        return sum(c.num_frames for c in self.caches)
+
+    def cancel(self) -> None:
+        if self._steps is not None:
+            self._steps.close()          # restores the scene's frame
+            self._steps = None
+        self.caches = []
+        self._index = len(self.obs)
+
+
 class Rate:
     """Frames per second of a running bake, for progress lines."""
 

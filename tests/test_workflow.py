@@ -1,0 +1,174 @@
+"""The animator's workflow through bpy.ops: magnets, rest pose, modal bake with cancel and
+pre-roll, undo (real bpy)."""
+
+import bpy
+import numpy as np
+import pytest
+import scenes
+
+
+@pytest.fixture
+def glue(addon):
+    from hair_wig_addon.operators import baking, blender_io
+    return baking, blender_io
+
+
+def wig_scene(surface=True):
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=1.0)
+    head = bpy.context.active_object
+    head.name = "Head"
+    pts, counts = scenes.straight_strands(60, 8)
+    ob = scenes.curves_hair("Hair", pts, counts)
+    if surface:
+        ob.data.surface = head
+    bpy.context.view_layer.objects.active = ob
+    bpy.ops.hair_wig.enable()
+    ob.hair_wig.use_collision = ob.hair_wig.use_length = False
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 12
+    return ob, head, pts
+
+
+def footprint(ob):
+    """Everything a bake could add to the scene."""
+    return (sorted(a.name for a in ob.data.attributes), [m.name for m in ob.modifiers],
+            sorted(bpy.data.node_groups.keys()), sorted(bpy.data.actions.keys()),
+            bpy.context.scene.frame_current, ob.get("_hair_wig_bake") is not None)
+
+
+def test_add_magnet_at_cursor_rides_on_head_and_captures_rest(scene, glue):
+    baking, io = glue
+    ob, head, _ = wig_scene()
+    scene.cursor.location = (0.3, -0.2, 1.4)
+    assert bpy.ops.hair_wig.add_magnet(radius=0.8) == {"FINISHED"}
+    s = ob.hair_wig
+    (slot,) = s.magnets
+    m = slot.object
+    assert m.parent == head and m.empty_display_size == pytest.approx(0.8)
+    assert m.hair_wig_magnet.radius == pytest.approx(0.8)
+    np.testing.assert_allclose(m.matrix_world.translation, (0.3, -0.2, 1.4), atol=1e-6)
+    assert s.rest_captured and m.hair_wig_magnet.has_rest and s.magnet_index == 0
+    np.testing.assert_allclose(io.stored_matrix(m.hair_wig_magnet, "rest_matrix"),
+                               np.linalg.inv(np.array(head.matrix_world)) @ np.array(m.matrix_world), atol=1e-6)
+    assert bpy.context.active_object == ob          # the wig stays active: its panel stays up
+    assert bpy.ops.hair_wig.add_magnet(place="CENTROID", space="WORLD", dynamic=True) == {"FINISHED"}
+    second = s.magnets[1].object
+    centre = np.array(ob.matrix_world) @ np.append(io.read_hair(ob).points.mean(axis=0), 1)
+    np.testing.assert_allclose(second.matrix_world.translation, centre[:3], atol=1e-5)
+    assert second.parent is None and second.hair_wig_magnet.dynamic and s.magnet_index == 1
+
+
+def test_remove_select_delete_and_rename(scene, glue):
+    baking, _ = glue
+    ob, head, _ = wig_scene()
+    for _ in range(3):
+        bpy.ops.hair_wig.add_magnet()
+    s = ob.hair_wig
+    names = [slot.object.name for slot in s.magnets]
+    s.magnet_index = 1
+    assert bpy.ops.hair_wig.select_magnet() == {"FINISHED"}
+    assert bpy.data.objects[names[1]].select_get() and bpy.context.active_object == ob
+    assert bpy.ops.hair_wig.remove_magnet() == {"FINISHED"}
+    assert [slot.object.name for slot in s.magnets] == [names[0], names[2]]
+    assert names[1] in bpy.data.objects                     # only taken off the wig
+    s.magnet_index = 0
+    assert bpy.ops.hair_wig.remove_magnet(delete_object=True) == {"FINISHED"}
+    assert names[0] not in bpy.data.objects and len(s.magnets) == 1
+    bpy.data.objects.remove(bpy.data.objects[names[2]])     # deleted in the outliner
+    bpy.context.view_layer.update()
+    assert len(s.magnets) == 0 and bpy.ops.hair_wig.remove_magnet.poll() is False
+    bpy.ops.hair_wig.add_magnet()
+    s.magnets[0].object.name = "Renamed Magnet"             # renaming is safe
+    assert baking.compute(bpy.context, ob, 1, 3).num_frames == 3
+
+
+def test_no_surface_no_head_is_reported_and_changes_nothing(scene, glue):
+    ob, _, _ = wig_scene(surface=False)
+    assert ob.hair_wig.head is None
+    assert bpy.ops.hair_wig.add_magnet.poll() is False
+    before = footprint(ob)
+    with pytest.raises(RuntimeError, match="'Hair' has no head"):
+        bpy.ops.hair_wig.bake()
+    with pytest.raises(RuntimeError, match="'Hair' has no head"):
+        bpy.ops.hair_wig.set_rest_pose()
+    assert footprint(ob) == before
+
+
+def test_set_rest_pose_is_kept_when_keys_change(scene, glue):
+    baking, _ = glue
+    ob, head, pts = wig_scene()
+    bpy.ops.hair_wig.add_magnet(radius=100.0)
+    m = ob.hair_wig.magnets[0].object
+    m.hair_wig_magnet.multiplier = 2.0                        # full weight everywhere ('cap')
+    m.keyframe_insert("location", frame=1)
+    m.location.x += 0.4
+    m.keyframe_insert("location", frame=12)
+    scene.frame_set(1)
+    assert bpy.ops.hair_wig.set_rest_pose() == {"FINISHED"}
+    m.location.x -= 1.0                                       # re-key frame 1 after setting the rest
+    m.keyframe_insert("location", frame=1)
+    cache = baking.compute(bpy.context, ob, 1, 12)
+    t = np.tile(np.linspace(0, 1, 8), 60)[:, None]
+    np.testing.assert_allclose(cache.frame(12), pts + t * [0.4, 0, 0], atol=1e-5)
+    np.testing.assert_allclose(cache.frame(1), pts + t * [-1.0, 0, 0], atol=1e-5)
+
+
+def test_bake_job_cancel_leaves_scene_exactly_as_before(scene, glue):
+    baking, io = glue
+    ob, head, pts = wig_scene()
+    bpy.ops.hair_wig.add_magnet()
+    ob.hair_wig.use_secondary = True
+    scene.frame_set(7)
+    io.write_bake(ob, io.BakeCache.from_positions(io.read_hair(ob), 1, np.repeat(pts[None], 3, 0)))
+    before = footprint(ob)
+    job = baking.BakeJob(bpy.context, [ob])
+    assert job.total == 12 and not job.advance(5) and job.done == 5
+    assert scene.frame_current == 5
+    job.cancel()
+    assert footprint(ob) == before and io.bake_range(ob) == (1, 3)
+    job = baking.BakeJob(bpy.context, [ob])
+    assert job.advance(100) and job.finish() == 12
+    assert io.bake_range(ob) == (1, 12) and scene.frame_current == 7
+
+
+def test_invoke_in_background_bakes_and_undo_redo(scene, glue):
+    _, io = glue
+    ob, head, pts = wig_scene()
+    bpy.ops.hair_wig.add_magnet()
+    bpy.ops.ed.undo_push(message="before bake")
+    # undo=True: push an undo step as a call from the UI does
+    assert bpy.ops.hair_wig.bake("INVOKE_DEFAULT", True) == {"FINISHED"}
+    assert io.is_baked(bpy.data.objects["Hair"])
+    bpy.ops.ed.undo()
+    hair = bpy.data.objects["Hair"]
+    assert not io.is_baked(hair) and len(hair.modifiers) == 0
+    assert not [a for a in hair.data.attributes if a.name.startswith(io.BAKE_PREFIX)]
+    bpy.ops.ed.redo()
+    hair = bpy.data.objects["Hair"]
+    assert io.is_baked(hair)
+    bpy.context.view_layer.objects.active = hair
+    assert bpy.ops.hair_wig.clear_bake("EXEC_DEFAULT", True) == {"FINISHED"}
+    assert not io.is_baked(bpy.data.objects["Hair"])
+    bpy.ops.ed.undo()
+    assert io.is_baked(bpy.data.objects["Hair"])
+
+
+def test_preroll_lets_dynamics_settle_before_the_first_frame(scene, glue):
+    baking, _ = glue
+    ob, head, pts = wig_scene()
+    bpy.ops.hair_wig.add_magnet(radius=100.0, dynamic=True)
+    m = ob.hair_wig.magnets[0].object
+    m.hair_wig_magnet.multiplier = 2.0
+    m.hair_wig_magnet.stiffness, m.hair_wig_magnet.damping = 30.0, 1.0
+    for f, x in ((-20, 0.0), (-10, 0.6), (1, 0.6)):             # a move that ends before frame 1
+        m.location.x = x
+        m.keyframe_insert("location", frame=f)
+    scene.frame_set(-20)
+    bpy.ops.hair_wig.set_rest_pose()
+    cold = baking.compute(bpy.context, ob, 1, 4, preroll=0)
+    ob.hair_wig.preroll = 20
+    warm = baking.compute(bpy.context, ob, 1, 4)
+    t = np.tile(np.linspace(0, 1, 8), 60)[:, None]
+    np.testing.assert_allclose(cold.frame(1), pts + t * [0.6, 0, 0], atol=1e-5)   # starts at rest on its target
+    assert np.abs(warm.frame(1) - cold.frame(1)).max() > 1e-3                    # still swinging
+    assert scene.frame_current == -20
