@@ -2,11 +2,11 @@
 
 import bpy
 
-from . import bake_ops, magnet_ops, properties
+from . import bake_ops, magnet_ops, preview, properties
 
-_classes = bake_ops.classes + magnet_ops.classes
+_classes = bake_ops.classes + magnet_ops.classes + preview.classes
 _handlers = ((bpy.app.handlers.depsgraph_update_post, magnet_ops.drop_deleted_magnets),
-             (bpy.app.handlers.load_post, magnet_ops.drop_deleted_magnets))
+             (bpy.app.handlers.load_post, magnet_ops.drop_deleted_magnets)) + preview.handlers
 
 
 def register():
@@ -19,6 +19,7 @@ def register():
 
 
 def unregister():
+    preview.stop_all()          # the hair goes back to its rest pose, bit for bit
     for handlers, fn in _handlers:
         while fn in handlers:
             handlers.remove(fn)

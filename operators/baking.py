@@ -102,9 +102,9 @@ def _magnets(ob, empties, head_rest, depsgraph, selection, gravity: float, captu
     return magnets
 
 
-def _settings(s) -> WigSettings:
+def _settings(s, dynamics: bool = True) -> WigSettings:
     secondary = None
-    if s.use_secondary:
+    if s.use_secondary and dynamics:
         secondary = SecondarySettings(stiffness=s.secondary_stiffness, damping=s.secondary_damping,
                                       random=s.secondary_random, seed=s.secondary_seed,
                                       dynablend=s.secondary_dynablend)
@@ -146,10 +146,11 @@ class _Surface:
         return self.to_head(mesh, depsgraph)
 
 
-def bind(context, ob, rest_points=None):
+def bind(context, ob, rest_points=None, dynamics: bool = True):
     """The wig of ``ob`` bound to its rest pose: the captured one (Set Rest Pose), else the one at
     its rest frame (the scene's current frame is then left there). ``rest_points`` (P, 3) stands in
-    for the hair's own positions (live preview keeps them while it writes over them)."""
+    for the hair's own positions (live preview keeps them while it writes over them);
+    ``dynamics=False`` leaves out the secondary springs (live preview shows no dynamics)."""
     s = ob.hair_wig
     head = head_of(ob)
     if head is None:
@@ -186,14 +187,15 @@ def bind(context, ob, rest_points=None):
             and source.hair.surface_uv is not None):
         surface = _Surface(source.surface, head)
         scalp = surface.bind(source, depsgraph)
-    wig = Wig(source.hair, hair_rest, head_rest, magnets, _settings(s), head_mesh, scalp=scalp)
+    wig = Wig(source.hair, hair_rest, head_rest, magnets, _settings(s, dynamics), head_mesh, scalp=scalp)
     return wig, head, empties, surface
 
 
-def frame_input(context, ob, head, empties, surface, frame: int) -> FrameInput:
-    """What the wig needs from the scene at ``frame`` (already set)."""
+def frame_input(context, ob, head, empties, surface, frame: int, depsgraph=None) -> FrameInput:
+    """What the wig needs from the scene at ``frame`` (already set and evaluated; pass the
+    depsgraph from inside a handler)."""
     scene = context.scene
-    depsgraph = context.evaluated_depsgraph_get()
+    depsgraph = context.evaluated_depsgraph_get() if depsgraph is None else depsgraph
     fps = scene.render.fps / scene.render.fps_base
     gravity = np.array(scene.gravity, dtype=np.float64) if scene.use_gravity else np.zeros(3)
     mats = np.array([blender_io.evaluated_matrix(e, depsgraph) for e in empties]).reshape(-1, 4, 4)
@@ -214,6 +216,9 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
     if not is_wig(ob):
         raise HairWigError(f"'{ob.name}' has no hair_wig settings (enable Wig on it first)")
     blender_io.check_bakeable(ob)
+    from . import preview      # (preview builds on this module)
+
+    preview.stop(ob)           # a bake starts from the hair's own rest pose, not a previewed one
     scene = context.scene
     preroll = ob.hair_wig.preroll if preroll is None else int(preroll)
     frame, subframe = scene.frame_current, scene.frame_subframe

@@ -2,7 +2,7 @@
 
 import bpy
 
-from ..operators import baking, blender_io
+from ..operators import baking, blender_io, preview
 
 
 class VIEW3D_PT_hair_wig(bpy.types.Panel):
@@ -31,6 +31,7 @@ class VIEW3D_PT_hair_wig(bpy.types.Panel):
         row.operator("hair_wig.set_rest_pose", text="", icon="ARMATURE_DATA")
         if ob.type == "CURVES":
             layout.prop_search(s, "selection_attribute", ob.data, "attributes")
+            layout.operator("hair_wig.preview", icon="HIDE_OFF", depress=preview.is_previewing(ob))
 
 
 class _WigSubPanel:
