@@ -87,8 +87,8 @@ class Profile:
 
     @classmethod
     def ease_out(cls, name: str = "profile") -> "Profile":
-        """1 at 0 falling smoothly to 0 at 1: the default magnet falloff."""
-        return cls([(0.0, 1.0), (0.5, 0.5), (1.0, 0.0)], "SMOOTH", name)
+        """1 at 0 falling smoothly to 0 at 1, flat at both ends: the default magnet falloff."""
+        return cls([(0.0, 1.0), (0.25, 0.9), (0.75, 0.1), (1.0, 0.0)], "SMOOTH", name)
 
     def __call__(self, u) -> np.ndarray:
         """Evaluate at ``u`` (any shape), clamped to [0, 1]; float32 result."""

@@ -4,7 +4,7 @@ import bpy
 from bpy.props import BoolProperty
 
 from ..hair_wig import HairWigError
-from . import baking, blender_io
+from . import baking, blender_io, profiles
 
 
 def _hair(context):
@@ -27,6 +27,7 @@ class HAIRWIG_OT_enable(bpy.types.Operator):
         ob.hair_wig.enabled = True
         if ob.hair_wig.head is None and ob.type == "CURVES" and ob.data.surface is not None:
             ob.hair_wig.head = ob.data.surface
+        profiles.ensure(ob.hair_wig, ob.name)
         return {"FINISHED"}
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..hair_wig import (BakeCache, DynamicMagnet, FrameInput, HairSet, HairWigError, Magnet,
                         Profile, ScalpSpace, SecondarySettings, Wig, WigSettings)
-from . import blender_io
+from . import blender_io, profiles
 from .properties import head_of
 
 
@@ -95,10 +95,11 @@ def _magnets(ob, empties, head_rest, depsgraph, selection, gravity: float, captu
         if ms.dynamic:
             dynamic = DynamicMagnet(mass=ms.mass, stiffness=ms.stiffness, damping=ms.damping,
                                     dynablend=ms.dynablend, substeps=ms.substeps,
-                                    gravity_max=gravity * ms.gravity)
+                                    gravity_max=gravity * ms.gravity,
+                                    gravity_profile=profiles.read(ob.hair_wig, "gravity"))
         magnets.append(Magnet(e.name, rest,
                               multiplier=ms.multiplier, exponent=ms.exponent, radius=ms.radius,
-                              strands=strands, dynamic=dynamic))
+                              falloff=profiles.read(ms, "falloff"), strands=strands, dynamic=dynamic))
     return magnets
 
 
@@ -107,10 +108,17 @@ def _settings(s, dynamics: bool = True) -> WigSettings:
     if s.use_secondary and dynamics:
         secondary = SecondarySettings(stiffness=s.secondary_stiffness, damping=s.secondary_damping,
                                       random=s.secondary_random, seed=s.secondary_seed,
-                                      dynablend=s.secondary_dynablend)
+                                      dynablend=s.secondary_dynablend,
+                                      blend_profile=profiles.read(s, "secondary_blend"))
+    compression = None
+    if s.compression > 0:     # α(t) = 1 − amount · c(t): 1 keeps the inward motion, 0 holds it all
+        c = profiles.read(s, "compression")
+        compression = Profile(np.stack([np.linspace(0, 1, len(c.lut)), 1.0 - s.compression * c.lut], 1),
+                              "LINEAR", "compression")
     return WigSettings(
-        normalisation=s.normalisation, secondary=secondary,
-        compression=Profile.constant(1.0 - s.compression, "compression") if s.compression > 0 else None,
+        normalisation=s.normalisation, secondary=secondary, compression=compression,
+        flex=profiles.read(s, "flex"), length_profile=profiles.read(s, "length"),
+        attachment=profiles.read(s, "attachment"),
         use_length=s.use_length, elasticity=s.elasticity, length_mode=s.length_mode,
         use_collision=s.use_collision, collision_offset=s.collision_offset)
 

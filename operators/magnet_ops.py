@@ -5,7 +5,7 @@ import numpy as np
 from bpy.props import BoolProperty, EnumProperty, FloatProperty
 
 from ..hair_wig import HairWigError
-from . import baking, blender_io
+from . import baking, blender_io, profiles
 from .properties import head_of
 
 
@@ -60,6 +60,7 @@ class HAIRWIG_OT_add_magnet(bpy.types.Operator):
             settings = empty.hair_wig_magnet
             settings.radius = self.radius
             settings.dynamic = self.dynamic
+            profiles.ensure(settings, empty.name)
             ob.hair_wig.magnets.add().object = empty
             ob.hair_wig.magnet_index = len(ob.hair_wig.magnets) - 1
             context.view_layer.update()

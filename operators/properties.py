@@ -54,6 +54,8 @@ class HairWigMagnet(bpy.types.PropertyGroup):
         name="Rest Pose", description="The magnet's transform in its head's space when the rest pose was set",
         size=16, subtype="MATRIX", default=[1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1], options=set())
     has_rest: BoolProperty(name="Has Rest Pose", default=False, options=set())
+    profiles: PointerProperty(name="Profiles", description="The falloff curve's hidden node group",
+                              type=bpy.types.NodeTree, options=set())
 
 
 class HairWigMagnetSlot(bpy.types.PropertyGroup):
@@ -101,6 +103,8 @@ class HairWigSettings(bpy.types.PropertyGroup):
         name="Pre-roll", description="Frames simulated before the first baked frame so that dynamics "
                                      "have settled when it starts", default=0, min=0, soft_max=100,
         options=set())
+    profiles: PointerProperty(name="Profiles", description="Hidden node group holding the wig's profile curves",
+                              type=bpy.types.NodeTree, options=set())
     magnets: CollectionProperty(type=HairWigMagnetSlot, name="Magnets", options=set())
     magnet_index: IntProperty(name="Active Magnet", default=0, options=set())
     normalisation: EnumProperty(

@@ -2,7 +2,7 @@
 
 import bpy
 
-from ..operators import baking, blender_io, preview
+from ..operators import baking, blender_io, preview, profiles
 
 
 class VIEW3D_PT_hair_wig(bpy.types.Panel):
@@ -80,12 +80,40 @@ class VIEW3D_PT_hair_wig_magnets(_WigSubPanel, bpy.types.Panel):
         col.prop(m, "multiplier")
         col.prop(m, "exponent")
         col.prop(m, "radius")
+        draw_profile(layout, m, "falloff")
         layout.prop(m, "strand_attribute")
         layout.prop(m, "dynamic")
         if m.dynamic:
             col = layout.column(align=True)
             for name in ("mass", "stiffness", "damping", "dynablend", "substeps", "gravity"):
                 col.prop(m, name)
+
+
+def draw_profile(layout, owner, name):
+    """A profile's curve widget with its preset buttons (or the button that makes the curves)."""
+    title, what, _default = (profiles.MAGNET_PROFILES | profiles.WIG_PROFILES)[name]
+    node = profiles.node(owner, name)
+    box = layout.box()
+    box.label(text=f"{title}: {what}")
+    if node is None:
+        box.operator("hair_wig.add_profiles", icon="FCURVE")
+        return
+    box.template_curve_mapping(node, "mapping")
+    row = box.row(align=True)
+    for preset, text in (("LINEAR", "Linear"), ("CONSTANT", "Constant"), ("EASE", "Ease"),
+                         ("EASE_OUT", "Ease Out"), ("RESET", "Reset")):
+        op = row.operator("hair_wig.profile_preset", text=text)
+        op.profile, op.preset = name, preset
+
+
+class VIEW3D_PT_hair_wig_profiles(_WigSubPanel, bpy.types.Panel):
+    bl_label = "Profiles"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        s = context.active_object.hair_wig
+        for name in profiles.WIG_PROFILES:
+            draw_profile(self.layout, s, name)
 
 
 class VIEW3D_PT_hair_wig_dynamics(_WigSubPanel, bpy.types.Panel):
@@ -154,5 +182,6 @@ class VIEW3D_PT_hair_wig_bake(bpy.types.Panel):
             layout.label(text=f"Baked frames {baked[0]}..{baked[1]}", icon="CHECKMARK")
 
 
-classes = (HAIRWIG_UL_magnets, VIEW3D_PT_hair_wig, VIEW3D_PT_hair_wig_magnets, VIEW3D_PT_hair_wig_dynamics,
+classes = (HAIRWIG_UL_magnets, VIEW3D_PT_hair_wig, VIEW3D_PT_hair_wig_magnets, VIEW3D_PT_hair_wig_profiles,
+           VIEW3D_PT_hair_wig_dynamics,
            VIEW3D_PT_hair_wig_refinement, VIEW3D_PT_hair_wig_bake)

@@ -25,7 +25,17 @@ class Recorder:
     def operator(self, idname, **_kw):
         module, name = idname.split(".")
         assert name in dir(getattr(bpy.ops, module)), idname
-        return type("Props", (), {})()
+        allowed = set(getattr(getattr(bpy.ops, module), name).get_rna_type().properties.keys())
+
+        class Props:            # accepts only the operator's own properties
+            def __setattr__(self, key, value):
+                assert key in allowed, (idname, key)
+                object.__setattr__(self, key, value)
+        return Props()
+
+    def template_curve_mapping(self, data, name, **_kw):
+        self.seen.append((data, name))
+        assert data.bl_rna.properties[name].fixed_type.identifier == "CurveMapping"
 
     def label(self, **_kw):
         pass
@@ -44,8 +54,9 @@ class Recorder:
     row = box = column
 
 
-@pytest.mark.parametrize("dynamic", [False, True])
-def test_panels_draw_only_existing_properties(scene, addon, dynamic):
+@pytest.mark.parametrize("dynamic, curves", [(False, False), (True, True)])
+def test_panels_draw_only_existing_properties(scene, addon, dynamic, curves):
+    from hair_wig_addon.operators import profiles
     from hair_wig_addon.panels import sidebar
 
     pts, counts = scenes.straight_strands(3, 4)
@@ -55,6 +66,9 @@ def test_panels_draw_only_existing_properties(scene, addon, dynamic):
     scene.collection.objects.link(empty)
     empty.hair_wig_magnet.dynamic = dynamic
     ob.hair_wig.magnets.add().object = empty
+    if curves:
+        profiles.ensure(ob.hair_wig, ob.name)
+        profiles.ensure(empty.hair_wig_magnet, empty.name)
     ob.hair_wig.magnets.add()          # an empty slot draws its warning
     bpy.context.view_layer.objects.active = ob
     seen = []
