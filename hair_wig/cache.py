@@ -31,6 +31,8 @@ class BakeCache:
         self.first = first
         self.last = last
         self.positions = np.empty((last - first + 1, hair.num_points, 3), dtype=np.float32)
+        # Where each dynamic magnet acted, per frame (F, 3), world space: for the viewport display.
+        self.magnet_paths: dict[str, np.ndarray] = {}
 
     @classmethod
     def from_positions(cls, hair: HairSet, first: int, positions: np.ndarray) -> "BakeCache":

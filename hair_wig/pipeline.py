@@ -81,12 +81,14 @@ class WigState:
     magnet_target: np.ndarray
     strand_pos: np.ndarray | None
     strand_vel: np.ndarray | None
+    magnet_shown: np.ndarray | None = None      # (D, 3) where each dynamic magnet acted this frame
 
     def copy(self) -> "WigState":
         return WigState(*(None if a is None else a.copy() for a in self._arrays()))
 
     def _arrays(self):
-        return (self.magnet_pos, self.magnet_vel, self.magnet_target, self.strand_pos, self.strand_vel)
+        return (self.magnet_pos, self.magnet_vel, self.magnet_target, self.strand_pos, self.strand_vel,
+                self.magnet_shown)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, WigState) and all(
@@ -193,7 +195,7 @@ class Wig:
         """The state of a first frame: at rest on its targets."""
         targets = self._magnet_targets(inp)
         d = len(self.dynamic_index)
-        return WigState(targets.copy(), np.zeros((d, 3)), targets.copy(), None, None)
+        return WigState(targets.copy(), np.zeros((d, 3)), targets.copy(), None, None, targets.copy())
 
     def _magnet_targets(self, inp: FrameInput) -> np.ndarray:
         if not self.dynamic_index:
@@ -246,6 +248,7 @@ class Wig:
                         state.magnet_pos, state.magnet_vel, state.magnet_target, target, inp.dt,
                         inp.gravity, head[:3, 2], inp.winds, inp.time)
                     mats[self.dynamic_index, :3, 3] = shown
+                    state.magnet_shown = shown
                 state.magnet_target = target
             motions = head_inv[None] @ mats @ self.mi_inv
         if self.secondary is not None and first:

@@ -242,6 +242,9 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
             _, state = wig.step(frame_input(context, ob, head, empties, surface, f), state, out=out)
             if f >= first:
                 cache.check_finite(f)
+                for k, i in enumerate(wig.dynamic_index):
+                    path = cache.magnet_paths.setdefault(wig.magnets[i].name, np.empty((cache.num_frames, 3)))
+                    path[f - first] = state.magnet_shown[k]
             yield done, total
     finally:
         scene.frame_set(frame, subframe=subframe)

@@ -309,9 +309,21 @@ def write_bake(ob, cache: BakeCache) -> None:
             _write_curves(ob, cache)
         else:
             _write_legacy(ob, cache)
+        ob[RECORD]["magnets"] = {name: path.astype(np.float64).ravel().tolist()
+                                 for name, path in cache.magnet_paths.items()}
     except BaseException:
         clear_bake(ob)
         raise
+
+
+def baked_magnet_position(ob, magnet_name: str, frame: float) -> np.ndarray | None:
+    """Where a dynamic magnet acted at ``frame`` in the bake of ``ob`` (world space), if baked."""
+    rec = ob.get(RECORD)
+    if rec is None or magnet_name not in rec.get("magnets", {}):
+        return None
+    path = np.array(rec["magnets"][magnet_name], dtype=np.float64).reshape(-1, 3)
+    i = int(np.clip(round(frame) - int(rec["first"]), 0, len(path) - 1))
+    return path[i]
 
 
 def _rest_counts(ob) -> np.ndarray:
