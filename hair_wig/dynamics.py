@@ -137,13 +137,15 @@ class DynamicMagnets:
         self.names = names
         self.settings = settings
 
-    def step(self, state_pos, state_vel, prev_target, target, dt, gravity, head_up, winds, time):
+    def step(self, state_pos, state_vel, prev_target, target, dt, gravity, head_up, winds, time,
+             dynablend=None):
         """Advance every dynamic magnet by one frame; return the shown positions.
 
         state_pos, state_vel : (D, 3) float64, updated in place (the spring's own state).
         prev_target, target : (D, 3) keyed positions at the previous and this frame; the target
             moves linearly across substeps.
         gravity : (3,) scene gravity (m/s²); head_up : (3,) the head's up axis in world space.
+        dynablend : (D,) or None — this frame's dynablend (keyed), else each magnet's setting.
         Returns (D, 3): ``m_f = target + dynablend · (m_spring − target)``.
         """
         g = np.asarray(gravity, dtype=np.float64)
@@ -177,7 +179,8 @@ class DynamicMagnets:
                     else:
                         state_pos[i] = state_pos[i] + v * h + 0.5 * acc * h * h
                         state_vel[i] = v + acc * h
-            shown[i] = target[i] + s.dynablend * (state_pos[i] - target[i])
+            blend = s.dynablend if dynablend is None else float(dynablend[i])
+            shown[i] = target[i] + blend * (state_pos[i] - target[i])
         return shown
 
 
@@ -204,10 +207,17 @@ class SecondarySprings:
         self.r = r_strand[strand_of_point].astype(np.float64)
         self.mass = float(mass)
         blend = blend_profile(vertex_t) if blend_profile is not None else np.ones_like(vertex_t)
-        blend = np.where(vertex_t > 0, blend, 0.0)            # roots never leave the scalp
-        self.blend = (np.float32(dynablend) * blend).astype(np.float32)
+        self._profile_blend = np.where(vertex_t > 0, blend, 0.0).astype(np.float32)   # roots never leave the scalp
+        self.dynablend = None
+        self.set_dynablend(dynablend)
         self._dt = None
         self._coef = None
+
+    def set_dynablend(self, dynablend: float) -> None:
+        """Mix shown = target + dynablend · s(t) · (spring − target); the springs are unchanged."""
+        if dynablend != self.dynablend:
+            self.dynablend = float(dynablend)
+            self.blend = (np.float32(dynablend) * self._profile_blend).astype(np.float32)
 
     def coefficients(self, dt: float):
         """Per-vertex step coefficients (4 × (P,) float32), computed once per frame length."""

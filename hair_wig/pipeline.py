@@ -65,6 +65,9 @@ class FrameInput:
     time: float = 0.0
     gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
     winds: list[WindSource] = field(default_factory=list)
+    magnet_strength: np.ndarray | None = None       # (M,) keyed weight / bound weight per magnet
+    magnet_dynablend: np.ndarray | None = None      # (D,) keyed dynablend of each dynamic magnet
+    secondary_dynablend: float | None = None        # keyed secondary dynablend, if it changed
     surface_positions: np.ndarray | None = None     # (V, 3) head-local, for scalp space
     surface_normals: np.ndarray | None = None       # (C, 3) face-corner normals, head-local
 
@@ -246,11 +249,17 @@ class Wig:
                 if not first:
                     shown = self.dynamics.step(
                         state.magnet_pos, state.magnet_vel, state.magnet_target, target, inp.dt,
-                        inp.gravity, head[:3, 2], inp.winds, inp.time)
+                        inp.gravity, head[:3, 2], inp.winds, inp.time, inp.magnet_dynablend)
                     mats[self.dynamic_index, :3, 3] = shown
                     state.magnet_shown = shown
                 state.magnet_target = target
             motions = head_inv[None] @ mats @ self.mi_inv
+            if inp.magnet_strength is not None:
+                # A keyed weight scales the magnet's whole pull: W_k (M_k − I) · strength.
+                eye = np.eye(4)
+                motions = eye + (motions - eye) * np.asarray(inp.magnet_strength, np.float64)[:, None, None]
+        if self.secondary is not None and inp.secondary_dynablend is not None:
+            self.secondary.set_dynablend(inp.secondary_dynablend)
         if self.secondary is not None and first:
             state.strand_pos = np.empty_like(self.rest_rows)
             state.strand_vel = np.zeros_like(self.rest_rows)

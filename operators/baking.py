@@ -199,9 +199,10 @@ def bind(context, ob, rest_points=None, dynamics: bool = True):
     return wig, head, empties, surface
 
 
-def frame_input(context, ob, head, empties, surface, frame: int, depsgraph=None) -> FrameInput:
+def frame_input(context, ob, head, empties, surface, frame: int, depsgraph=None, wig=None) -> FrameInput:
     """What the wig needs from the scene at ``frame`` (already set and evaluated; pass the
-    depsgraph from inside a handler)."""
+    depsgraph from inside a handler). With ``wig``, keyed settings (magnet weights and dynablends)
+    are read at this frame too."""
     scene = context.scene
     depsgraph = context.evaluated_depsgraph_get() if depsgraph is None else depsgraph
     fps = scene.render.fps / scene.render.fps_base
@@ -210,6 +211,14 @@ def frame_input(context, ob, head, empties, surface, frame: int, depsgraph=None)
     inp = FrameInput(blender_io.evaluated_matrix(ob, depsgraph),
                      blender_io.evaluated_matrix(head, depsgraph), mats, dt=1.0 / fps,
                      time=frame / fps, gravity=gravity, winds=blender_io.read_winds(scene, depsgraph))
+    # Keyable settings, as the animation has them at this frame.
+    if wig is not None:
+        bound = np.array([m.multiplier for m in wig.magnets])
+        now = np.array([e.hair_wig_magnet.multiplier for e in empties])
+        if not np.array_equal(bound, now):
+            inp.magnet_strength = np.divide(now, bound, out=np.zeros_like(now), where=bound > 0)
+        inp.magnet_dynablend = np.array([empties[i].hair_wig_magnet.dynablend for i in wig.dynamic_index])
+        inp.secondary_dynablend = ob.hair_wig.secondary_dynablend
     if surface is not None:
         inp.surface_positions, inp.surface_normals = surface.now(depsgraph)
     return inp
@@ -239,7 +248,7 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
         for done, f in enumerate(range(first - preroll, last + 1), start=1):
             scene.frame_set(f)
             out = cache.frame(f) if f >= first else scratch
-            _, state = wig.step(frame_input(context, ob, head, empties, surface, f), state, out=out)
+            _, state = wig.step(frame_input(context, ob, head, empties, surface, f, wig=wig), state, out=out)
             if f >= first:
                 cache.check_finite(f)
                 for k, i in enumerate(wig.dynamic_index):

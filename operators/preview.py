@@ -105,7 +105,7 @@ def update(scene, depsgraph=None) -> None:
             continue
         try:
             inp = baking.frame_input(bpy.context, ob, preview.head, preview.empties, preview.surface,
-                                     scene.frame_current, depsgraph)
+                                     scene.frame_current, depsgraph, preview.wig)
             preview.wig.step(inp, None, out=preview.out)
         except (HairWigError, ReferenceError) as err:
             stop(ob)

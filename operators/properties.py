@@ -17,8 +17,8 @@ class HairWigMagnet(bpy.types.PropertyGroup):
     """A magnet's settings, kept on its Empty (``Object.hair_wig_magnet``)."""
 
     multiplier: FloatProperty(
-        name="Weight", description="How strongly the magnet pulls the hair it reaches (a)",
-        default=1.0, min=0.0, soft_max=2.0, options=set())
+        name="Weight", description="How strongly the magnet pulls the hair it reaches (a); key it to "
+                                   "fade the magnet in or out", default=1.0, min=0.0, soft_max=2.0)
     exponent: FloatProperty(
         name="Exponent", description="How fast the pull weakens with distance: weight × distance^-exponent (b)",
         default=0.0, min=0.0, max=20.0, soft_max=4.0, options=set())
@@ -42,8 +42,8 @@ class HairWigMagnet(bpy.types.PropertyGroup):
         name="Damping", description="How quickly the swinging dies down", default=6.0, min=0.0,
         max=1e4, soft_max=100.0, options=set())
     dynablend: FloatProperty(
-        name="Dynablend", description="0: follow the keys exactly; 1: fully dynamic", default=1.0,
-        min=0.0, max=1.0, subtype="FACTOR", options=set())
+        name="Dynablend", description="0: follow the keys exactly; 1: fully dynamic (can be keyed)",
+        default=1.0, min=0.0, max=1.0, subtype="FACTOR")
     substeps: IntProperty(
         name="Substeps", description="Spring steps per frame", default=1, min=1, max=64, options=set())
     gravity: FloatProperty(
@@ -53,7 +53,8 @@ class HairWigMagnet(bpy.types.PropertyGroup):
     rest_matrix: FloatVectorProperty(
         name="Rest Pose", description="The magnet's transform in its head's space when the rest pose was set",
         size=16, subtype="MATRIX", default=[1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1], options=set())
-    has_rest: BoolProperty(name="Has Rest Pose", default=False, options=set())
+    has_rest: BoolProperty(name="Has Rest Pose", description="The magnet's rest pose was captured",
+                           default=False, options=set())
     profiles: PointerProperty(name="Profiles", description="The falloff curve's hidden node group",
                               type=bpy.types.NodeTree, options=set())
 
@@ -82,9 +83,11 @@ class HairWigSettings(bpy.types.PropertyGroup):
         name="Rest Pose Set", description="The rest pose of hair, head and magnets was captured "
                                           "(Set Rest Pose); otherwise it is read at the rest frame",
         default=False, options=set())
-    hair_rest_matrix: FloatVectorProperty(size=16, subtype="MATRIX", options=set(),
+    hair_rest_matrix: FloatVectorProperty(name="Hair Rest", description="The hair object's transform in the rest pose",
+                                          size=16, subtype="MATRIX", options=set(),
                                           default=[1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1])
-    head_rest_matrix: FloatVectorProperty(size=16, subtype="MATRIX", options=set(),
+    head_rest_matrix: FloatVectorProperty(name="Head Rest", description="The head's transform in the rest pose",
+                                          size=16, subtype="MATRIX", options=set(),
                                           default=[1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1])
     selection_attribute: StringProperty(
         name="Selection",
@@ -106,7 +109,8 @@ class HairWigSettings(bpy.types.PropertyGroup):
     profiles: PointerProperty(name="Profiles", description="Hidden node group holding the wig's profile curves",
                               type=bpy.types.NodeTree, options=set())
     magnets: CollectionProperty(type=HairWigMagnetSlot, name="Magnets", options=set())
-    magnet_index: IntProperty(name="Active Magnet", default=0, options=set())
+    magnet_index: IntProperty(name="Active Magnet", description="The magnet shown below the list",
+                              default=0, options=set())
     normalisation: EnumProperty(
         name="Overlap", description="How the pulls of overlapping magnets combine",
         items=[("cap", "Cap", "Add the pulls, but never more than a full pull (smooth at every magnet's edge)"),
@@ -127,11 +131,11 @@ class HairWigSettings(bpy.types.PropertyGroup):
     secondary_random: FloatProperty(
         name="Variation", description="Per-strand random change of stiffness and damping", default=0.2,
         min=0.0, max=0.95, subtype="FACTOR", options=set())
-    secondary_seed: IntProperty(name="Seed", description="Seed of the per-strand variation", default=0,
-                                min=0, options=set())
+    secondary_seed: IntProperty(name="Seed", description="Seed of the per-strand variation (the same seed "
+                                                         "gives the same bake)", default=0, min=0, options=set())
     secondary_dynablend: FloatProperty(
-        name="Dynablend", description="0: no lag shown; 1: full lag", default=1.0, min=0.0, max=1.0,
-        subtype="FACTOR", options=set())
+        name="Dynablend", description="0: no lag shown; 1: full lag (can be keyed)", default=1.0,
+        min=0.0, max=1.0, subtype="FACTOR")
     compression: FloatProperty(
         name="Compression", description="How much hair pushed towards the head is held back (0: none, "
                                         "1: all of the inward motion)", default=0.0, min=0.0, max=1.0,

@@ -172,3 +172,38 @@ def test_preroll_lets_dynamics_settle_before_the_first_frame(scene, glue):
     np.testing.assert_allclose(cold.frame(1), pts + t * [0.6, 0, 0], atol=1e-5)   # starts at rest on its target
     assert np.abs(warm.frame(1) - cold.frame(1)).max() > 1e-3                    # still swinging
     assert scene.frame_current == -20
+
+
+def test_keyed_weight_and_dynablend_act_per_frame(scene, glue):
+    baking, _ = glue
+    ob, head, pts = wig_scene()
+    bpy.ops.hair_wig.add_magnet(radius=100.0)
+    m = ob.hair_wig.magnets[0].object
+    ms = m.hair_wig_magnet
+    ms.multiplier = 2.0                                         # full pull ('cap') when bound
+    m.location.x += 0.5                                         # moved from its rest
+    ms.keyframe_insert("multiplier", frame=1)
+    ms.multiplier = 0.0                                         # faded out by frame 5
+    ms.keyframe_insert("multiplier", frame=5)
+    scene.frame_set(1)
+    cache = baking.compute(bpy.context, ob, 1, 5)
+    t = np.tile(np.linspace(0, 1, 8), 60)[:, None]
+    np.testing.assert_allclose(cache.frame(1), pts + t * [0.5, 0, 0], atol=1e-5)
+    np.testing.assert_allclose(cache.frame(3), pts + t * [0.25, 0, 0], atol=1e-5)   # half the weight
+    np.testing.assert_allclose(cache.frame(5), pts, atol=1e-5)
+    ms.multiplier = 2.0
+    ms.keyframe_delete("multiplier", frame=1)
+    ms.keyframe_delete("multiplier", frame=5)
+    ms.dynamic = True
+    ms.dynablend = 0.0
+    ms.keyframe_insert("dynablend", frame=1)
+    ms.dynablend = 1.0
+    ms.keyframe_insert("dynablend", frame=4)
+    m.keyframe_insert("location", frame=1)
+    m.location.z += 1.0
+    m.keyframe_insert("location", frame=3)
+    lagging = baking.compute(bpy.context, ob, 1, 4)
+    ms.dynamic = False
+    simple = baking.compute(bpy.context, ob, 1, 4)
+    np.testing.assert_allclose(lagging.frame(1), simple.frame(1), atol=1e-6)        # dynablend 0
+    assert np.abs(lagging.frame(4) - simple.frame(4)).max() > 1e-3                  # dynablend 1
