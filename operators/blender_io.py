@@ -264,6 +264,15 @@ def is_baked(ob) -> bool:
     return RECORD in ob.keys()
 
 
+def edited_since_bake(ob) -> tuple[int, int] | None:
+    """(baked, now) point counts when the hair was edited after it was baked, else None."""
+    rec = ob.get(RECORD)
+    if rec is None or "points" not in rec:
+        return None
+    now = int(_rest_counts(ob).sum())
+    return None if now == int(rec["points"]) else (int(rec["points"]), now)
+
+
 def bake_range(ob) -> tuple[int, int] | None:
     rec = ob.get(RECORD)
     return (int(rec["first"]), int(rec["last"])) if rec is not None else None
@@ -340,7 +349,7 @@ def _rest_counts(ob) -> np.ndarray:
 def _write_curves(ob, cache: BakeCache) -> None:
     cv = ob.data
     # The record goes first so that clear_bake can find a half-written bake.
-    ob[RECORD] = {"kind": "CURVES", "first": cache.first, "last": cache.last,
+    ob[RECORD] = {"kind": "CURVES", "first": cache.first, "last": cache.last, "points": cache.hair.num_points,
                   "action_created": False, "disabled": []}
     for f in cache.frames:
         attr = cv.attributes.new(f"{BAKE_PREFIX}{f}", "FLOAT_VECTOR", "POINT")
@@ -361,7 +370,7 @@ def _write_curves(ob, cache: BakeCache) -> None:
 
 def _write_legacy(ob, cache: BakeCache) -> None:
     _, _, handles = _legacy_arrays(ob)
-    ob[RECORD] = {"kind": "CURVE", "first": cache.first, "last": cache.last,
+    ob[RECORD] = {"kind": "CURVE", "first": cache.first, "last": cache.last, "points": cache.hair.num_points,
                   "action_created": False, "disabled": []}
     basis = ob.shape_key_add(name="Basis", from_mix=False)
     key = ob.data.shape_keys

@@ -180,6 +180,10 @@ class VIEW3D_PT_hair_wig_bake(bpy.types.Panel):
         layout.operator("hair_wig.bake", text="Bake All Wigs").all_wigs = True
         if baked is not None:
             layout.label(text=f"Baked frames {baked[0]}..{baked[1]}", icon="CHECKMARK")
+            edited = blender_io.edited_since_bake(ob)
+            if edited is not None:
+                layout.label(text=f"Hair edited since the bake ({edited[0]} → {edited[1]} points): "
+                                  f"bake again", icon="ERROR")
 
 
 classes = (HAIRWIG_UL_magnets, VIEW3D_PT_hair_wig, VIEW3D_PT_hair_wig_magnets, VIEW3D_PT_hair_wig_profiles,

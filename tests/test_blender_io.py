@@ -270,6 +270,16 @@ def test_write_refuses_shared_data_and_edited_hair(scene, io, core):
     assert not io.is_baked(ob) and len(ob.modifiers) == 0
 
 
+def test_edit_after_bake_is_noticed(scene, io, core):
+    ob = curves_scene()
+    io.write_bake(ob, synthetic_cache(core, io.read_hair(ob), 1, 2))
+    assert io.edited_since_bake(ob) is None
+    ob.data.add_curves([6])
+    assert io.edited_since_bake(ob) == (120, 126)
+    io.clear_bake(ob)                      # nothing lost: the edit stays, the bake goes
+    assert len(ob.data.points) == 126 and io.edited_since_bake(ob) is None
+
+
 def test_write_refuses_nan_and_leaves_previous_bake(scene, io, core):
     ob = curves_scene()
     hair = io.read_hair(ob)
