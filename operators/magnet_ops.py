@@ -6,7 +6,7 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty
 
 from ..hair_wig import HairWigError
 from . import baking, blender_io, profiles
-from .properties import head_of
+from .properties import active_magnet, head_of
 
 
 def _wig(context):
@@ -91,7 +91,7 @@ class HAIRWIG_OT_remove_magnet(bpy.types.Operator):
 
     def execute(self, context):
         s = _wig(context).hair_wig
-        empty = s.magnets[s.magnet_index].object
+        empty = active_magnet(s)
         s.magnets.remove(s.magnet_index)
         s.magnet_index = min(s.magnet_index, len(s.magnets) - 1)
         if self.delete_object and empty is not None:
@@ -108,12 +108,10 @@ class HAIRWIG_OT_select_magnet(bpy.types.Operator):
     @classmethod
     def poll(cls, context):
         ob = _wig(context)
-        return (ob is not None and 0 <= ob.hair_wig.magnet_index < len(ob.hair_wig.magnets)
-                and ob.hair_wig.magnets[ob.hair_wig.magnet_index].object is not None)
+        return ob is not None and active_magnet(ob.hair_wig) is not None
 
     def execute(self, context):
-        s = _wig(context).hair_wig
-        empty = s.magnets[s.magnet_index].object
+        empty = active_magnet(_wig(context).hair_wig)
         if empty.name not in context.view_layer.objects:
             self.report({"ERROR"}, f"Magnet '{empty.name}' is not in this view layer")
             return {"CANCELLED"}

@@ -13,7 +13,7 @@ import numpy as np
 from bpy.props import EnumProperty, StringProperty
 
 from ..hair_wig import Profile
-from .properties import HairWigMagnet
+from .properties import HairWigMagnet, active_magnet
 
 # name: (label, what it maps, default preset)
 WIG_PROFILES = {
@@ -108,18 +108,18 @@ class HAIRWIG_OT_profile_preset(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        ob = context.active_object
-        return ob is not None and getattr(ob, "hair_wig", None) is not None and ob.hair_wig.enabled
+        from .baking import is_wig      # (baking reads profiles)
+        return is_wig(context.active_object)
 
     def execute(self, context):
         ob = context.active_object
         s = ob.hair_wig
         owner, label = s, ob.name
         if self.profile in MAGNET_PROFILES:
-            if not 0 <= s.magnet_index < len(s.magnets) or s.magnets[s.magnet_index].object is None:
+            empty = active_magnet(s)
+            if empty is None:
                 self.report({"ERROR"}, "Select a magnet first")
                 return {"CANCELLED"}
-            empty = s.magnets[s.magnet_index].object
             owner, label = empty.hair_wig_magnet, empty.name
         specs = _specs(owner)
         if self.profile not in specs:
@@ -138,8 +138,8 @@ class HAIRWIG_OT_add_profiles(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        ob = context.active_object
-        return ob is not None and getattr(ob, "hair_wig", None) is not None and ob.hair_wig.enabled
+        from .baking import is_wig      # (baking reads profiles)
+        return is_wig(context.active_object)
 
     def execute(self, context):
         ob = context.active_object

@@ -156,6 +156,13 @@ class HairWigSettings(bpy.types.PropertyGroup):
         soft_max=0.1, subtype="DISTANCE", unit="LENGTH", options=set())
 
 
+def active_magnet(settings):
+    """The Empty of the wig's active magnet slot, or None (no slot, or its Empty was deleted)."""
+    if 0 <= settings.magnet_index < len(settings.magnets):
+        return settings.magnets[settings.magnet_index].object
+    return None
+
+
 def head_of(ob):
     """The head mesh of a wig: the chosen one, or a Curves object's surface."""
     settings = ob.hair_wig

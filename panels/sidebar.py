@@ -3,6 +3,7 @@
 import bpy
 
 from ..operators import baking, blender_io, preview, profiles
+from ..operators.properties import active_magnet
 
 
 class VIEW3D_PT_hair_wig(bpy.types.Panel):
@@ -73,9 +74,10 @@ class VIEW3D_PT_hair_wig_magnets(_WigSubPanel, bpy.types.Panel):
         col.operator("hair_wig.select_magnet", icon="RESTRICT_SELECT_OFF", text="")
         layout.use_property_split = True
         layout.prop(s, "normalisation")
-        if not 0 <= s.magnet_index < len(s.magnets) or s.magnets[s.magnet_index].object is None:
+        empty = active_magnet(s)
+        if empty is None:
             return
-        m = s.magnets[s.magnet_index].object.hair_wig_magnet
+        m = empty.hair_wig_magnet
         col = layout.column(align=True)
         col.prop(m, "multiplier")
         col.prop(m, "exponent")

@@ -72,3 +72,25 @@ def keyed_head_turn(head, first: int, last: int, angle: float = 0.8, lift: float
     head.location = (0.2, 0.0, lift)
     head.keyframe_insert("rotation_euler", frame=last)
     head.keyframe_insert("location", frame=last)
+
+
+def deform_on_surface_group(name: str = "Surface Deform"):
+    """A geometry-nodes group that is just Blender's "Deform Curves on Surface" node."""
+    g = bpy.data.node_groups.new(name, "GeometryNodeTree")
+    g.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    g.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    gi, go = g.nodes.new("NodeGroupInput"), g.nodes.new("NodeGroupOutput")
+    node = g.nodes.new("GeometryNodeDeformCurvesOnSurface")
+    g.links.new(gi.outputs[0], node.inputs[0])
+    g.links.new(node.outputs[0], go.inputs[0])
+    return g
+
+
+def wig_on(head, strands: int, points: int, name: str = "Hair", length: float = 0.2):
+    """Straight Curves hair attached to ``head`` (its surface), active, with its wig enabled."""
+    pts, counts = straight_strands(strands, points, length=length)
+    ob = curves_hair(name, pts, counts)
+    ob.data.surface = head
+    bpy.context.view_layer.objects.active = ob
+    bpy.ops.hair_wig.enable()
+    return ob, pts

@@ -217,13 +217,7 @@ def test_bake_keeps_the_users_own_animation(scene, io, core):
 
 
 def deform_on_surface_group():
-    g = bpy.data.node_groups.new("Surface Deform", "GeometryNodeTree")
-    g.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
-    g.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
-    gi, go = g.nodes.new("NodeGroupInput"), g.nodes.new("NodeGroupOutput")
-    d = g.nodes.new("GeometryNodeDeformCurvesOnSurface")
-    g.links.new(gi.outputs[0], d.inputs[0])
-    g.links.new(d.outputs[0], go.inputs[0])
+    g = scenes.deform_on_surface_group()
     outer = bpy.data.node_groups.new("Wrapper", "GeometryNodeTree")   # nested one level down
     outer.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
     outer.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")

@@ -12,11 +12,7 @@ def test_reach_target_and_where_the_magnet_acted(scene, addon):
 
     bpy.ops.mesh.primitive_uv_sphere_add(radius=0.2, location=(0, 0, -5))
     head = bpy.context.active_object
-    pts, counts = scenes.straight_strands(20, 5)
-    ob = scenes.curves_hair("Hair", pts, counts)
-    ob.data.surface = head
-    bpy.context.view_layer.objects.active = ob
-    bpy.ops.hair_wig.enable()
+    ob, _ = scenes.wig_on(head, 20, 5)
     scene.cursor.location = (1.0, 0.0, 0.0)
     bpy.ops.hair_wig.add_magnet(radius=0.7, space="WORLD")
     lines = overlay.magnet_lines(scene)

@@ -16,11 +16,7 @@ def glue(addon):
 def previewed(scene):
     bpy.ops.mesh.primitive_uv_sphere_add(radius=1.0)
     head = bpy.context.active_object
-    pts, counts = scenes.straight_strands(80, 8)
-    ob = scenes.curves_hair("Hair", pts, counts)
-    ob.data.surface = head
-    bpy.context.view_layer.objects.active = ob
-    bpy.ops.hair_wig.enable()
+    ob, _ = scenes.wig_on(head, 80, 8)
     scene.cursor.location = (0.0, 0.0, 1.6)
     bpy.ops.hair_wig.add_magnet(radius=1.5)
     magnet = ob.hair_wig.magnets[0].object

@@ -16,11 +16,7 @@ def glue(addon):
 def wig(scene):
     bpy.ops.mesh.primitive_uv_sphere_add(radius=0.2, location=(0, 0, -5))
     head = bpy.context.active_object
-    pts, counts = scenes.straight_strands(40, 6)
-    ob = scenes.curves_hair("Hair", pts, counts)
-    ob.data.surface = head
-    bpy.context.view_layer.objects.active = ob
-    bpy.ops.hair_wig.enable()
+    ob, pts = scenes.wig_on(head, 40, 6)
     ob.hair_wig.use_length = ob.hair_wig.use_collision = False
     scene.cursor.location = (0, 0, 0)
     bpy.ops.hair_wig.add_magnet(radius=100.0)

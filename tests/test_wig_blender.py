@@ -73,14 +73,7 @@ def test_scalp_space_agrees_with_deform_curves_on_surface(scene, glue):
     s = ob.hair_wig
     s.use_length = s.use_collision = False
     scene.frame_start, scene.frame_end = 1, 5
-    group = bpy.data.node_groups.new("Deform", "GeometryNodeTree")
-    group.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
-    group.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
-    gi, go = group.nodes.new("NodeGroupInput"), group.nodes.new("NodeGroupOutput")
-    node = group.nodes.new("GeometryNodeDeformCurvesOnSurface")
-    group.links.new(gi.outputs[0], node.inputs[0])
-    group.links.new(node.outputs[0], go.inputs[0])
-    ob.modifiers.new("Surface Deform", "NODES").node_group = group
+    ob.modifiers.new("Surface Deform", "NODES").node_group = scenes.deform_on_surface_group()
     blender = {f: evaluated(io, ob, f) for f in (1, 3, 5)}
     assert np.abs(blender[5] - blender[1]).max() > 0.2           # the surface really deformed
     cache = baking.compute(bpy.context, ob, 1, 5)

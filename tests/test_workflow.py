@@ -17,12 +17,7 @@ def wig_scene(surface=True):
     bpy.ops.mesh.primitive_uv_sphere_add(radius=1.0)
     head = bpy.context.active_object
     head.name = "Head"
-    pts, counts = scenes.straight_strands(60, 8)
-    ob = scenes.curves_hair("Hair", pts, counts)
-    if surface:
-        ob.data.surface = head
-    bpy.context.view_layer.objects.active = ob
-    bpy.ops.hair_wig.enable()
+    ob, pts = scenes.wig_on(head if surface else None, 60, 8)
     ob.hair_wig.use_collision = ob.hair_wig.use_length = False
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = 1, 12
