@@ -8,6 +8,7 @@ head motion moves the hair rigidly and costs nothing; springs run in world space
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -118,10 +119,14 @@ class Wig:
     scalp : ScalpSpace or None
         Root frames on the surface (head-local); frames then carry the surface's current
         ``surface_positions`` and ``surface_normals``.
+    threads : int
+        Blocks of strands are independent after the dynamic magnets; with more than one thread
+        they run in parallel (numpy releases the GIL in its array passes). Results do not depend
+        on it, bit for bit.
     """
 
     def __init__(self, hair: HairSet, hair_matrix, head_matrix, magnets=(), settings=None,
-                 head_mesh=None, head_centre=None, scalp: ScalpSpace | None = None):
+                 head_mesh=None, head_centre=None, scalp: ScalpSpace | None = None, threads: int = 1):
         self.hair = hair
         self.settings = settings = settings or WigSettings()
         self.hair_rest = as_matrix(hair_matrix, f"'{hair.name}' rest matrix")
@@ -171,6 +176,8 @@ class Wig:
         self._scratch = np.empty_like(self.rest_rows)
         self._world = np.empty_like(self.rest_rows)
         self.blocks = self._blocks()
+        self.threads = max(1, int(threads))
+        self._pool = None
 
     BLOCK_POINTS = 1 << 15    # a block's rows stay in cache through the whole pipeline
 
@@ -205,7 +212,8 @@ class Wig:
             return np.zeros((0, 3))
         return np.asarray(inp.magnet_matrices, dtype=np.float64)[self.dynamic_index, :3, 3].copy()
 
-    def step(self, inp: FrameInput, state: WigState | None = None, out: np.ndarray | None = None):
+    def step(self, inp: FrameInput, state: WigState | None = None, out: np.ndarray | None = None,
+             keep_state: bool = True, timings: dict | None = None):
         """Deformed positions for one frame, and the state for the next.
 
         Parameters
@@ -215,18 +223,25 @@ class Wig:
             The previous frame's state; ``None`` starts at rest (the first frame of a bake).
         out : (P, 3) float32, optional
             Where to write the result (a frame of a ``BakeCache``, say).
+        keep_state : bool
+            True: ``state`` is left as it was and a new one returned. False: it is advanced in
+            place (a bake that walks forward needs no copy of two (3, P) arrays per frame).
+        timings : dict, optional
+            Seconds per phase are added to it: primary, dynamics, compression, length,
+            collision, output (measure with one thread; with several, the sum over threads is
+            approximate).
 
         Returns
         -------
         positions : (P, 3) float32 in the hair object's current local space
-        state : WigState for the next frame (a new object; ``state`` is not modified)
+        state : WigState for the next frame
         """
         name = self.hair.name
         head = as_matrix(inp.head_matrix, f"'{name}' head matrix")
         hair_now = as_matrix(inp.hair_matrix, f"'{name}' matrix")
         head_inv = np.linalg.inv(head)
         first = state is None
-        state = self.initial_state(inp) if first else state.copy()
+        state = self.initial_state(inp) if first else (state.copy() if keep_state else state)
         if out is None:
             out = np.empty_like(self.hair.points)
 
@@ -267,19 +282,34 @@ class Wig:
         if np.allclose(to_object, np.eye(4), rtol=0.0, atol=1e-9):
             to_object = None
         at_rest = base is self.rest_rows
-        for span, first_strand in self.blocks:
+
+        def run(block):
+            span, first_strand = block
             self._step_block(span, first_strand, base[:, span], at_rest, motions, head, head_inv,
-                             inp.dt, state, first, to_object, out)
+                             inp.dt, state, first, to_object, out, timings)
+
+        if self.secondary is not None:
+            self.secondary.coefficients(inp.dt)       # once, before the blocks share them
+        if self.threads > 1 and len(self.blocks) > 1:
+            if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="hair_wig")
+            list(self._pool.map(run, self.blocks))
+        else:
+            for block in self.blocks:
+                run(block)
         return out, state
 
     def _step_block(self, span, first_strand, base, at_rest, motions, head, head_inv, dt, state,
-                    first, to_object, out):
+                    first, to_object, out, timings=None):
         """The pipeline after the dynamic magnets, for the strands of one block."""
+        clock = _Clock(timings)
         p = self._work[:, span]
         p[...] = base
         # Primary movement: magnets' motion from rest, in head-local space.
         if motions is not None:
             self.weights.displace_rows(base, motions, p, span)
+        clock.lap("primary")
         # Secondary movement: per-vertex springs in world space.
         if self.secondary is not None:
             target_w = transform_rows(head, p, self._world[:, span])
@@ -291,26 +321,31 @@ class Wig:
                                             target_w, dt, out=self._scratch[:, span], scratch=p,
                                             span=span)
             transform_rows(head_inv, shown, p)
-        self.refine(p, base, span, first_strand, at_rest)
+        clock.lap("dynamics")
+        self.refine(p, base, span, first_strand, at_rest, clock)
         if to_object is None:
             out[span] = p.T
         else:
             out[span] = transform_rows(to_object, p, self._scratch[:, span]).T
+        clock.lap("output")
 
     def refine(self, p: np.ndarray, base: np.ndarray, span: slice = slice(None),
-               first_strand: int = 0, at_rest: bool = False) -> np.ndarray:
+               first_strand: int = 0, at_rest: bool = False, clock=None) -> np.ndarray:
         """Refinement in head-local space, in the seed's order (SPEC §6): compression (of the
         displacement from ``base``, this frame's rest pose), length, collision, length again on
         the strands the collision touched, and a final collision pass on them. Points as rows
         (3, P) — or the block ``span`` of them, starting at strand ``first_strand`` — in place.
         ``at_rest``: ``base`` is the bound rest pose, whose compression vectors were kept."""
+        clock = clock or _Clock(None)
         if self.alpha is not None:
             bound = None
             if at_rest:
                 bound = (self.compression_bound[0][:, span], self.compression_bound[1][span])
             compensate_compression_rows(base, p, self.centre, self.alpha[span], bound)
+        clock.lap("compression")
         if self.length is not None:
             self.length.apply_rows(p, None, first_strand)
+        clock.lap("length")
         if self.collider is not None:
             offset = self.settings.collision_offset
             not_root = self.not_root[span]
@@ -322,4 +357,19 @@ class Wig:
                 hit = np.zeros(int(strand[-1]) - first_strand + 1, dtype=bool)
                 hit[touched] = True
                 self.collider.push_out_rows(p, offset, hit[strand - first_strand] & not_root)
+        clock.lap("collision")
         return p
+
+
+class _Clock:
+    """Adds the seconds since the previous lap to ``timings[phase]`` (nothing without timings)."""
+
+    def __init__(self, timings):
+        self.timings = timings
+        self.last = time.perf_counter() if timings is not None else 0.0
+
+    def lap(self, phase: str) -> None:
+        if self.timings is not None:
+            now = time.perf_counter()
+            self.timings[phase] = self.timings.get(phase, 0.0) + now - self.last
+            self.last = now

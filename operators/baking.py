@@ -5,6 +5,7 @@ and writes once at the end, so a failure anywhere before the write leaves the sc
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -13,6 +14,9 @@ from ..hair_wig import (BakeCache, DynamicMagnet, FrameInput, HairSet, HairWigEr
                         Profile, ScalpSpace, SecondarySettings, Wig, WigSettings)
 from . import blender_io, profiles
 from .properties import head_of
+
+
+THREADS = min(4, os.cpu_count() or 1)     # strand blocks stepped in parallel
 
 
 def is_wig(ob) -> bool:
@@ -195,7 +199,8 @@ def bind(context, ob, rest_points=None, dynamics: bool = True):
             and source.hair.surface_uv is not None):
         surface = _Surface(source.surface, head)
         scalp = surface.bind(source, depsgraph)
-    wig = Wig(source.hair, hair_rest, head_rest, magnets, _settings(s, dynamics), head_mesh, scalp=scalp)
+    wig = Wig(source.hair, hair_rest, head_rest, magnets, _settings(s, dynamics), head_mesh, scalp=scalp,
+              threads=THREADS)
     return wig, head, empties, surface
 
 
@@ -248,7 +253,8 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
         for done, f in enumerate(range(first - preroll, last + 1), start=1):
             scene.frame_set(f)
             out = cache.frame(f) if f >= first else scratch
-            _, state = wig.step(frame_input(context, ob, head, empties, surface, f, wig=wig), state, out=out)
+            _, state = wig.step(frame_input(context, ob, head, empties, surface, f, wig=wig), state, out=out,
+                                keep_state=False)
             if f >= first:
                 cache.check_finite(f)
                 for k, i in enumerate(wig.dynamic_index):
