@@ -16,7 +16,7 @@ from . import blender_io, profiles
 from .properties import head_of
 
 
-THREADS = min(4, os.cpu_count() or 1)     # strand blocks stepped in parallel
+THREADS = min(4, os.cpu_count() or 1)     # strand blocks stepped in parallel (both cores here)
 
 
 def is_wig(ob) -> bool:

@@ -22,6 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 POINTS = 16
 
@@ -67,21 +69,105 @@ def one(strands: int, frames: int) -> dict:
     t0 = time.perf_counter()
     wig = Wig(hair, np.eye(4), np.eye(4), magnets, settings, head_mesh=sphere_mesh())
     bind = time.perf_counter() - t0
-    times, state = [], None
-    out = np.empty_like(pts)
-    for f in range(frames + 1):
+
+    def inputs(f):
         head = np.eye(4)
         c, s = np.cos(0.02 * f), np.sin(0.02 * f)
         head[:2, :2] = [[c, -s], [s, c]]
         mats = np.array([head @ m.rest_matrix for m in magnets])
         mats[:, :3, 3] += (0.02 * f, 0.0, -0.01 * f)
+        return FrameInput(np.eye(4), head, mats, time=f / 24)
+
+    out = np.empty_like(pts)
+    result = {"strands": strands, "points": strands * POINTS, "bind_s": bind,
+              "weights_mb": wig.weights.nbytes / 2**20}
+    for threads in (1, 2):
+        wig.threads = threads
+        times, state, phases = [], None, {}
+        for f in range(frames + 1):
+            t1 = time.perf_counter()
+            _, state = wig.step(inputs(f), state, out=out, keep_state=False,
+                                timings=phases if (f and threads == 1) else None)
+            if f:
+                times.append(time.perf_counter() - t1)
+        result[f"ms_{threads}"] = 1e3 * float(np.median(times))
+        if threads == 1:
+            result["phases"] = {k: 1e3 * v / frames for k, v in phases.items()}
+    # The streaming floor: numpy reading and writing, once, the arrays one frame must touch
+    # (rest pose, magnet weights, spring positions and velocities, the output).
+    arrays = [wig.rest_rows, wig.weights.rows, state.strand_pos, state.strand_vel, out]
+    copies = [np.empty_like(a) for a in arrays]
+    floor = []
+    for _ in range(7):
         t1 = time.perf_counter()
-        _, state = wig.step(FrameInput(np.eye(4), head, mats, time=f / 24), state, out=out)
-        if f:
-            times.append(time.perf_counter() - t1)
-    return {"strands": strands, "points": strands * POINTS, "ms": 1e3 * float(np.median(times)),
-            "bind_s": bind, "weights_mb": wig.weights.nbytes / 2**20,
-            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+        for a, b in zip(arrays, copies):
+            np.copyto(b, a)
+        floor.append(time.perf_counter() - t1)
+    result["floor_ms"] = 1e3 * float(np.median(floor))
+    result["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return result
+
+
+def _head_scene(frames: int):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import bpy
+    import scenes
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, frames
+    bpy.ops.mesh.primitive_monkey_add(size=2.0, calc_uvs=True)
+    head = bpy.context.active_object
+    head.data.uv_layers.active.name = "UVMap"
+    scenes.keyed_head_turn(head, 1, frames, angle=0.9, lift=0.25)
+    return bpy, scene, head
+
+
+def particle_hair(strands: int, frames: int) -> dict:
+    """Blender's own hair dynamics (particle hair, cloth solver) on the same head motion:
+    ``strands`` hairs of 16 points, stepped frame by frame as playback does."""
+    bpy, scene, head = _head_scene(frames)
+    head.modifiers.new("Hair", "PARTICLE_SYSTEM")
+    psys = head.particle_systems[0]
+    ps = psys.settings
+    ps.type = "HAIR"
+    ps.count = strands
+    ps.hair_length = 0.45
+    ps.hair_step = POINTS - 1
+    psys.use_hair_dynamics = True
+    psys.point_cache.frame_start, psys.point_cache.frame_end = 1, frames
+    scene.frame_set(1)
+    t0 = time.perf_counter()
+    for f in range(2, frames + 1):
+        scene.frame_set(f)
+    elapsed = time.perf_counter() - t0
+    return {"strands": strands, "s": elapsed, "frames": frames - 1}
+
+
+def wig_bake(strands: int, frames: int) -> dict:
+    """hair_wig's whole bake on the same head motion: read the scene, step (secondary dynamics,
+    length, collision with the head), write the keyframed cache."""
+    bpy, scene, head = _head_scene(frames)
+    import addon
+    import demo
+    import scenes
+
+    addon.ensure_registered()
+    from importlib import import_module
+
+    baking = import_module(f"{addon.PACKAGE}.operators.baking")
+    pts, counts, uv = demo.grow_hair(head, strands, points=POINTS)
+    hair = scenes.curves_hair("Hair", pts, counts)
+    hair.data.surface = head
+    hair.data.surface_uv_map = "UVMap"
+    hair.data.attributes.new("surface_uv_coordinate", "FLOAT2", "CURVE").data.foreach_set("vector", uv.ravel())
+    bpy.context.view_layer.objects.active = hair
+    bpy.ops.hair_wig.enable()
+    hair.hair_wig.use_secondary = True
+    t0 = time.perf_counter()
+    baking.bake(bpy.context, hair)
+    elapsed = time.perf_counter() - t0
+    return {"strands": strands, "s": elapsed, "frames": frames}
 
 
 def preview_rate(strands: int, frames: int) -> dict:
@@ -123,45 +209,101 @@ def preview_rate(strands: int, frames: int) -> dict:
             "ms": 1e3 * elapsed / frames}
 
 
+def _run(*args, env=None) -> dict:
+    res = subprocess.run([sys.executable, __file__, *map(str, args)], capture_output=True, text=True,
+                         env=env, check=True)
+    return json.loads([line for line in res.stdout.splitlines() if line.startswith("{")][-1])
+
+
+def plot(rows: list, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pts = [r["points"] for r in rows]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    a.loglog(pts, [r["ms_1"] for r in rows], "o-", label="pipeline, 1 thread")
+    a.loglog(pts, [r["ms_2"] for r in rows], "s-", label="pipeline, 2 threads")
+    a.loglog(pts, [r["floor_ms"] for r in rows], "^--", label="streaming floor")
+    a.set_xlabel("points (16 per strand)")
+    a.set_ylabel("ms per frame")
+    a.set_title("wig core per frame")
+    a.grid(True, which="both", alpha=0.3)
+    a.legend()
+    b.plot([p / 1e6 for p in pts], [r["peak_mb"] for r in rows], "o-")
+    b.set_xlabel("million points")
+    b.set_ylabel("peak memory, MB")
+    b.set_title("memory")
+    b.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[64, 640, 6400, 25000, 100000],
                    help="strand counts (16 points each)")
     p.add_argument("--frames", type=int, default=12)
+    p.add_argument("--e2e", type=int, nargs="*", default=[1000, 5000],
+                   help="strand counts for the end-to-end bake against Blender's hair dynamics")
     p.add_argument("--preview-strands", type=int, default=10000,
                    help="strands (16 points each) for the live-preview rate; 0 skips it")
+    p.add_argument("--output", default="bench_output", help="folder for bench.png")
     p.add_argument("--one", type=int, help=argparse.SUPPRESS)
     p.add_argument("--preview-one", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--particle-one", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--wig-one", type=int, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.one:
-        print(json.dumps(one(args.one, args.frames)))
-        return 0
-    if args.preview_one:
-        print(json.dumps(preview_rate(args.preview_one, 48)))
-        return 0
+    for flag, fn in ((args.one, lambda n: one(n, args.frames)), (args.preview_one, lambda n: preview_rate(n, 48)),
+                     (args.particle_one, lambda n: particle_hair(n, 48)), (args.wig_one, lambda n: wig_bake(n, 48))):
+        if flag:
+            print(json.dumps(fn(flag)))
+            return 0
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    print("wig core per frame, one core: 8 magnets (2 dynamic), secondary dynamics, compression, "
-          "length, collision")
-    print(f"{'strands':>9}{'points':>10}{'ms/frame':>10}{'ns/point':>10}{'bind s':>8}"
-          f"{'weights MB':>12}{'peak MB':>9}")
+    print("1. wig core per frame: 8 magnets (2 dynamic), secondary dynamics, compression, length, collision")
+    print(f"{'strands':>8}{'points':>9}{'1 thread':>10}{'2 threads':>10}{'speed-up':>9}{'floor':>8}"
+          f"{'ratio':>7}{'primary':>9}{'dynamics':>9}{'compr.':>8}{'length':>8}{'collis.':>8}{'output':>8}"
+          f"{'peak MB':>9}")
     rows = []
     for n in args.sizes:
-        res = subprocess.run([sys.executable, __file__, "--one", str(n), "--frames", str(args.frames)],
-                             capture_output=True, text=True, env=env, check=True)
-        r = json.loads(res.stdout.strip().splitlines()[-1])
+        r = _run("--one", n, "--frames", args.frames, env=env)
         rows.append(r)
-        print(f"{r['strands']:>9}{r['points']:>10}{r['ms']:>10.1f}{1e6 * r['ms'] / r['points']:>10.1f}"
-              f"{r['bind_s']:>8.2f}{r['weights_mb']:>12.1f}{r['peak_mb']:>9.0f}", flush=True)
+        ph = r["phases"]
+        print(f"{r['strands']:>8}{r['points']:>9}{r['ms_1']:>10.1f}{r['ms_2']:>10.1f}"
+              f"{r['ms_1'] / r['ms_2']:>8.2f}x{r['floor_ms']:>8.1f}{r['ms_2'] / r['floor_ms']:>6.1f}x"
+              + "".join(f"{ph.get(k, 0):>{w}.1f}" for k, w in (("primary", 9), ("dynamics", 9),
+                        ("compression", 8), ("length", 8), ("collision", 8), ("output", 8)))
+              + f"{r['peak_mb']:>9.0f}", flush=True)
     big = rows[-1]
-    print(f"target: {big['points']} points at <= 150 ms/frame -> {big['ms']:.0f} ms; "
-          f"peak memory <= 2048 MB -> {big['peak_mb']:.0f} MB")
+    pts = np.array([r["points"] for r in rows], float)
+    mb = np.array([r["peak_mb"] for r in rows], float)
+    slope, intercept = np.polyfit(pts, mb, 1)
+    print(f"   ms per frame and phases: median of {args.frames} frames; phases with 1 thread; floor = "
+          f"numpy copying rest, weights, spring state and output once; ratio = 2 threads / floor")
+    print(f"   memory: peak = {intercept:.0f} MB + {slope * 1e6:.0f} MB per million points "
+          f"(linear fit over the sizes above)")
+    print(f"   targets at {big['points']} points: <= 4x floor -> {big['ms_2'] / big['floor_ms']:.1f}x; "
+          f"<= 150 ms on one core -> {big['ms_1']:.0f} ms; peak <= 2048 MB -> {big['peak_mb']:.0f} MB")
+    if args.e2e:
+        print("2. end-to-end bake, 48 frames of a head turn, 16 points per strand, against Blender's "
+              "particle hair dynamics")
+        print(f"{'strands':>8}{'hair_wig s':>12}{'ms/frame':>10}{'Blender s':>11}{'ms/frame':>10}{'ratio':>8}")
+        for n in args.e2e:
+            ours = _run("--wig-one", n)
+            theirs = _run("--particle-one", n)
+            print(f"{n:>8}{ours['s']:>12.2f}{1e3 * ours['s'] / ours['frames']:>10.1f}{theirs['s']:>11.2f}"
+                  f"{1e3 * theirs['s'] / theirs['frames']:>10.1f}"
+                  f"{(theirs['s'] / theirs['frames']) / (ours['s'] / ours['frames']):>7.0f}x", flush=True)
     if args.preview_strands:
-        res = subprocess.run([sys.executable, __file__, "--preview-one", str(args.preview_strands)],
-                             capture_output=True, text=True, env=env, check=True)
-        r = json.loads([l for l in res.stdout.splitlines() if l.startswith("{")][-1])
-        print(f"live preview in Blender, {r['strands']} strands x {POINTS} points, 8 magnets: "
+        r = _run("--preview-one", args.preview_strands)
+        print(f"3. live preview in Blender, {r['strands']} strands x {POINTS} points, 8 magnets: "
               f"{r['updates_per_s']:.1f} updates/s ({r['ms']:.1f} ms per frame_set incl. the write; "
               f"target >= 30/s)")
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    plot(rows, out / "bench.png")
+    print(f"plot: {out / 'bench.png'}")
     return 0
 
 

@@ -380,9 +380,9 @@ def test_threads_and_in_place_state_give_the_same_bake_bit_for_bit():
     one = Wig(h, np.eye(4), np.eye(4), [dyn], settings, head_mesh=(v, tris))
     one.BLOCK_POINTS = 64
     one.blocks = one._blocks()               # many blocks, so that threads really share the work
-    two = Wig(h, np.eye(4), np.eye(4), [dyn], settings, head_mesh=(v, tris), threads=2)
-    two.BLOCK_POINTS = 64
-    two.blocks = two._blocks()
+    two = Wig(h, np.eye(4), np.eye(4), [dyn], settings, head_mesh=(v, tris))
+    two.THREAD_BLOCK_POINTS = 64
+    two.threads = 2
     assert len(two.blocks) > 4
     expect, _ = run(one, inputs)
     state, timings = None, {}
