@@ -260,7 +260,8 @@ class Wig:
 
         # Scalp space: the rest pose carried by the deforming surface.
         base = self.rest_rows
-        if self.scalp is not None and inp.surface_positions is not None:
+        if (self.scalp is not None and inp.surface_positions is not None
+                and not self.scalp.at_rest(inp.surface_positions, inp.surface_normals)):
             carried = self.scalp.apply(self.rest_local, self.strand_of_point, self.attachment,
                                        inp.surface_positions, inp.surface_normals,
                                        out=np.empty_like(self.rest_local))

@@ -111,7 +111,15 @@ class ScalpSpace:
         self.corners = self.tri_corners[tri]      # (N, 3)
         self.bary = bary
         self.rest_positions = np.asarray(rest_positions, dtype=np.float64)
+        self.rest_normals = np.asarray(rest_normals, dtype=np.float64)
         self.rest_origin, self.rest_rotation = self.frames(self.rest_positions, rest_normals)
+        # Below this the surface counts as undeformed (float32 resolution of its size).
+        self.tolerance = 1e-7 * max(float(np.ptp(self.rest_positions, axis=0).max()), 1e-12)
+
+    def at_rest(self, positions, normals) -> bool:
+        """Whether the surface has its rest shape (then every frame change is the identity)."""
+        return (np.abs(np.asarray(positions) - self.rest_positions).max() <= self.tolerance
+                and np.abs(np.asarray(normals) - self.rest_normals).max() <= 1e-6)
 
     def frames(self, positions, normals, reference=None):
         """Root origins (N, 3) and orientations (N, 3, 3) — columns tangent, bitangent, normal —
