@@ -199,20 +199,34 @@ class RadiusMap:
         self.name = name
 
     def radius(self, dirs: np.ndarray) -> np.ndarray:
-        """Surface distance (P,) along unit directions ``dirs`` (P, 3), bilinear on the grid."""
+        """Surface distance (P,) along unit directions ``dirs`` (P, 3), bilinear on the grid
+        (clamped at the poles, wrapping round in φ)."""
         nt, nph = self.shape
-        theta = np.arccos(np.clip(dirs[:, 2], -1, 1))
-        phi = np.arctan2(dirs[:, 1], dirs[:, 0])
-        x = theta / np.pi * nt - 0.5
-        y = (phi + np.pi) / (2 * np.pi) * nph - 0.5
-        i0 = np.floor(x).astype(np.int64)
-        j0 = np.floor(y).astype(np.int64)
-        fx, fy = (x - i0).astype(np.float32), (y - j0).astype(np.float32)
-        i0c, i1c = np.clip(i0, 0, nt - 1), np.clip(i0 + 1, 0, nt - 1)
-        j0c, j1c = j0 % nph, (j0 + 1) % nph
-        r = self.radii
-        return ((r[i0c, j0c] * (1 - fy) + r[i0c, j1c] * fy) * (1 - fx)
-                + (r[i1c, j0c] * (1 - fy) + r[i1c, j1c] * fy) * fx)
+        x = np.arccos(np.clip(dirs[:, 2], -1, 1)).astype(np.float32)
+        x *= np.float32(nt / np.pi)
+        x -= np.float32(0.5)
+        y = np.arctan2(dirs[:, 1], dirs[:, 0]).astype(np.float32)
+        y += np.float32(np.pi)
+        y *= np.float32(nph / (2 * np.pi))
+        y -= np.float32(0.5)
+        fx = np.floor(x)
+        fy = np.floor(y)
+        i0 = fx.astype(np.int32)
+        j0 = fy.astype(np.int32)
+        x -= fx                                   # fractions
+        y -= fy
+        i1 = np.minimum(i0 + 1, nt - 1) * nph
+        i0 = np.maximum(i0, 0) * nph
+        j0[j0 < 0] += nph
+        j1 = j0 + 1
+        j1[j1 == nph] = 0
+        flat = self.radii.ravel()
+        top = flat.take(i0 + j0)
+        top += (flat.take(i0 + j1) - top) * y
+        bottom = flat.take(i1 + j0)
+        bottom += (flat.take(i1 + j1) - bottom) * y
+        top += (bottom - top) * x
+        return top
 
     def push_out(self, points: np.ndarray, offset: float = 0.0, mask: np.ndarray | None = None) -> np.ndarray:
         """Move every point (P, 3) nearer the centre than the surface (+ offset) along its ray
