@@ -152,7 +152,6 @@ class MagnetWeights:
         n = points.shape[1]
         chunk = min(self.CHUNK, n)
         g_buf = np.empty((12, chunk), dtype=np.float32)
-        t_buf = np.empty(chunk, dtype=np.float32)
         for start in range(0, n, chunk):
             c = min(chunk, n - start)
             sl = slice(start, start + c)
@@ -161,11 +160,9 @@ class MagnetWeights:
                 np.dot(table, weights[:, sl], out=g)
             else:
                 g[...] = table @ weights[:, sl]
-            tmp = t_buf[:c]
+            p = points[:, sl]
             for axis in range(3):
                 o = out[axis, sl]
-                for j in range(3):
-                    np.multiply(g[4 * axis + j], points[j, sl], out=tmp)
-                    o += tmp
+                o += np.einsum("jc,jc->c", g[4 * axis:4 * axis + 3], p)   # row axis of G, dotted with p
                 o += g[4 * axis + 3]
         return out
