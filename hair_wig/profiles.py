@@ -96,6 +96,3 @@ class Profile:
         i = np.minimum(u.astype(np.int32), LUT_SIZE - 2)
         f = u - i
         return self.lut[i] * (1 - f) + self.lut[i + 1] * f
-
-    def is_constant(self, value: float) -> bool:
-        return bool(np.all(self.lut == np.float32(value)))

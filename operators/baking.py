@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 
 import numpy as np
 
-from ..hair_wig import (BakeCache, DynamicMagnet, FrameInput, HairSet, HairWigError, Magnet,
-                        Profile, ScalpSpace, SecondarySettings, Wig, WigSettings)
+from ..hair_wig import (BakeCache, DynamicMagnet, FrameInput, HairWigError, Magnet, Profile,
+                        ScalpSpace, SecondarySettings, Wig, WigSettings)
 from . import blender_io, profiles
 from .properties import head_of
 
@@ -21,6 +22,19 @@ THREADS = min(4, os.cpu_count() or 1)     # strand blocks stepped in parallel (b
 
 def is_wig(ob) -> bool:
     return ob is not None and ob.type in blender_io.HAIR_TYPES and ob.hair_wig.enabled
+
+
+def require_wig(ob) -> None:
+    if not is_wig(ob):
+        raise HairWigError(f"'{ob.name}' has no hair_wig settings (enable Wig on it first)")
+
+
+def require_head(ob):
+    """The wig's head mesh, or an error naming the wig."""
+    head = head_of(ob)
+    if head is None:
+        raise HairWigError(f"'{ob.name}' has no head: set a head mesh or give the hair a surface")
+    return head
 
 
 def wigs_in(scene) -> list:
@@ -53,17 +67,14 @@ def magnet_objects(scene, ob) -> list:
     return obs
 
 
-def capture_rest(context, ob, empties=None) -> None:
+def capture_rest(context, ob) -> None:
     """Set the rest pose of a wig now: the hair's and the head's world matrices, and every magnet's
     transform in the head's space (seed 000: the magnet's rest matrix ``Mi``, taken at bind)."""
     s = ob.hair_wig
-    head = head_of(ob)
-    if head is None:
-        raise HairWigError(f"'{ob.name}' has no head: set a head mesh or give the hair a surface")
+    head = require_head(ob)
     depsgraph = context.evaluated_depsgraph_get()
     head_m = blender_io.evaluated_matrix(head, depsgraph)
-    empties = magnet_objects(context.scene, ob) if empties is None else empties
-    for e in empties:
+    for e in magnet_objects(context.scene, ob):
         capture_magnet_rest(e, head_m, depsgraph)
     blender_io.store_matrix(s, "hair_rest_matrix", blender_io.evaluated_matrix(ob, depsgraph))
     blender_io.store_matrix(s, "head_rest_matrix", head_m)
@@ -83,6 +94,7 @@ def _magnets(ob, empties, head_rest, depsgraph, selection, gravity: float, captu
     or read now (at the rest frame) when the wig's rest pose was never set. ``gravity``: the
     scene's (m/s²)."""
     to_local = np.linalg.inv(head_rest)
+    gravity_profile = profiles.read(ob.hair_wig, "gravity")
     magnets = []
     for e in empties:
         ms = e.hair_wig_magnet
@@ -100,7 +112,7 @@ def _magnets(ob, empties, head_rest, depsgraph, selection, gravity: float, captu
             dynamic = DynamicMagnet(mass=ms.mass, stiffness=ms.stiffness, damping=ms.damping,
                                     dynablend=ms.dynablend, substeps=ms.substeps,
                                     gravity_max=gravity * ms.gravity,
-                                    gravity_profile=profiles.read(ob.hair_wig, "gravity"))
+                                    gravity_profile=gravity_profile)
         magnets.append(Magnet(e.name, rest,
                               multiplier=ms.multiplier, exponent=ms.exponent, radius=ms.radius,
                               falloff=profiles.read(ms, "falloff"), strands=strands, dynamic=dynamic))
@@ -164,9 +176,7 @@ def bind(context, ob, rest_points=None, dynamics: bool = True):
     for the hair's own positions (live preview keeps them while it writes over them);
     ``dynamics=False`` leaves out the secondary springs (live preview shows no dynamics)."""
     s = ob.hair_wig
-    head = head_of(ob)
-    if head is None:
-        raise HairWigError(f"'{ob.name}' has no head: set a head mesh or give the hair a surface")
+    head = require_head(ob)
     scene = context.scene
     depsgraph = context.evaluated_depsgraph_get()
     empties = magnet_objects(scene, ob)
@@ -177,10 +187,7 @@ def bind(context, ob, rest_points=None, dynamics: bool = True):
         if len(rest_points) != source.hair.num_points:
             raise HairWigError(f"'{ob.name}' was edited while previewed: it has {source.hair.num_points} "
                                f"points, its rest pose {len(rest_points)}")
-        source = blender_io.HairSource(
-            HairSet(rest_points, source.hair.counts, source.hair.name, source.hair.selection,
-                    source.hair.surface_uv), source.matrix, source.surface, source.surface_matrix,
-            source.surface_uv_map)
+        source = replace(source, hair=replace(source.hair, points=rest_points))
     if s.rest_captured:
         hair_rest = blender_io.stored_matrix(s, "hair_rest_matrix")
         head_rest = blender_io.stored_matrix(s, "head_rest_matrix")
@@ -235,8 +242,7 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
     ``(done, total)`` after every frame and returns the cache. Closing it early (a cancelled
     bake) or an error leaves the scene's current frame as it was.
     """
-    if not is_wig(ob):
-        raise HairWigError(f"'{ob.name}' has no hair_wig settings (enable Wig on it first)")
+    require_wig(ob)
     blender_io.check_bakeable(ob)
     from . import preview      # (preview builds on this module)
 

@@ -36,8 +36,7 @@ def is_previewing(ob) -> bool:
 
 def start(context, ob) -> None:
     """Start previewing the wig of ``ob`` (a Curves hair object, not baked)."""
-    if not baking.is_wig(ob):
-        raise HairWigError(f"'{ob.name}' has no hair_wig settings (enable Wig on it first)")
+    baking.require_wig(ob)
     if ob.type != "CURVES":
         raise HairWigError(f"'{ob.name}': live preview works on Curves hair; bake legacy curves instead")
     if blender_io.is_baked(ob):

@@ -154,16 +154,8 @@ class VIEW3D_PT_hair_wig_refinement(_WigSubPanel, bpy.types.Panel):
         col.prop(s, "collision_offset")
 
 
-class VIEW3D_PT_hair_wig_bake(bpy.types.Panel):
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Hair Wig"
+class VIEW3D_PT_hair_wig_bake(_WigSubPanel, bpy.types.Panel):
     bl_label = "Bake"
-    bl_parent_id = "VIEW3D_PT_hair_wig"
-
-    @classmethod
-    def poll(cls, context):
-        return baking.is_wig(context.active_object)
 
     def draw(self, context):
         layout = self.layout
