@@ -92,13 +92,19 @@ def read_hair(ob, selection_attribute: str = "") -> HairSet:
     return HairSet(points, counts, name=ob.name)
 
 
+def _curve_offsets(cv) -> np.ndarray:
+    """(N + 1,) int32 first point of every curve of a Curves datablock, and the point count."""
+    offsets = np.empty(len(cv.curves) + 1, dtype=np.int32)
+    cv.curve_offset_data.foreach_get("value", offsets)
+    return offsets
+
+
 def _read_curves(ob, selection_attribute: str) -> HairSet:
     cv = ob.data
     n = len(cv.curves)
     if n == 0:
         raise HairWigError(f"'{ob.name}' has no hair curves")
-    offsets = np.empty(n + 1, dtype=np.int32)
-    cv.curve_offset_data.foreach_get("value", offsets)
+    offsets = _curve_offsets(cv)
     counts = np.diff(offsets)
     points = np.empty(int(offsets[-1]) * 3, dtype=np.float32)
     cv.attributes["position"].data.foreach_get("vector", points)
@@ -240,9 +246,7 @@ def read_strand_set(ob, attribute: str) -> np.ndarray | None:
         return None
     if ob.type != "CURVES":
         raise HairWigError(f"'{ob.name}': legacy Curve objects have no attribute '{attribute}'")
-    offsets = np.empty(len(ob.data.curves) + 1, dtype=np.int32)
-    ob.data.curve_offset_data.foreach_get("value", offsets)
-    return _read_selection(ob, attribute, offsets)
+    return _read_selection(ob, attribute, _curve_offsets(ob.data))
 
 
 def read_evaluated_points(ob, depsgraph) -> np.ndarray:
@@ -338,9 +342,7 @@ def baked_magnet_position(ob, magnet_name: str, frame: float) -> np.ndarray | No
 def _rest_counts(ob) -> np.ndarray:
     """(N,) points per strand of the hair as it is now, read without reading positions."""
     if ob.type == "CURVES":
-        offsets = np.empty(len(ob.data.curves) + 1, dtype=np.int32)
-        ob.data.curve_offset_data.foreach_get("value", offsets)
-        return np.diff(offsets)
+        return np.diff(_curve_offsets(ob.data))
     counts = np.empty(len(ob.data.splines), dtype=np.int32)
     ob.data.splines.foreach_get("point_count_u", counts)
     return counts
