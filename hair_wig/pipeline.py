@@ -132,11 +132,11 @@ class Wig:
         self.hair_rest = as_matrix(hair_matrix, f"'{hair.name}' rest matrix")
         self.head_rest = as_matrix(head_matrix, f"'{hair.name}' head rest matrix")
         to_local = np.linalg.solve(self.head_rest, self.hair_rest)
-        self.rest_local = transform_points(hair.points, to_local)
+        rest_local = transform_points(hair.points, to_local)
         self.magnets: list[Magnet] = list(magnets)
         self.mi_inv = np.array([np.linalg.inv(as_matrix(m.rest_matrix, f"magnet '{m.name}' rest matrix"))
                                 for m in self.magnets]).reshape(-1, 4, 4)
-        self.weights = MagnetWeights(hair, self.rest_local, self.magnets, settings.flex,
+        self.weights = MagnetWeights(hair, rest_local, self.magnets, settings.flex,
                                      settings.length_profile, settings.normalisation)
         self.dynamic_index = [i for i, m in enumerate(self.magnets) if m.dynamic is not None]
         self.dynamics = DynamicMagnets([self.magnets[i].name for i in self.dynamic_index],
@@ -167,7 +167,7 @@ class Wig:
         self.strand_of_point = hair.strand_of_point()
         self.attachment = settings.attachment(t)[:, None]
         # The hot path keeps points as rows (3, P): every pass is over contiguous memory.
-        self.rest_rows = np.ascontiguousarray(self.rest_local.T)
+        self.rest_rows = np.ascontiguousarray(rest_local.T)
         self.compression_bound = None
         if self.alpha is not None:
             c = self.centre.astype(np.float32)[:, None] - self.rest_rows
@@ -262,9 +262,10 @@ class Wig:
         base = self.rest_rows
         if (self.scalp is not None and inp.surface_positions is not None
                 and not self.scalp.at_rest(inp.surface_positions, inp.surface_normals)):
-            carried = self.scalp.apply(self.rest_local, self.strand_of_point, self.attachment,
+            rest = self.rest_rows.T
+            carried = self.scalp.apply(rest, self.strand_of_point, self.attachment,
                                        inp.surface_positions, inp.surface_normals,
-                                       out=np.empty_like(self.rest_local))
+                                       out=np.empty(rest.shape, dtype=np.float32))
             base = np.ascontiguousarray(carried.T)
         # Dynamic magnets (a few points in world space) step once for the whole wig.
         motions = None
