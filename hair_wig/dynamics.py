@@ -19,6 +19,7 @@ import numpy as np
 
 from .errors import HairWigError
 from .profiles import Profile
+from .spaces import transform_rows
 
 
 def spring_step_coefficients(stiffness, damping, mass, dt):
@@ -226,25 +227,36 @@ class SecondarySprings:
             self._dt = dt
         return self._coef
 
-    def step(self, pos: np.ndarray, vel: np.ndarray, target: np.ndarray, dt: float,
-             out: np.ndarray, scratch: np.ndarray | None = None, span: slice = slice(None)) -> np.ndarray:
-        """Advance the springs towards ``target`` and write the shown positions
-        ``target + blend · (pos − target)`` to ``out``.
+    def follow(self, pos: np.ndarray, vel: np.ndarray, p: np.ndarray, head: np.ndarray,
+               head_inv: np.ndarray, dt: float, first: bool, work: np.ndarray, spare: np.ndarray,
+               row: np.ndarray, span: slice = slice(None)) -> np.ndarray:
+        """Advance the springs towards this frame's targets and move ``p`` to what is shown.
 
-        All arrays are points stored as rows (3, P) float32, world space; ``pos`` and ``vel`` are
-        updated in place; ``out`` must not be ``target``; ``scratch`` is a (3, P) work buffer.
-        With ``span``, the arrays hold only that block of the bound points.
+        ``p`` holds the primary positions (3, C) float32 in head-local space, which the head
+        matrix ``head`` carries into the world as the springs' targets ``T``. With the deviation
+        ``y = pos − T`` the exact step (SPEC §5) is ``y' = e11 y + e12 v``, ``v' = e21 y + e22 v``,
+        ``pos' = T + y'``, and the vertex is shown at ``T + blend · y'``: in head-local space,
+        ``p + blend · A⁻¹ y'`` (``A`` the head's linear part), so ``T`` itself never comes back.
+        ``pos`` and ``vel`` are the world-space state (3, C) for the block ``span``, updated in
+        place; ``work``, ``spare`` (3, C) and ``row`` (C,) are scratch. ``first``: the springs
+        start at rest on their targets.
         """
+        target = transform_rows(head, p, work)
+        if first:
+            pos[...] = target
+            vel[...] = 0.0
+            return p
         e11, e12, e21, e22 = (c[span] for c in self.coefficients(dt))
-        y = np.subtract(pos, target, out=np.empty_like(pos) if scratch is None else scratch)
-        np.multiply(y, e11, out=pos)               # pos = target + e11 y + e12 v
-        np.multiply(vel, e12, out=out)
-        pos += out
-        pos += target
-        vel *= e22                                  # v = e21 y + e22 v
-        y *= e21
-        vel += y
-        np.subtract(pos, target, out=out)
-        out *= self.blend[span]
-        out += target
-        return out
+        y = np.subtract(pos, target, out=work)      # T is pos − y from here on
+        np.multiply(vel, e12, out=spare)
+        vel *= e22
+        pos -= y
+        for k in range(3):
+            np.multiply(y[k], e21, out=row)
+            vel[k] += row
+        y *= e11
+        y += spare                                  # y'
+        pos += y
+        y *= self.blend[span]
+        p += transform_rows(head_inv, y, spare, translate=False)
+        return p

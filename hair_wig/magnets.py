@@ -83,7 +83,7 @@ class MagnetWeights:
     over all magnets (SPEC §3).
     """
 
-    CHUNK = 1 << 14       # points per block when blending: (12, C) stays in cache
+    TILE = 1 << 14        # points per tile of stored weights; a tile's (12, C) blend stays in cache
 
     def __init__(self, hair: HairSet, rest_points: np.ndarray, magnets: list[Magnet],
                  flex: Profile, length: Profile, normalisation: str = "cap"):
@@ -114,55 +114,95 @@ class MagnetWeights:
         norm = np.maximum(total, 1.0) if normalisation == "cap" else np.where(total > 0, total, 1.0)
         scale = flex(hair.vertex_t()) * length(hair.normalised_length())[strand] / norm
         top_w *= scale[:, None]
-        # Kept as one row of weights per magnet over all points: the per-frame blend is then one
-        # small matrix product per block of points (4·M bytes per point; 32 magnets on 1.6M
-        # points: 205 MB). The strongest-MAX_INFLUENCES limit is already applied.
-        self.rows = np.zeros((m + 1, p), dtype=np.float32)
-        np.put_along_axis(self.rows.T, top_i.astype(np.intp), top_w, axis=1)
-        self.rows = np.ascontiguousarray(self.rows[:m])
         self.num_magnets = m
+        self.num_points = p
         self.total = total                # raw Σ w per vertex, for diagnostics and tests
+        self._store_tiles(top_i, top_w)
+
+    def _store_tiles(self, top_i: np.ndarray, top_w: np.ndarray) -> None:
+        """Block-sparse storage: points in tiles of ``TILE``; each tile keeps a column of
+        weights (point-major, contiguous) for just the magnets that reach one of its points.
+        Hair that is stored in surface order (as Blender grows and combs it) meets few magnets
+        per tile, so memory and the per-frame blend scale with the magnets actually in reach,
+        not with all of them; a tile no magnet reaches costs nothing."""
+        m, p = self.num_magnets, self.num_points
+        column = np.empty(m + 1, dtype=np.intp)
+        starts = np.arange(0, p, self.TILE)
+        self.tile_start = np.append(starts, p)
+        self.tile_magnets: list[np.ndarray] = []
+        offsets, pieces = [0], []
+        for a, b in zip(self.tile_start[:-1], self.tile_start[1:]):      # one pass per tile, at bind
+            ti, tw = top_i[a:b], top_w[a:b]
+            active = np.unique(ti[tw > 0])
+            column[active] = np.arange(len(active))
+            column[m] = len(active)                                      # empty slots: a spare column
+            tile = np.zeros((b - a, len(active) + 1), dtype=np.float32)
+            np.put_along_axis(tile, column[ti], tw, axis=1)
+            pieces.append(tile[:, :-1].ravel())
+            offsets.append(offsets[-1] + pieces[-1].size)
+            self.tile_magnets.append(active.astype(np.intp))
+        self.values = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
+        self.tile_offset = np.array(offsets, dtype=np.int64)
 
     @property
     def nbytes(self) -> int:
-        return self.rows.nbytes
+        return self.values.nbytes + sum(a.nbytes for a in self.tile_magnets) + self.tile_offset.nbytes
 
-    def dense(self, num_points: int) -> np.ndarray:
-        """(M, P) weights."""
-        return self.rows[:, :num_points].copy()
+    def _tile(self, t: int) -> np.ndarray:
+        """(n, m_t) weights of tile ``t``: its points × its magnets in reach."""
+        n = int(self.tile_start[t + 1] - self.tile_start[t])
+        return self.values[self.tile_offset[t]:self.tile_offset[t + 1]].reshape(n, -1)
+
+    def dense(self, num_points: int | None = None) -> np.ndarray:
+        """(M, P) weights (for inspection and tests; the wig never builds it)."""
+        out = np.zeros((self.num_magnets, self.num_points), dtype=np.float32)
+        for t, active in enumerate(self.tile_magnets):
+            out[active, self.tile_start[t]:self.tile_start[t + 1]] = self._tile(t).T
+        return out if num_points is None else out[:, :num_points]
+
+    def magnets_per_point(self) -> float:
+        """Mean number of magnets stored per point (the dense layout would store all M)."""
+        return self.values.size / max(1, self.num_points)
 
     def displace_rows(self, points: np.ndarray, motions: np.ndarray, out: np.ndarray,
-                      span: slice = slice(None)) -> np.ndarray:
+                      span: slice = slice(None), scratch: np.ndarray | None = None) -> np.ndarray:
         """Add ``Σ_k W_k · (M_k p − p)`` to ``out`` (SPEC §3, "Displacement") for points stored as
         rows (3, P) float32, head-local — or the block ``span`` of the bound points when
         ``points`` and ``out`` hold only that block; motions (M, 4, 4) float64, ``M_k = Mf · Mi⁻¹``.
 
-        The magnets' motions are blended per vertex first, ``G = Σ_k W_k (M_k − I)`` — a
-        (12, M) × (M, C) product per block of C points, small enough to stay in cache — then
-        applied: ``out += G p``.
+        The magnets' motions are blended per vertex first, ``G = Σ_k W_k (M_k − I)`` — for each
+        tile a (12, m_t) × (m_t, C) product over the magnets in reach, small enough to stay in
+        cache — then applied: ``out += G p``. ``scratch``: a float32 buffer of at least
+        ``13 · TILE`` elements (allocated when not given).
         """
         m = self.num_magnets
         if m == 0:
             return out
         a = (motions[:, :3, :] - np.eye(4)[None, :3, :]).reshape(m, 12)
-        if not a.any():
+        moving = a.any(axis=1)
+        if not moving.any():
             return out
         table = np.ascontiguousarray(a.T, dtype=np.float32)           # (12, M)
-        weights = self.rows[:, span]
-        n = points.shape[1]
-        chunk = min(self.CHUNK, n)
-        g_buf = np.empty((12, chunk), dtype=np.float32)
-        for start in range(0, n, chunk):
-            c = min(chunk, n - start)
-            sl = slice(start, start + c)
-            g = g_buf if c == chunk else g_buf[:, :c]
-            if c == chunk and weights[:, sl].flags.c_contiguous:
-                np.dot(table, weights[:, sl], out=g)
-            else:
-                g[...] = table @ weights[:, sl]
-            p = points[:, sl]
+        lo, hi, _ = span.indices(self.num_points)
+        if scratch is None:
+            scratch = np.empty(13 * self.TILE, dtype=np.float32)
+        first = int(np.searchsorted(self.tile_start, lo, side="right")) - 1
+        for t in range(first, len(self.tile_magnets)):
+            t0, t1 = int(self.tile_start[t]), int(self.tile_start[t + 1])
+            if t0 >= hi:
+                break
+            active = self.tile_magnets[t]
+            if not moving[active].any():
+                continue
+            a0, a1 = max(lo, t0), min(hi, t1)
+            c = a1 - a0
+            g = scratch[:12 * c].reshape(12, c)
+            np.dot(table[:, active], self._tile(t)[a0 - t0:a1 - t0].T, out=g)
+            dot = scratch[12 * c:13 * c]
+            p = points[:, a0 - lo:a1 - lo]
+            o = out[:, a0 - lo:a1 - lo]
             for axis in range(3):
-                o = out[axis, sl]
-                o += np.einsum("jc,jc->c", g[4 * axis:4 * axis + 3], p)   # row axis of G, dotted with p
-                o += g[4 * axis + 3]
+                np.einsum("jc,jc->c", g[4 * axis:4 * axis + 3], p, out=dot)   # row axis of G · p
+                o[axis] += dot
+                o[axis] += g[4 * axis + 3]
         return out

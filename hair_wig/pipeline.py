@@ -8,6 +8,7 @@ head motion moves the hair rigidly and costs nothing; springs run in world space
 
 from __future__ import annotations
 
+import queue
 import time
 from dataclasses import dataclass, field
 
@@ -18,7 +19,7 @@ from .errors import HairWigError
 from .hairset import HairSet
 from .magnets import Magnet, MagnetWeights
 from .profiles import Profile
-from .refinement import LengthControl, RadiusMap, compensate_compression_rows
+from .refinement import LengthControl, RadiusMap, compensate_compression_rows, compression_vectors
 from .scalp import ScalpSpace
 from .spaces import as_matrix, transform_points, transform_rows
 
@@ -170,19 +171,16 @@ class Wig:
         self.rest_rows = np.ascontiguousarray(rest_local.T)
         self.compression_bound = None
         if self.alpha is not None:
-            c = self.centre.astype(np.float32)[:, None] - self.rest_rows
-            self.compression_bound = (c, np.einsum("kp,kp->p", c, c))
-        self._work = np.empty_like(self.rest_rows)
-        self._scratch = np.empty_like(self.rest_rows)
-        self._world = np.empty_like(self.rest_rows)
+            self.compression_bound = compression_vectors(self.rest_rows, self.centre, self.alpha)
         self._pool = None
         self.threads = threads        # also plans the blocks
 
     # One thread: blocks whose rows stay in cache through the whole pipeline. Several: bigger
     # blocks, so each thread's numpy passes are long enough to run outside the GIL (measured on
-    # the project machine: 1.6M points, 141 ms at 2^15 on one thread, 86 ms at 2^18 on two).
+    # the project machine, 1.6M points: 98 ms at 2^15 on one thread; on two, 74 ms at 2^15,
+    # 63 at 2^16, 59 at 2^17, 61 at 2^18).
     BLOCK_POINTS = 1 << 15
-    THREAD_BLOCK_POINTS = 1 << 18
+    THREAD_BLOCK_POINTS = 1 << 17
 
     @property
     def threads(self) -> int:
@@ -192,6 +190,20 @@ class Wig:
     def threads(self, n: int) -> None:
         self._threads = max(1, int(n))
         self.blocks = self._blocks()
+
+    @property
+    def blocks(self) -> list[tuple[slice, int]]:
+        return self._block_list
+
+    @blocks.setter
+    def blocks(self, blocks) -> None:
+        """Plan the blocks, and the scratch buffers each thread reuses for them (nothing of a
+        block's size is allocated per frame)."""
+        self._block_list = blocks
+        size = max(s.stop - s.start for s, _ in blocks)
+        self._workspaces = queue.SimpleQueue()
+        for _ in range(self._threads):
+            self._workspaces.put(_Workspace(size, self.weights.TILE))
 
     def _blocks(self) -> list[tuple[slice, int]]:
         """Point ranges of whole strands (and each one's first strand) processed one at a time.
@@ -318,48 +330,49 @@ class Wig:
     def _step_block(self, span, first_strand, base, at_rest, motions, head, head_inv, dt, state,
                     first, to_object, out, timings=None):
         """The pipeline after the dynamic magnets, for the strands of one block."""
-        clock = _Clock(timings)
-        p = self._work[:, span]
-        p[...] = base
-        # Primary movement: magnets' motion from rest, in head-local space.
-        if motions is not None:
-            self.weights.displace_rows(base, motions, p, span)
-        clock.lap("primary")
-        # Secondary movement: per-vertex springs in world space.
-        if self.secondary is not None:
-            target_w = transform_rows(head, p, self._world[:, span])
-            if first:
-                state.strand_pos[:, span] = target_w
-                shown = target_w
-            else:
-                shown = self.secondary.step(state.strand_pos[:, span], state.strand_vel[:, span],
-                                            target_w, dt, out=self._scratch[:, span], scratch=p,
-                                            span=span)
-            transform_rows(head_inv, shown, p)
-        clock.lap("dynamics")
-        self.refine(p, base, span, first_strand, at_rest, clock)
-        if to_object is None:
-            out[span] = p.T
-        else:
-            out[span] = transform_rows(to_object, p, self._scratch[:, span]).T
-        clock.lap("output")
+        ws = self._workspaces.get()
+        try:
+            clock = _Clock(timings)
+            c = base.shape[1]
+            p, work, spare, row = ws.rows(0, c), ws.rows(1, c), ws.rows(2, c), ws.row[:c]
+            np.copyto(p, base)
+            # Primary movement: magnets' motion from rest, in head-local space.
+            if motions is not None:
+                self.weights.displace_rows(base, motions, p, span, ws.blend)
+            clock.lap("primary")
+            # Secondary movement: per-vertex springs in world space.
+            if self.secondary is not None:
+                self.secondary.follow(state.strand_pos[:, span], state.strand_vel[:, span], p, head,
+                                      head_inv, dt, first, work, spare, row, span)
+            clock.lap("dynamics")
+            self.refine(p, base, span, first_strand, at_rest, clock, ws)
+            rows = p if to_object is None else transform_rows(to_object, p, work)
+            block = out[span]
+            for k in range(3):        # column by column: four times faster than one transposing copy
+                block[:, k] = rows[k]
+            clock.lap("output")
+        finally:
+            self._workspaces.put(ws)
 
     def refine(self, p: np.ndarray, base: np.ndarray, span: slice = slice(None),
-               first_strand: int = 0, at_rest: bool = False, clock=None) -> np.ndarray:
+               first_strand: int = 0, at_rest: bool = False, clock=None, ws=None) -> np.ndarray:
         """Refinement in head-local space, in the seed's order (SPEC §6): compression (of the
         displacement from ``base``, this frame's rest pose), length, collision, length again on
         the strands the collision touched, and a final collision pass on them. Points as rows
         (3, P) — or the block ``span`` of them, starting at strand ``first_strand`` — in place.
-        ``at_rest``: ``base`` is the bound rest pose, whose compression vectors were kept."""
+        ``at_rest``: ``base`` is the bound rest pose, whose compression vectors were kept.
+        ``ws``: the thread's scratch buffers."""
         clock = clock or _Clock(None)
+        c = p.shape[1]
+        work, row = (ws.rows(1, c), ws.row[:c]) if ws is not None else (None, None)
         if self.alpha is not None:
             bound = None
             if at_rest:
                 bound = (self.compression_bound[0][:, span], self.compression_bound[1][span])
-            compensate_compression_rows(base, p, self.centre, self.alpha[span], bound)
+            compensate_compression_rows(base, p, self.centre, self.alpha[span], bound, work, row)
         clock.lap("compression")
         if self.length is not None:
-            self.length.apply_rows(p, None, first_strand)
+            self.length.apply_rows(p, None, first_strand, work)
         clock.lap("length")
         if self.collider is not None:
             offset = self.settings.collision_offset
@@ -374,6 +387,20 @@ class Wig:
                 self.collider.push_out_rows(p, offset, hit[strand - first_strand] & not_root)
         clock.lap("collision")
         return p
+
+
+class _Workspace:
+    """One thread's scratch: three (3, C) point buffers and a (C,) row for blocks of up to
+    ``points`` points, and the magnet blend's buffer. Views of flat arrays, so that every
+    block's view is C-contiguous whatever its size (BLAS writes only into those)."""
+
+    def __init__(self, points: int, tile: int):
+        self._flat = [np.empty(3 * points, dtype=np.float32) for _ in range(3)]
+        self.row = np.empty(points, dtype=np.float32)
+        self.blend = np.empty(13 * tile, dtype=np.float32)
+
+    def rows(self, i: int, c: int) -> np.ndarray:
+        return self._flat[i][:3 * c].reshape(3, c)
 
 
 class _Clock:

@@ -24,23 +24,29 @@ def compensate_compression(rest: np.ndarray, displaced: np.ndarray, centre: np.n
     return out
 
 
+def compression_vectors(rest: np.ndarray, centre: np.ndarray, alpha: np.ndarray):
+    """What compression compensation needs of a rest pose (rows (3, P)): the compression
+    vectors ``c = l − p_rest`` and the factor ``(α − 1) / |c|²`` (0 for a point at the centre)."""
+    c = centre.astype(np.float32)[:, None] - rest
+    cc = np.einsum("kp,kp->p", c, c)
+    factor = np.zeros_like(cc)
+    np.divide(np.asarray(alpha, np.float32) - 1, cc, out=factor, where=cc > 0)
+    return c, factor
+
+
 def compensate_compression_rows(rest: np.ndarray, p: np.ndarray, centre: np.ndarray,
-                                alpha: np.ndarray, bound=None) -> np.ndarray:
-    """``compensate_compression`` in place on points stored as rows (3, P). ``bound`` may carry
-    ``(c, |c|²)`` computed once for this ``rest`` (they depend on the rest pose only)."""
-    if bound is None:
-        c = centre.astype(np.float32)[:, None] - rest
-        cc = np.einsum("kp,kp->p", c, c)
-    else:
-        c, cc = bound
-    d = p - rest
-    dn = np.einsum("kp,kp->p", d, c)
-    # k = (α − 1) · (d·c) / |c|², only where the displacement points inward
-    k = np.zeros_like(dn)
-    np.divide(dn, cc, out=k, where=(dn > 0) & (cc > 0))
-    k *= alpha - 1
-    d[...] = c
-    d *= k
+                                alpha: np.ndarray, bound=None, work: np.ndarray | None = None,
+                                row: np.ndarray | None = None) -> np.ndarray:
+    """``compensate_compression`` in place on points stored as rows (3, P):
+    ``p += c · (α − 1) · max(0, d·c) / |c|²``. ``bound`` may carry ``compression_vectors``
+    of this ``rest`` (they depend on the rest pose only); ``work`` (3, P) and ``row`` (P,)
+    are scratch."""
+    c, factor = compression_vectors(rest, centre, alpha) if bound is None else bound
+    d = np.subtract(p, rest, out=work)
+    dn = np.einsum("kp,kp->p", d, c, out=row)
+    np.maximum(dn, 0, out=dn)               # only where the displacement points inward
+    dn *= factor
+    np.multiply(c, dn, out=d)
     p += d
     return p
 
@@ -86,16 +92,41 @@ class LengthControl:
         return self.mode == "STRAND" and bool(self.uniform)
 
     def apply_rows(self, p: np.ndarray, strands: np.ndarray | None = None,
-                   first_strand: int = 0) -> np.ndarray:
+                   first_strand: int = 0, work: np.ndarray | None = None) -> np.ndarray:
         """``apply`` on points stored as rows (3, P), in place. When ``blockable``, ``p`` may
-        hold only the strands from ``first_strand`` on (``strands`` then counts from there)."""
+        hold only the strands from ``first_strand`` on (``strands`` then counts from there);
+        ``work`` is a (3, P) scratch buffer."""
         if self.elasticity >= 1:
             return p
         if self.mode == "STRAND" and self.uniform:
+            if strands is None:
+                return self._strand_uniform_all(p, first_strand, work)
             return self._strand_uniform(p, strands, first_strand)
         if self.mode == "STRAND":
             return self._strand(p, strands)
         return self._segment(p, strands)
+
+    def _strand_uniform_all(self, p: np.ndarray, first: int, work: np.ndarray | None) -> np.ndarray:
+        """Every strand of the block, in long passes over the rows: strand lengths from the
+        point-to-point segments (each strand's first "segment" spans from the previous strand
+        and is dropped), then ``p' = p_0 + s (p − p_0)``."""
+        n = self.uniform
+        count = p.shape[1] // n
+        seg = np.empty_like(p) if work is None else work
+        np.subtract(p[:, 1:], p[:, :-1], out=seg[:, 1:])
+        lengths = np.einsum("kp,kp->p", seg[:, 1:], seg[:, 1:], out=seg[0, 1:])
+        np.sqrt(lengths, out=lengths)
+        seg[0, ::n] = 0.0
+        length = seg[0].reshape(count, n) @ np.ones(n, dtype=np.float32)     # one pass, not count small sums
+        rest = self.rest_lengths[first:first + count]
+        ratio = np.divide(rest, length, out=np.ones_like(length), where=length > 0)
+        e = np.float32(self.elasticity)
+        scale = np.repeat(e + ratio * (1 - e), n)
+        root = np.repeat(p[:, ::n], n, axis=1)
+        p -= root
+        p *= scale
+        p += root                                       # roots stay exactly where they were
+        return p
 
     def _strand_uniform(self, p: np.ndarray, strands, first: int = 0) -> np.ndarray:
         # Every segment scaled by the strand's s and summed from the root is the same as

@@ -39,16 +39,12 @@ def transform_points(points: np.ndarray, m: np.ndarray, out: np.ndarray | None =
     return res
 
 
-def transform_rows(m: np.ndarray, src: np.ndarray, out: np.ndarray) -> np.ndarray:
+def transform_rows(m: np.ndarray, src: np.ndarray, out: np.ndarray, translate: bool = True) -> np.ndarray:
     """Apply the affine matrix ``m`` to points stored as rows ``src`` (3, P) float32, writing
     ``out`` (3, P), which must not be ``src``. The hot path keeps points this way: every
-    operation is then a pass over contiguous rows."""
-    r = m[:3, :3].astype(src.dtype)
-    t = m[:3, 3].astype(src.dtype)
-    for k in range(3):       # row by row: works on block views, as fast as one matmul here
-        row = out[k]
-        np.multiply(src[0], r[k, 0], out=row)
-        row += src[1] * r[k, 1]
-        row += src[2] * r[k, 2]
-        row += t[k]
+    operation is then a pass over contiguous rows. ``translate=False`` applies only the linear
+    part (to a vector, such as a displacement)."""
+    np.matmul(m[:3, :3].astype(src.dtype), src, out=out)
+    if translate:
+        out += m[:3, 3:].astype(src.dtype)
     return out

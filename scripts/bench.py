@@ -1,14 +1,17 @@
-"""Speed of the wig core per frame, from 1k to 1.6M points, on one core.
+"""Speed and memory of hair_wig, measured in one run: the wig core per frame from 1k to 1.6M
+points on one and two threads against a streaming floor, the end-to-end bake against Blender's
+own particle hair dynamics, the live preview's rate, and block-sparse magnet weights.
 
-    python scripts/bench.py [--sizes 64 640 6400 25000 100000] [--frames 12] [--preview-strands 10000]
+    ./run bench        (= python scripts/bench.py [--sizes 64 640 6400 25000 100000] [--frames 12]
+                          [--e2e 1000 5000] [--preview-strands 10000] [--output bench_output])
 
-Each size (strands × 16 points) runs in a fresh process with BLAS/OpenMP threads set to 1: it binds
-a wig with 8 magnets (2 dynamic), secondary dynamics, compression, whole-strand length control and
+Each measurement runs in a fresh process with BLAS/OpenMP threads set to 1. The core binds a wig
+with 8 magnets (2 dynamic), secondary dynamics, compression, whole-strand length control and
 collision against a 4k-triangle head, keys the magnets and the head moving, steps ``--frames``
-frames, and reports the median time per frame (after one warm-up frame), the bind time, the
-memory of the bound weights and the process's peak memory. The table ends with the cost per
-point at each size, so that linearity shows directly. Then, in Blender, the live preview's rate:
-``frame_set`` over 48 frames with the preview stepping the wig and writing into the hair.
+frames and reports the median time per frame (after one warm-up frame), with one thread (split
+into phases) and with two; the floor is numpy copying, once, every array a frame must touch.
+Memory is the process's peak. Then: 48-frame bakes in Blender against particle hair dynamics,
+``frame_set`` with the live preview on, and the weights' storage. A plot goes to ``--output``.
 """
 
 from __future__ import annotations
@@ -95,7 +98,7 @@ def one(strands: int, frames: int) -> dict:
             result["phases"] = {k: 1e3 * v / frames for k, v in phases.items()}
     # The streaming floor: numpy reading and writing, once, the arrays one frame must touch
     # (rest pose, magnet weights, spring positions and velocities, the output).
-    arrays = [wig.rest_rows, wig.weights.rows, state.strand_pos, state.strand_vel, out]
+    arrays = [wig.rest_rows, wig.weights.values, state.strand_pos, state.strand_vel, out]
     copies = [np.empty_like(a) for a in arrays]
     floor = []
     for _ in range(7):
@@ -209,6 +212,44 @@ def preview_rate(strands: int, frames: int) -> dict:
             "ms": 1e3 * elapsed / frames}
 
 
+def sparse_weights(strands: int, magnets: int = 32) -> dict:
+    """Block-sparse magnet weights: ``magnets`` magnets of radius 0.6 in a ring around a head,
+    the same hair stored in surface order (sorted by root longitude, as hair grown or combed
+    over a surface is) and in random order: magnets stored per point, MB, and the primary
+    movement's time per frame (every magnet moving)."""
+    sys.path.insert(0, str(ROOT))
+    from hair_wig import HairSet, Magnet, MagnetWeights, Profile
+
+    rng = np.random.default_rng(0)
+    z = rng.uniform(0.1, 1.0, strands)
+    phi = np.sort(rng.uniform(-np.pi, np.pi, strands))
+    r = np.sqrt(1 - z * z)
+    roots = np.stack([r * np.cos(phi), r * np.sin(phi), z], 1)
+    t = np.linspace(0, 1, POINTS)
+    ring = []
+    for k, a in enumerate(np.linspace(0, 2 * np.pi, magnets, endpoint=False)):
+        m = np.eye(4)
+        m[:3, 3] = (1.3 * np.cos(a), 1.3 * np.sin(a), 0.6)
+        ring.append(Magnet(f"M{k}", m, radius=0.6))
+    motions = np.repeat(np.eye(4)[None], magnets, axis=0)
+    motions[:, :3, 3] = rng.normal(0, 0.1, (magnets, 3))
+    result = {"strands": strands, "points": strands * POINTS, "magnets": magnets}
+    for order, perm in (("surface", np.arange(strands)), ("random", rng.permutation(strands))):
+        pts = (roots[perm][:, None] * (1 + 0.5 * t[None, :, None])).reshape(-1, 3).astype(np.float32)
+        hair = HairSet(pts, np.full(strands, POINTS), name="bench")
+        w = MagnetWeights(hair, pts, ring, Profile.linear(0, 1), Profile.constant(1), "cap")
+        rows = np.ascontiguousarray(pts.T)
+        out = rows.copy()
+        times = []
+        for _ in range(5):
+            t1 = time.perf_counter()
+            w.displace_rows(rows, motions, out)
+            times.append(time.perf_counter() - t1)
+        result[order] = {"per_point": w.magnets_per_point(), "mb": w.nbytes / 2**20,
+                         "dense_mb": 4 * magnets * hair.num_points / 2**20, "ms": 1e3 * float(np.median(times))}
+    return result
+
+
 def _run(*args, env=None) -> dict:
     res = subprocess.run([sys.executable, __file__, *map(str, args)], capture_output=True, text=True,
                          env=env, check=True)
@@ -254,9 +295,11 @@ def main(argv=None) -> int:
     p.add_argument("--preview-one", type=int, help=argparse.SUPPRESS)
     p.add_argument("--particle-one", type=int, help=argparse.SUPPRESS)
     p.add_argument("--wig-one", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--sparse-one", type=int, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     for flag, fn in ((args.one, lambda n: one(n, args.frames)), (args.preview_one, lambda n: preview_rate(n, 48)),
-                     (args.particle_one, lambda n: particle_hair(n, 48)), (args.wig_one, lambda n: wig_bake(n, 48))):
+                     (args.particle_one, lambda n: particle_hair(n, 48)), (args.wig_one, lambda n: wig_bake(n, 48)),
+                     (args.sparse_one, sparse_weights)):
         if flag:
             print(json.dumps(fn(flag)))
             return 0
@@ -300,6 +343,13 @@ def main(argv=None) -> int:
         print(f"3. live preview in Blender, {r['strands']} strands x {POINTS} points, 8 magnets: "
               f"{r['updates_per_s']:.1f} updates/s ({r['ms']:.1f} ms per frame_set incl. the write; "
               f"target >= 30/s)")
+    r = _run("--sparse-one", args.sizes[-1], env=env)
+    print(f"4. block-sparse magnet weights, {r['points']} points, {r['magnets']} magnets of radius 0.6 in a ring; "
+          f"dense storage would be {r['surface']['dense_mb']:.0f} MB")
+    for order in ("surface", "random"):
+        o = r[order]
+        print(f"   hair in {order} order: {o['per_point']:.1f} magnets stored per point, {o['mb']:.0f} MB, "
+              f"primary movement {o['ms']:.1f} ms per frame")
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     plot(rows, out / "bench.png")

@@ -150,6 +150,44 @@ def test_flex_length_profiles_and_sets_of_hairs():
         Magnet("Bad", np.eye(4), exponent=25)
 
 
+def surface_ordered(n=20000, k=8, seed=0):
+    """Strands sorted by root longitude, as hair grown or combed over a surface is stored."""
+    h = strands(n=n, k=k, seed=seed)
+    roots = h.points[h.offsets[:-1]]
+    order = np.argsort(np.arctan2(roots[:, 1], roots[:, 0]))
+    return HairSet(h.points.reshape(n, k, 3)[order].reshape(-1, 3), [k] * n, name="Hair")
+
+
+class SmallTiles(MagnetWeights):
+    TILE = 100            # blocks of the wig then start and end inside tiles
+
+
+def test_block_sparse_weights_blend_exactly_as_the_dense_sum():
+    h = surface_ordered()
+    rng = np.random.default_rng(4)
+    ring = [Magnet(f"M{i}", translate(1.3 * np.cos(a), 1.3 * np.sin(a), 0.6), radius=0.6)
+            for i, a in enumerate(np.linspace(0, 2 * np.pi, 32, endpoint=False))]
+    motions = np.array([rotation(rng.normal(size=3), 0.3, m.rest_position) @ translate(*rng.normal(0, 0.1, 3))
+                        for m in ring])
+    for cls in (MagnetWeights, SmallTiles):
+        w = cls(h, h.points, ring, Profile.linear(0, 1), Profile.constant(1), "cap")
+        dense = w.dense()
+        # every point keeps its weights, but a tile stores only the magnets within reach
+        assert w.magnets_per_point() < 0.5 * len(ring)
+        assert w.nbytes < 0.5 * dense.nbytes
+        rows = np.ascontiguousarray(h.points.T)
+        moved = np.einsum("kp,kij,jp->ip", dense, motions[:, :3, :3] - np.eye(3), rows.astype(np.float64))
+        moved += np.einsum("kp,ki->ip", dense, motions[:, :3, 3])
+        for span in (slice(None), slice(37, 29111), slice(16000, 17000)):
+            out = np.zeros_like(rows[:, span])
+            w.displace_rows(np.ascontiguousarray(rows[:, span]), motions, out, span)
+            np.testing.assert_allclose(out, moved[:, span], atol=2e-6)
+    # a magnet standing still costs nothing and displaces nothing
+    still = np.repeat(np.eye(4)[None], len(ring), axis=0)
+    out = np.zeros_like(rows)
+    assert not w.displace_rows(rows, still, out).any()
+
+
 def test_weights_are_sparse_and_small():
     h = strands(n=2000, k=16)
     rng = np.random.default_rng(1)
