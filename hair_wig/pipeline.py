@@ -166,7 +166,7 @@ class Wig:
         self.not_root = t > 0
         self.scalp = scalp
         self.strand_of_point = hair.strand_of_point()
-        self.attachment = settings.attachment(t)[:, None]
+        self.attachment = settings.attachment(t).astype(np.float32)
         # The hot path keeps points as rows (3, P): every pass is over contiguous memory.
         self.rest_rows = np.ascontiguousarray(rest_local.T)
         self.compression_bound = None
@@ -270,15 +270,12 @@ class Wig:
         if out is None:
             out = np.empty_like(self.hair.points)
 
-        # Scalp space: the rest pose carried by the deforming surface.
-        base = self.rest_rows
+        # Scalp space: the rest pose carried by the deforming surface (each block carries its own).
+        scalp = None
         if (self.scalp is not None and inp.surface_positions is not None
                 and not self.scalp.at_rest(inp.surface_positions, inp.surface_normals)):
-            rest = self.rest_rows.T
-            carried = self.scalp.apply(rest, self.strand_of_point, self.attachment,
-                                       inp.surface_positions, inp.surface_normals,
-                                       out=np.empty(rest.shape, dtype=np.float32))
-            base = np.ascontiguousarray(carried.T)
+            scalp = tuple(a.astype(np.float32)
+                          for a in self.scalp.transforms(inp.surface_positions, inp.surface_normals))
         # Dynamic magnets (a few points in world space) step once for the whole wig.
         motions = None
         if self.magnets:
@@ -308,12 +305,11 @@ class Wig:
         to_object = np.linalg.solve(hair_now, head)       # head-local -> hair object now: H_f⁻¹ · L_f
         if np.allclose(to_object, np.eye(4), rtol=0.0, atol=1e-9):
             to_object = None
-        at_rest = base is self.rest_rows
 
         def run(block):
             span, first_strand = block
-            self._step_block(span, first_strand, base[:, span], at_rest, motions, head, head_inv,
-                             inp.dt, state, first, to_object, out, timings)
+            self._step_block(span, first_strand, scalp, motions, head, head_inv, inp.dt, state,
+                             first, to_object, out, timings)
 
         if self.secondary is not None:
             self.secondary.coefficients(inp.dt)       # once, before the blocks share them
@@ -327,14 +323,19 @@ class Wig:
                 run(block)
         return out, state
 
-    def _step_block(self, span, first_strand, base, at_rest, motions, head, head_inv, dt, state,
-                    first, to_object, out, timings=None):
-        """The pipeline after the dynamic magnets, for the strands of one block."""
+    def _step_block(self, span, first_strand, scalp, motions, head, head_inv, dt, state, first,
+                    to_object, out, timings=None):
+        """The pipeline after the dynamic magnets, for the strands of one block. ``scalp``: this
+        frame's root frames when the surface is deformed."""
         ws = self._workspaces.get()
         try:
             clock = _Clock(timings)
+            base = self.rest_rows[:, span]
             c = base.shape[1]
             p, work, spare, row = ws.rows(0, c), ws.rows(1, c), ws.rows(2, c), ws.row[:c]
+            if scalp is not None:
+                base = self.scalp.apply_rows(base, self.strand_of_point[span], self.attachment[span],
+                                             scalp, ws.rows(3, c))
             np.copyto(p, base)
             # Primary movement: magnets' motion from rest, in head-local space.
             if motions is not None:
@@ -345,11 +346,17 @@ class Wig:
                 self.secondary.follow(state.strand_pos[:, span], state.strand_vel[:, span], p, head,
                                       head_inv, dt, first, work, spare, row, span)
             clock.lap("dynamics")
-            self.refine(p, base, span, first_strand, at_rest, clock, ws)
-            rows = p if to_object is None else transform_rows(to_object, p, work)
+            self.refine(p, base, span, first_strand, scalp is None, clock, ws)
             block = out[span]
-            for k in range(3):        # column by column: four times faster than one transposing copy
-                block[:, k] = rows[k]
+            # Column by column: four times faster than one transposing copy.
+            if to_object is None:
+                for k in range(3):
+                    block[:, k] = p[k]
+            else:
+                linear = transform_rows(to_object, p, work, translate=False)
+                shift = to_object[:3, 3].astype(np.float32)
+                for k in range(3):
+                    np.add(linear[k], shift[k], out=block[:, k])
             clock.lap("output")
         finally:
             self._workspaces.put(ws)
@@ -372,30 +379,30 @@ class Wig:
             compensate_compression_rows(base, p, self.centre, self.alpha[span], bound, work, row)
         clock.lap("compression")
         if self.length is not None:
-            self.length.apply_rows(p, None, first_strand, work)
+            self.length.apply_rows(p, None, first_strand, work, row)
         clock.lap("length")
         if self.collider is not None:
             offset = self.settings.collision_offset
             not_root = self.not_root[span]
-            moved = self.collider.push_out_rows(p, offset, not_root)
+            moved = self.collider.push_out_rows(p, offset, not_root, work, row)
             if self.length is not None and moved.size:
                 strand = self.strand_of_point[span]
                 touched = np.unique(strand[moved]) - first_strand
                 self.length.apply_rows(p, touched, first_strand)
                 hit = np.zeros(int(strand[-1]) - first_strand + 1, dtype=bool)
                 hit[touched] = True
-                self.collider.push_out_rows(p, offset, hit[strand - first_strand] & not_root)
+                self.collider.push_out_rows(p, offset, hit[strand - first_strand] & not_root, work, row)
         clock.lap("collision")
         return p
 
 
 class _Workspace:
-    """One thread's scratch: three (3, C) point buffers and a (C,) row for blocks of up to
+    """One thread's scratch: four (3, C) point buffers and a (C,) row for blocks of up to
     ``points`` points, and the magnet blend's buffer. Views of flat arrays, so that every
     block's view is C-contiguous whatever its size (BLAS writes only into those)."""
 
     def __init__(self, points: int, tile: int):
-        self._flat = [np.empty(3 * points, dtype=np.float32) for _ in range(3)]
+        self._flat = [np.empty(3 * points, dtype=np.float32) for _ in range(4)]
         self.row = np.empty(points, dtype=np.float32)
         self.blend = np.empty(13 * tile, dtype=np.float32)
 

@@ -92,21 +92,23 @@ class LengthControl:
         return self.mode == "STRAND" and bool(self.uniform)
 
     def apply_rows(self, p: np.ndarray, strands: np.ndarray | None = None,
-                   first_strand: int = 0, work: np.ndarray | None = None) -> np.ndarray:
+                   first_strand: int = 0, work: np.ndarray | None = None,
+                   row: np.ndarray | None = None) -> np.ndarray:
         """``apply`` on points stored as rows (3, P), in place. When ``blockable``, ``p`` may
         hold only the strands from ``first_strand`` on (``strands`` then counts from there);
-        ``work`` is a (3, P) scratch buffer."""
+        ``work`` (3, P) and ``row`` (P,) are scratch."""
         if self.elasticity >= 1:
             return p
         if self.mode == "STRAND" and self.uniform:
             if strands is None:
-                return self._strand_uniform_all(p, first_strand, work)
+                return self._strand_uniform_all(p, first_strand, work, row)
             return self._strand_uniform(p, strands, first_strand)
         if self.mode == "STRAND":
             return self._strand(p, strands)
         return self._segment(p, strands)
 
-    def _strand_uniform_all(self, p: np.ndarray, first: int, work: np.ndarray | None) -> np.ndarray:
+    def _strand_uniform_all(self, p: np.ndarray, first: int, work: np.ndarray | None,
+                            row: np.ndarray | None) -> np.ndarray:
         """Every strand of the block, in long passes over the rows: strand lengths from the
         point-to-point segments (each strand's first "segment" spans from the previous strand
         and is dropped), then ``p' = p_0 + s (p − p_0)``."""
@@ -121,8 +123,10 @@ class LengthControl:
         rest = self.rest_lengths[first:first + count]
         ratio = np.divide(rest, length, out=np.ones_like(length), where=length > 0)
         e = np.float32(self.elasticity)
-        scale = np.repeat(e + ratio * (1 - e), n)
-        root = np.repeat(p[:, ::n], n, axis=1)
+        scale = np.empty(p.shape[1], np.float32) if row is None else row
+        np.copyto(scale.reshape(count, n), (e + ratio * (1 - e))[:, None])
+        root = seg
+        np.copyto(root.reshape(3, count, n), p[:, ::n, None])
         p -= root
         p *= scale
         p += root                                       # roots stay exactly where they were
@@ -267,12 +271,14 @@ class RadiusMap:
         points[moved] = rows[:, moved].T
         return moved
 
-    def push_out_rows(self, p: np.ndarray, offset: float = 0.0, mask: np.ndarray | None = None) -> np.ndarray:
+    def push_out_rows(self, p: np.ndarray, offset: float = 0.0, mask: np.ndarray | None = None,
+                      work: np.ndarray | None = None, row: np.ndarray | None = None) -> np.ndarray:
         """``push_out`` on points stored as rows (3, P). Only points within the head's outermost
-        radius can be inside, so only they are looked up."""
+        radius can be inside, so only they are looked up. ``work`` (3, P) and ``row`` (P,) are
+        scratch."""
         c = self.centre.astype(np.float32)
-        rel = p - c[:, None]
-        d2 = np.einsum("kp,kp->p", rel, rel)
+        rel = np.subtract(p, c[:, None], out=work)
+        d2 = np.einsum("kp,kp->p", rel, rel, out=row)
         reach = np.float32(self.outer + offset)
         near = d2 < reach * reach
         if mask is not None:

@@ -142,14 +142,16 @@ class ScalpSpace:
         origin, rot = self.frames(positions, normals, reference=np.asarray(positions, dtype=np.float64))
         return rot @ np.swapaxes(self.rest_rotation, 1, 2), self.rest_origin, origin
 
-    def apply(self, points: np.ndarray, strand_of_point: np.ndarray, attachment: np.ndarray,
-              positions, normals, out: np.ndarray) -> np.ndarray:
-        """``out = q + a(t) · (S q − q)`` for points (P, 3) float32 (SPEC §2); attachment (P, 1)."""
-        rot, o0, o1 = self.transforms(positions, normals)
-        rot32 = rot.astype(np.float32)[strand_of_point]
-        rel = points - o0.astype(np.float32)[strand_of_point]
-        moved = np.einsum("pij,pj->pi", rot32, rel) + o1.astype(np.float32)[strand_of_point]
-        np.subtract(moved, points, out=moved)
-        moved *= attachment
-        np.add(points, moved, out=out)
+    def apply_rows(self, rest: np.ndarray, strand_of_point: np.ndarray, attachment: np.ndarray,
+                   frame, out: np.ndarray) -> np.ndarray:
+        """``out = q + a(t) · (S q − q)`` (SPEC §2) for points stored as rows ``rest`` (3, C)
+        float32 of the strands ``strand_of_point`` (C,), attachment (C,); ``frame`` is this
+        frame's ``transforms`` as float32. ``out`` (3, C) must not be ``rest``."""
+        rot, o0, o1 = frame
+        rel = rest - o0[strand_of_point].T
+        np.einsum("pkj,jp->kp", rot[strand_of_point], rel, out=out)
+        out += o1[strand_of_point].T
+        out -= rest
+        out *= attachment
+        out += rest
         return out

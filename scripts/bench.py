@@ -96,6 +96,15 @@ def one(strands: int, frames: int) -> dict:
         result[f"ms_{threads}"] = 1e3 * float(np.median(times))
         if threads == 1:
             result["phases"] = {k: 1e3 * v / frames for k, v in phases.items()}
+    # What one frame allocates at most, at once (numpy reports its buffers to tracemalloc): the
+    # hot path reuses its buffers, so this stays far below one (P, 3) array.
+    import tracemalloc
+
+    wig.threads = 1
+    tracemalloc.start()
+    wig.step(inputs(frames + 1), state, out=out, keep_state=False)
+    result["frame_alloc_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
     # The streaming floor: numpy reading and writing, once, the arrays one frame must touch
     # (rest pose, magnet weights, spring positions and velocities, the output).
     arrays = [wig.rest_rows, wig.weights.values, state.strand_pos, state.strand_vel, out]
@@ -325,7 +334,8 @@ def main(argv=None) -> int:
     print(f"   ms per frame and phases: median of {args.frames} frames; phases with 1 thread; floor = "
           f"numpy copying rest, weights, spring state and output once; ratio = 2 threads / floor")
     print(f"   memory: peak = {intercept:.0f} MB + {slope * 1e6:.0f} MB per million points "
-          f"(linear fit over the sizes above)")
+          f"(linear fit over the sizes above); one frame at {big['points']} points allocates at most "
+          f"{big['frame_alloc_mb']:.1f} MB at once (one (P, 3) float32 array: {big['points'] * 12 / 2**20:.1f} MB)")
     print(f"   targets at {big['points']} points: <= 4x floor -> {big['ms_2'] / big['floor_ms']:.1f}x; "
           f"<= 150 ms on one core -> {big['ms_1']:.0f} ms; peak <= 2048 MB -> {big['peak_mb']:.0f} MB")
     if args.e2e:
