@@ -4,7 +4,7 @@ This package never imports ``bpy`` or ``mathutils``; it runs under plain Python 
 the Blender operators feed with arrays read from the scene.
 """
 
-from .cache import BakeCache
+from .cache import BakeCache, check_memory
 from .dynamics import DynamicMagnet, SecondarySprings, WindSource, spring_step_coefficients
 from .errors import HairWigError
 from .hairset import HairSet
@@ -19,5 +19,5 @@ __all__ = [
     "BakeCache", "DynamicMagnet", "FrameInput", "HairSet", "HairWigError", "LengthControl",
     "Magnet", "MagnetWeights", "Profile", "RadiusMap", "SecondarySettings", "ScalpSpace", "SecondarySprings", "locate_uv",
     "Wig", "WigSettings", "WigState", "WindSource", "compensate_compression",
-    "spring_step_coefficients", "transform_points", "transform_rows",
+    "check_memory", "spring_step_coefficients", "transform_points", "transform_rows",
 ]

@@ -33,6 +33,8 @@ class BakeCache:
         self.positions = np.empty((last - first + 1, hair.num_points, 3), dtype=np.float32)
         # Where each dynamic magnet acted, per frame (F, 3), world space: for the viewport display.
         self.magnet_paths: dict[str, np.ndarray] = {}
+        # What the artist should know though the bake succeeded (Wig.warnings).
+        self.warnings: list[str] = []
 
     @classmethod
     def from_positions(cls, hair: HairSet, first: int, positions: np.ndarray) -> "BakeCache":
@@ -77,3 +79,17 @@ class BakeCache:
     def estimate_bytes(num_points: int, num_frames: int) -> int:
         """Bytes the cache takes in memory and, uncompressed, in the .blend."""
         return int(num_points) * int(num_frames) * 3 * 4
+
+
+def check_memory(bakes, limit_gib: float) -> int:
+    """Refuse, before anything is computed, bakes that would not fit: ``bakes`` lists
+    ``(name, points, frames)``. A bake holds its cache in memory and then writes the same
+    amount into Blender, so it needs twice ``BakeCache.estimate_bytes``. Returns the estimate."""
+    need = sum(2 * BakeCache.estimate_bytes(p, f) for _, p, f in bakes)
+    if need > limit_gib * 2**30:
+        what = ", ".join(f"'{n}' {f} frames × {p:,} points" for n, p, f in bakes)
+        raise HairWigError(
+            f"baking {what} needs about {need / 2**30:.1f} GiB, over the {limit_gib:g} GiB memory limit "
+            f"(Bake ▸ Memory Limit): bake fewer frames at a time, or bake guide hairs and let "
+            f"Blender's Interpolate Hair Curves grow the rest from them")
+    return need

@@ -65,13 +65,15 @@ class Magnet:
 
     def weight(self, distance: np.ndarray) -> np.ndarray:
         """``w = a · x^-b · c(x / d)`` with ``x`` guarded below by a core radius ``0.05 d``
-        so a vertex on the magnet has a finite weight (seed 000, "Primary Movement"; SPEC §3)."""
-        x = np.maximum(np.asarray(distance, dtype=np.float32), np.float32(0.05 * self.radius))
-        u = x / np.float32(self.radius)
-        w = self.multiplier * self.falloff(u)
+        so a vertex on the magnet has a finite weight (seed 000, "Primary Movement"; SPEC §3).
+        In float64: at the UI's extremes (d = 1e-4, b = 20) ``x^-b`` reaches 1e106, far beyond
+        float32; normalisation brings the weights back to 0..1 before they are stored."""
+        x = np.maximum(np.asarray(distance, dtype=np.float64), 0.05 * self.radius)
+        u = x / self.radius
+        w = self.multiplier * self.falloff(u).astype(np.float64)
         if self.exponent:
-            w = w * x ** np.float32(-self.exponent)
-        return np.where(u > 1, np.float32(0), w).astype(np.float32)
+            w = w * x ** -self.exponent
+        return np.where(u > 1, 0.0, w)
 
 
 class MagnetWeights:
@@ -92,11 +94,12 @@ class MagnetWeights:
         p = len(rest_points)
         m = len(magnets)
         k = max(1, min(MAX_INFLUENCES, m))
-        top_w = np.zeros((p, k), dtype=np.float32)
+        top_w = np.zeros((p, k), dtype=np.float64)
         top_i = np.full((p, k), m, dtype=np.int32)
-        total = np.zeros(p, dtype=np.float32)
+        total = np.zeros(p, dtype=np.float64)
         strand = hair.strand_of_point()
         rows_all = np.arange(p)
+        self.reached = np.zeros(m, dtype=np.int64)      # points within each magnet's radius
         for i, mag in enumerate(magnets):
             if mag.strands is not None and np.shape(mag.strands) != (hair.num_strands,):
                 raise HairWigError(
@@ -105,8 +108,9 @@ class MagnetWeights:
             d = rest_points - mag.rest_position.astype(np.float32)
             w = mag.weight(np.sqrt(np.einsum("ij,ij->i", d, d)))
             if mag.strands is not None:
-                w *= np.asarray(mag.strands, dtype=np.float32)[strand]
+                w *= np.asarray(mag.strands, dtype=np.float64)[strand]
             total += w
+            self.reached[i] = np.count_nonzero(w)
             slot = np.argmin(top_w, axis=1)
             rows = np.flatnonzero(w > top_w[rows_all, slot])
             top_w[rows, slot[rows]] = w[rows]
@@ -117,7 +121,7 @@ class MagnetWeights:
         self.num_magnets = m
         self.num_points = p
         self.total = total                # raw Σ w per vertex, for diagnostics and tests
-        self._store_tiles(top_i, top_w)
+        self._store_tiles(top_i, top_w.astype(np.float32))
 
     def _store_tiles(self, top_i: np.ndarray, top_w: np.ndarray) -> None:
         """Block-sparse storage: points in tiles of ``TILE``; each tile keeps a column of
@@ -134,8 +138,8 @@ class MagnetWeights:
         for a, b in zip(self.tile_start[:-1], self.tile_start[1:]):      # one pass per tile, at bind
             ti, tw = top_i[a:b], top_w[a:b]
             active = np.unique(ti[tw > 0])
+            column[:] = len(active)                                      # empty slots: a spare column
             column[active] = np.arange(len(active))
-            column[m] = len(active)                                      # empty slots: a spare column
             tile = np.zeros((b - a, len(active) + 1), dtype=np.float32)
             np.put_along_axis(tile, column[ti], tw, axis=1)
             pieces.append(tile[:, :-1].ravel())

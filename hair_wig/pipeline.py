@@ -114,6 +114,8 @@ class Wig:
         Rest matrices in head-local space.
     head_mesh : ((V, 3), (T, 3)) or None
         The head's vertices (head-local) and triangles, for collision.
+    head_name : str or None
+        The head's name, for messages.
     head_centre : (3,) or None
         The centre ``l`` of compression and of the collision rays (head-local); default: the
         centre of the head mesh's bounding box, else the head's origin.
@@ -127,7 +129,8 @@ class Wig:
     """
 
     def __init__(self, hair: HairSet, hair_matrix, head_matrix, magnets=(), settings=None,
-                 head_mesh=None, head_centre=None, scalp: ScalpSpace | None = None, threads: int = 1):
+                 head_mesh=None, head_centre=None, scalp: ScalpSpace | None = None, threads: int = 1,
+                 head_name: str | None = None):
         self.hair = hair
         self.settings = settings = settings or WigSettings()
         self.hair_rest = as_matrix(hair_matrix, f"'{hair.name}' rest matrix")
@@ -151,7 +154,7 @@ class Wig:
                 s.random, s.seed, s.stiffness_profile, s.blend_profile, s.dynablend)
         self.collider = None
         if head_mesh is not None and settings.use_collision:
-            self.collider = RadiusMap(head_mesh[0], head_mesh[1], head_centre, name=f"{hair.name}'s head")
+            self.collider = RadiusMap(head_mesh[0], head_mesh[1], head_centre, name=head_name or f"{hair.name}'s head")
         if head_centre is not None:
             self.centre = np.asarray(head_centre, dtype=np.float64)
         elif self.collider is not None:
@@ -220,6 +223,15 @@ class Wig:
         starts = np.arange(0, self.hair.num_strands, per)
         off = self.hair.offsets
         return [(slice(int(off[a]), int(off[min(a + per, len(counts))])), int(a)) for a in starts]
+
+    def warnings(self) -> list[str]:
+        """What the artist should know about this binding, though it bakes: magnets whose radius
+        reaches no hair, and what the head's shape keeps the ray-test collision from doing."""
+        out = [f"magnet '{m.name}' reaches no hair (radius {m.radius:g}); move it closer or widen it"
+               for m, n in zip(self.magnets, self.weights.reached) if n == 0]
+        if self.collider is not None:
+            out += self.collider.warnings()
+        return out
 
     @property
     def has_dynamics(self) -> bool:

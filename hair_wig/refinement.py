@@ -209,7 +209,10 @@ class RadiusMap:
         st, sp = nt * supersample, nph * supersample
         theta = (np.arange(st) + 0.5) / st * np.pi
         phi = (np.arange(sp) + 0.5) / sp * 2 * np.pi - np.pi
-        hits = _farthest_hits_grid(self.centre, theta, phi, v[tri])
+        hits, nearest = _farthest_hits_grid(self.centre, theta, phi, v[tri])
+        # A ray that crosses the surface more than once (ears, a neck, a brim): the head is not
+        # star-shaped from its centre there, and the ray test keeps only the farthest crossing.
+        self.folded = float((nearest < 0.98 * hits).mean())
         # |x| is convex, so over every face the surface is farthest from the centre at a corner:
         # with the corners in the grid, the neighbourhood maximum below bounds the whole surface.
         rel = v[np.unique(tri)] - self.centre
@@ -232,6 +235,18 @@ class RadiusMap:
         self.outer = float(self.radii.max())
         self.missed = float((cell == 0).mean())
         self.name = name
+
+    def warnings(self) -> list[str]:
+        """What the ray test cannot do for this head (SPEC §6.3), for the artist."""
+        out = []
+        if self.missed > 0.01:
+            out.append(f"'{self.name}' does not enclose its centre in {100 * self.missed:.0f}% of directions: "
+                       f"hair there is not collided")
+        if self.folded > 0.01:
+            out.append(f"'{self.name}' is not star-shaped from its centre in {100 * self.folded:.0f}% of "
+                       f"directions (ears, neck): collision is the patent's ray test from the centre, which "
+                       f"pushes hair out to the farthest surface along each ray")
+        return out
 
     def radius(self, dirs: np.ndarray) -> np.ndarray:
         """Surface distance (P,) along unit directions ``dirs`` (P, 3), bilinear on the grid
@@ -332,7 +347,8 @@ def farthest_hits(origin: np.ndarray, dirs: np.ndarray, tris: np.ndarray, chunk:
 
 
 def _farthest_hits_grid(origin, theta, phi, tris, edge_samples: int = 8):
-    """Farthest hit along every grid direction (θ_i, φ_j), testing each triangle only against
+    """Farthest and nearest hit (0 and inf where none) along every grid direction (θ_i, φ_j),
+    testing each triangle only against
     the grid directions inside its angular bounding box (from points along its edges, so arcs
     bulging towards a pole are covered; triangles around a pole or across φ = ±π take every φ)."""
     nt, nph = len(theta), len(phi)
@@ -364,6 +380,7 @@ def _farthest_hits_grid(origin, theta, phi, tris, edge_samples: int = 8):
     ii = i0[tri_of] + k // cols[tri_of]
     jj = (j0[tri_of] + k % cols[tri_of]) % nph
     out = np.zeros(nt * nph)
+    nearest = np.full(nt * nph, np.inf)
     chunk = 1 << 20
     for s in range(0, len(tri_of), chunk):
         sl = slice(s, s + chunk)
@@ -371,4 +388,5 @@ def _farthest_hits_grid(origin, theta, phi, tris, edge_samples: int = 8):
         d = _directions(theta[i_idx], phi[j_idx])
         hit = _ray_triangle(np.zeros(3), d, a[t_idx], b[t_idx], c[t_idx])
         np.maximum.at(out, i_idx * nph + j_idx, hit)
-    return out
+        np.minimum.at(nearest, i_idx * nph + j_idx, np.where(hit > 0, hit, np.inf))
+    return out, nearest

@@ -54,6 +54,9 @@ class HAIRWIG_OT_bake(bpy.types.Operator):
 
     def _done(self, job):
         frames = job.finish()
+        for cache in job.caches:
+            for warning in cache.warnings:
+                self.report({"WARNING"}, warning)
         self.report({"INFO"}, f"Baked {len(job.obs)} wig(s), {frames} frames")
         return {"FINISHED"}
 

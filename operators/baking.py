@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..hair_wig import check_memory as core_check_memory
 from ..hair_wig import (BakeCache, DynamicMagnet, FrameInput, HairWigError, Magnet, Profile,
                         ScalpSpace, SecondarySettings, Wig, WigSettings)
 from . import blender_io, profiles
@@ -51,6 +52,12 @@ def frame_range(scene, ob, first=None, last=None) -> tuple[int, int]:
     if int(last) < int(first):
         raise HairWigError(f"'{ob.name}': frame range {first}..{last} is empty (end before start)")
     return int(first), int(last)
+
+
+def check_memory(scene, obs, ranges) -> None:
+    """Refuse bakes over the scene's memory limit before anything is computed."""
+    core_check_memory([(ob.name, blender_io.point_count(ob), last - first + 1)
+                       for ob, (first, last) in zip(obs, ranges)], scene.hair_wig_memory_limit)
 
 
 def magnet_objects(scene, ob) -> list:
@@ -207,7 +214,7 @@ def bind(context, ob, rest_points=None, dynamics: bool = True):
         surface = _Surface(source.surface, head)
         scalp = surface.bind(source, depsgraph)
     wig = Wig(source.hair, hair_rest, head_rest, magnets, _settings(s, dynamics), head_mesh, scalp=scalp,
-              threads=THREADS)
+              threads=THREADS, head_name=head.name)
     return wig, head, empties, surface
 
 
@@ -253,6 +260,7 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
     try:
         wig, head, empties, surface = bind(context, ob)
         cache = BakeCache(wig.hair, first, last)
+        cache.warnings = [f"'{ob.name}': {w}" for w in wig.warnings()]
         total = cache.num_frames + preroll
         state = None
         scratch = np.empty_like(wig.hair.points)
@@ -304,6 +312,7 @@ class BakeJob:
         self.context = context
         self.obs = list(obs)
         self.ranges = [frame_range(context.scene, ob) for ob in self.obs]
+        check_memory(context.scene, self.obs, self.ranges)
         self.total = sum(last - first + 1 + ob.hair_wig.preroll
                          for ob, (first, last) in zip(self.obs, self.ranges))
         self.done = 0

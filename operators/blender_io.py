@@ -205,7 +205,8 @@ def read_mesh(ob, depsgraph=None, uv_map: str = "", topology: bool = True) -> Me
     if topology:
         tris = mesh.loop_triangles
         if len(tris) == 0:
-            raise HairWigError(f"'{ob.name}' has no faces")
+            raise HairWigError(f"'{ob.name}' has no faces: hair cannot collide with it or follow its skin; "
+                               f"give it faces, or turn off Collide with Head and Follow Skin")
         tv = np.empty(len(tris) * 3, dtype=np.int32)
         tc = np.empty(len(tris) * 3, dtype=np.int32)
         tris.foreach_get("vertices", tv)
@@ -337,6 +338,11 @@ def baked_magnet_position(ob, magnet_name: str, frame: float) -> np.ndarray | No
     path = np.array(rec["magnets"][magnet_name], dtype=np.float64).reshape(-1, 3)
     i = int(np.clip(round(frame) - int(rec["first"]), 0, len(path) - 1))
     return path[i]
+
+
+def point_count(ob) -> int:
+    """How many points the hair of ``ob`` has now (what a bake stores per frame)."""
+    return int(_rest_counts(ob).sum())
 
 
 def _rest_counts(ob) -> np.ndarray:

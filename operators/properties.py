@@ -181,9 +181,14 @@ def register():
         bpy.utils.register_class(cls)
     bpy.types.Object.hair_wig = PointerProperty(type=HairWigSettings)
     bpy.types.Object.hair_wig_magnet = PointerProperty(type=HairWigMagnet)
+    bpy.types.Scene.hair_wig_memory_limit = FloatProperty(
+        name="Memory Limit", description="Largest bake, in GiB, that Bake starts: a bake keeps every frame in "
+                                         "memory and then writes as much again into the file",
+        default=4.0, min=0.05, soft_max=64.0, options=set())
 
 
 def unregister():
+    del bpy.types.Scene.hair_wig_memory_limit
     del bpy.types.Object.hair_wig_magnet
     del bpy.types.Object.hair_wig
     for cls in reversed(_classes):

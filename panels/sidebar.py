@@ -172,6 +172,7 @@ class VIEW3D_PT_hair_wig_bake(_WigSubPanel, bpy.types.Panel):
         row.operator("hair_wig.bake", text="Bake" if baked is None else "Bake Again", icon="REC")
         row.operator("hair_wig.clear_bake", icon="TRASH")
         layout.operator("hair_wig.bake", text="Bake All Wigs").all_wigs = True
+        layout.prop(context.scene, "hair_wig_memory_limit")
         if baked is not None:
             layout.label(text=f"Baked frames {baked[0]}..{baked[1]}", icon="CHECKMARK")
             edited = blender_io.edited_since_bake(ob)

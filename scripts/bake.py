@@ -111,11 +111,15 @@ def run(argv: list[str], file_is_open: bool) -> int:
     first, last = args.frames if args.frames else (None, None)
     caches = []
     try:
+        baking.check_memory(bpy.context.scene, obs,
+                            [baking.frame_range(bpy.context.scene, ob, first, last) for ob in obs])
         for ob in obs:
             rate = baking.Rate()
             f0, f1 = baking.frame_range(bpy.context.scene, ob, first, last)
             cache = baking.compute(bpy.context, ob, f0, f1)
             caches.append((ob, cache))
+            for warning in cache.warnings:
+                print(f"bake.py: warning: {warning}", file=sys.stderr, flush=True)
             print(f"{ob.name}: {cache.num_frames}/{cache.num_frames} frames ({f0}..{f1}), "
                   f"{rate.fps(cache.num_frames):.1f} frames/s", flush=True)
         for ob, cache in caches:
