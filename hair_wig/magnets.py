@@ -116,8 +116,10 @@ class MagnetWeights:
             top_w[rows, slot[rows]] = w[rows]
             top_i[rows, slot[rows]] = i
         norm = np.maximum(total, 1.0) if normalisation == "cap" else np.where(total > 0, total, 1.0)
-        scale = flex(hair.vertex_t()) * length(hair.normalised_length())[strand] / norm
-        top_w *= scale[:, None]
+        # Divided first: w / Σw stays within 0..1 even when Σw is subnormal (a weight multiplier
+        # of 1e-308 is inside the UI's range), where 1 / Σw would overflow.
+        top_w /= norm[:, None]
+        top_w *= (flex(hair.vertex_t()) * length(hair.normalised_length())[strand])[:, None]
         self.num_magnets = m
         self.num_points = p
         self.total = total                # raw Σ w per vertex, for diagnostics and tests

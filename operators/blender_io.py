@@ -94,8 +94,9 @@ def read_hair(ob, selection_attribute: str = "") -> HairSet:
 
 def _curve_offsets(cv) -> np.ndarray:
     """(N + 1,) int32 first point of every curve of a Curves datablock, and the point count."""
-    offsets = np.empty(len(cv.curves) + 1, dtype=np.int32)
-    cv.curve_offset_data.foreach_get("value", offsets)
+    offsets = np.zeros(len(cv.curves) + 1, dtype=np.int32)
+    if len(cv.curves):          # a Curves datablock without curves stores no offsets at all
+        cv.curve_offset_data.foreach_get("value", offsets)
     return offsets
 
 

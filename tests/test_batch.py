@@ -141,3 +141,44 @@ def test_nothing_to_bake_and_failed_bake(addon, tmp_path):
     assert digest(headless) == before
     one_error_line(run("--frames", "5", "1", blender_style=True, blend=headless), r"bad frame range 5..1")
     assert digest(headless) == before
+
+
+@pytest.mark.parametrize("moment", ["computing", "writing"])
+def test_kill_9_leaves_the_input_intact_and_no_partial_output(addon, tmp_path, moment):
+    """A batch bake killed with SIGKILL while it computes, or right after it has computed (while
+    it writes the bake and saves), never leaves a half-written .blend: the output is either
+    absent or a whole file (it is saved to a temp file and renamed)."""
+    import signal
+    import time
+
+    src = tmp_path / "in.blend"
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.ops.mesh.primitive_uv_sphere_add()
+    head = bpy.context.active_object
+    scenes.keyed_head_turn(head, 1, 400)
+    pts, counts = scenes.straight_strands(20000, 16)
+    ob = scenes.curves_hair("Hair", pts, counts)
+    ob.hair_wig.enabled, ob.hair_wig.head = True, head
+    ob.hair_wig.use_secondary = True
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 400
+    bpy.ops.wm.save_as_mainfile(filepath=str(src))
+    before = digest(src)
+    out = tmp_path / "out.blend"
+    proc = subprocess.Popen([sys.executable, str(BAKE), str(src), "--output", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if moment == "computing":
+        time.sleep(3.0)
+    else:
+        line = ""
+        while not line.startswith("Hair: ") and proc.poll() is None:
+            line = proc.stdout.readline()        # "Hair: 400/400 frames ...": then it writes
+        assert line.startswith("Hair: 400/400 frames"), line + proc.stderr.read()
+    assert proc.poll() is None, "the bake finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    assert digest(src) == before
+    assert not out.exists()
+    # At most the hidden temp file the save was writing (SIGKILL leaves no chance to remove it).
+    leftovers = {p.name for p in tmp_path.iterdir()} - {"in.blend", "in.blend1"}
+    assert leftovers <= {f".out.blend.{proc.pid}.tmp.blend"}, leftovers

@@ -428,3 +428,15 @@ def test_threads_and_in_place_state_give_the_same_bake_bit_for_bit():
         got, state = two.step(inp, state, keep_state=False, timings=timings)
         assert np.array_equal(got, expect[f])
     assert set(timings) == {"primary", "dynamics", "compression", "length", "collision", "output"}
+
+
+def test_weights_stay_finite_for_subnormal_and_extreme_magnet_settings():
+    """Found by tests/test_stability.py: a multiplier of 1e-308 made 'sum' normalisation divide
+    by a subnormal total; radius 1e-4 with exponent 20 overflowed float32."""
+    h = strands(n=30, k=8, length=0.6)
+    on_vertex = translate(*h.points[3])
+    for mags in ([Magnet("Tiny", translate(1.3, 0, 0.8), multiplier=2.8e-308, radius=1.0)],
+                 [Magnet("Sharp", on_vertex, radius=1e-4, exponent=20), Magnet("Wide", on_vertex, radius=5)]):
+        for norm in ("sum", "cap"):
+            w = MagnetWeights(h, h.points, mags, Profile.linear(0, 1), Profile.constant(1), norm).dense()
+            assert np.isfinite(w).all() and w.max() <= 1.0 and w.sum(axis=0).max() <= 1.0 + 1e-6

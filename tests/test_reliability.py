@@ -1,0 +1,235 @@
+"""Bad input, extreme settings and interruption through the operators (real bpy): every case is
+answered by a message naming what is wrong, and the scene is left exactly as it was."""
+
+import bpy
+import numpy as np
+import pytest
+import scenes
+
+
+@pytest.fixture
+def io(addon):
+    from hair_wig_addon.operators import blender_io
+    return blender_io
+
+
+def wig_scene(strands=40, points=6):
+    """A sphere head turning over frames 1..10, Curves hair on it with one keyed magnet."""
+    bpy.ops.mesh.primitive_uv_sphere_add()
+    head = bpy.context.active_object
+    head.name = "Head"
+    scenes.keyed_head_turn(head, 1, 10)
+    pts, counts = scenes.straight_strands(strands, points)
+    ob = scenes.curves_hair("Hair", pts, counts)
+    ob.data.surface = head
+    bpy.context.view_layer.objects.active = ob
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 10
+    bpy.ops.hair_wig.enable()
+    scene.cursor.location = (0, 0, 1.1)
+    bpy.ops.hair_wig.add_magnet(radius=0.5)
+    magnet = ob.hair_wig.magnets[0].object
+    magnet.keyframe_insert("location", frame=1)
+    magnet.location.x += 0.3
+    magnet.keyframe_insert("location", frame=10)
+    scene.frame_set(3)
+    return ob, head, magnet
+
+
+def positions(ob):
+    p = np.empty(len(ob.data.points) * 3, dtype=np.float32)
+    ob.data.attributes["position"].data.foreach_get("vector", p)
+    return p.reshape(-1, 3)
+
+
+def set_positions(ob, p):
+    ob.data.attributes["position"].data.foreach_set("vector", np.asarray(p, np.float32).ravel())
+    ob.data.update_tag()
+
+
+def snapshot(ob):
+    """Everything a bake could change."""
+    return (positions(ob).tobytes(), sorted(a.name for a in ob.data.attributes), [m.name for m in ob.modifiers],
+            sorted(bpy.data.node_groups.keys()), sorted(bpy.data.actions.keys()),
+            sorted(bpy.data.shape_keys.keys()), bpy.context.scene.frame_current, ob.get("_hair_wig_bake") is not None)
+
+
+def refused(ob, pattern):
+    """Bake is refused with ``pattern`` in its message and nothing in the scene changed."""
+    before = snapshot(ob)
+    with pytest.raises(RuntimeError, match=pattern):
+        bpy.ops.hair_wig.bake()
+    assert snapshot(ob) == before
+
+
+def baked_finite(ob, io):
+    assert bpy.ops.hair_wig.bake() == {"FINISHED"}
+    dg = bpy.context.evaluated_depsgraph_get()
+    for f in range(1, 11):
+        bpy.context.scene.frame_set(f)
+        assert np.isfinite(io.read_evaluated_points(ob, dg)).all()
+
+
+def _no_curves(ob, head, magnet):
+    ob.data.remove_curves()
+
+
+def _one_point_strand(ob, head, magnet):
+    ob.data.add_curves([1])
+
+
+def _nan(ob, head, magnet):
+    p = positions(ob)
+    p[7, 1] = np.nan
+    set_positions(ob, p)
+
+
+def _inf(ob, head, magnet):
+    p = positions(ob)
+    p[13, 2] = np.inf
+    set_positions(ob, p)
+
+
+def _deleted_magnet(ob, head, magnet):
+    ob.hair_wig.magnets[0].object = None
+
+
+def _other_scene(ob, head, magnet):
+    other = bpy.data.scenes.new("Other")
+    other.collection.objects.link(magnet)
+    for c in list(magnet.users_collection):
+        if c != other.collection:
+            c.objects.unlink(magnet)
+
+
+def _faceless_head(ob, head, magnet):
+    mesh = bpy.data.meshes.new("Points")
+    mesh.from_pydata([(0, 0, 0), (1, 0, 0)], [], [])
+    head.data = mesh
+
+
+def _reversed_range(ob, head, magnet):
+    ob.hair_wig.use_scene_range = False
+    ob.hair_wig.frame_start, ob.hair_wig.frame_end = 10, 2
+
+
+def _memory(ob, head, magnet):
+    bpy.context.scene.hair_wig_memory_limit = 0.05
+    ob.hair_wig.use_scene_range = False
+    ob.hair_wig.frame_start, ob.hair_wig.frame_end = 1, 30000
+
+
+def _no_head(ob, head, magnet):
+    ob.data.surface = None
+    ob.hair_wig.head = None
+
+
+@pytest.mark.parametrize("edit, pattern", [
+    (_no_curves, r"'Hair' has no hair curves"),
+    (_one_point_strand, r"'Hair': strand 40 has 1 point"),
+    (_nan, r"'Hair': strand 1 has a NaN or infinite point position"),
+    (_inf, r"'Hair': strand 2 has a NaN or infinite point position"),
+    (_deleted_magnet, r"'Hair': magnet slot 1 is empty"),
+    (_other_scene, r"'Hair': magnet 'Magnet Hair' is not in scene 'Scene'"),
+    (_faceless_head, r"'Head' has no faces: hair cannot collide with it"),
+    (_reversed_range, r"'Hair': frame range 10..2 is empty"),
+    (_memory, r"needs about 0\.\d GiB, over the 0\.05 GiB memory limit .*fewer frames.*guide hairs"),
+    (_no_head, r"'Hair' has no head"),
+], ids=lambda v: v.__name__.strip("_") if callable(v) else None)
+def test_bad_input_is_named_and_changes_nothing(scene, edit, pattern):
+    ob, head, magnet = wig_scene()
+    edit(ob, head, magnet)
+    refused(ob, pattern)
+
+
+def test_edited_hair_after_bake_is_refused_by_rebake_until_cleared_and_clear_keeps_the_edit(scene, io):
+    ob, head, magnet = wig_scene()
+    rest = positions(ob)
+    assert bpy.ops.hair_wig.bake() == {"FINISHED"}
+    ob.data.add_curves([4])                    # points added after the bake
+    assert io.edited_since_bake(ob) is not None
+    assert bpy.ops.hair_wig.clear_bake() == {"FINISHED"}
+    now = positions(ob)
+    assert np.array_equal(now[:len(rest)], rest) and len(now) == len(rest) + 4
+    baked_finite(ob, io)                       # and the edited hair bakes
+
+
+@pytest.mark.parametrize("radius, exponent", [(0.0, 0.0), (-1.0, 2.0), (1e9, 0.0), (0.0, 20.0), (50.0, 20.0)])
+def test_extreme_magnet_settings_bake_finite(scene, io, radius, exponent):
+    ob, head, magnet = wig_scene()
+    m = magnet.hair_wig_magnet
+    m.radius, m.exponent = radius, exponent        # the UI clamps 0 and -1 to its minimum
+    assert m.radius > 0
+    magnet.location = ob.matrix_world @ ob.data.points[3].position   # right on a vertex
+    magnet.keyframe_insert("location", frame=1)
+    baked_finite(ob, io)
+
+
+def test_zero_length_segments_and_collapsed_strands_bake(scene, io):
+    ob, head, magnet = wig_scene()
+    p = positions(ob)
+    p[1] = p[0]                 # a repeated point
+    p[6:12] = p[6]              # a whole strand collapsed onto its root
+    set_positions(ob, p)
+    ob.hair_wig.use_secondary = True
+    baked_finite(ob, io)
+    bpy.context.scene.frame_set(10)
+    got = io.read_evaluated_points(ob, bpy.context.evaluated_depsgraph_get())
+    assert np.ptp(got[6:12], axis=0).max() < 1e-6          # still collapsed: length 0 kept
+
+
+def test_warnings_for_magnets_out_of_reach_and_heads_the_ray_test_cannot_handle(scene, io, addon):
+    from hair_wig_addon.operators import baking
+
+    ob, head, magnet = wig_scene()
+    magnet.location = (40, 0, 0)
+    magnet.keyframe_insert("location", frame=1)
+    bpy.ops.hair_wig.set_rest_pose()
+    assert baking.compute(bpy.context, ob, 1, 2).warnings == [
+        "'Hair': magnet 'Magnet Hair' reaches no hair (radius 0.5); move it closer or widen it"]
+    # an open bowl: no surface above the centre; then a mushroom: two crossings under the cap
+    bowl = bpy.data.meshes.new("Bowl")
+    v = [(np.cos(a) * np.sin(t), np.sin(a) * np.sin(t), -np.cos(t))
+         for t in np.linspace(0, 1.2, 8) for a in np.linspace(0, 2 * np.pi, 16, endpoint=False)]
+    faces = [(i * 16 + j, i * 16 + (j + 1) % 16, (i + 1) * 16 + (j + 1) % 16, (i + 1) * 16 + j)
+             for i in range(7) for j in range(16)]
+    bowl.from_pydata(v, [], faces)
+    head.data = bowl
+    warnings = baking.compute(bpy.context, ob, 1, 2).warnings
+    assert any("'Head' does not enclose its centre in" in w and "not collided" in w for w in warnings)
+    bpy.data.objects.remove(head)
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=1.0)
+    head = bpy.context.active_object
+    head.name = "Mushroom"
+    bpy.ops.mesh.primitive_cylinder_add(radius=2.0, depth=0.2, location=(0, 0, 0.9))
+    cap = bpy.context.active_object
+    cap.select_set(True)
+    head.select_set(True)
+    bpy.context.view_layer.objects.active = head
+    bpy.ops.object.join()
+    ob.hair_wig.head = head
+    warnings = baking.compute(bpy.context, ob, 1, 2).warnings
+    assert any("'Mushroom' is not star-shaped from its centre" in w and "ray test" in w for w in warnings)
+
+
+def test_a_solver_blow_up_stops_the_bake_names_frame_and_strand_and_keeps_the_scene(scene, io):
+    ob, head, magnet = wig_scene()
+    magnet.location = (3e38, 0, 0)              # a key that sends the hair past float range
+    magnet.keyframe_insert("location", frame=5)
+    refused(ob, r"'Hair': the solution is not finite at frame 2, strand 0; nothing was written")
+
+
+def test_an_exception_in_the_middle_of_a_bake_leaves_the_scene_and_the_earlier_bake(scene, io, addon):
+    from hair_wig_addon.operators import baking
+
+    ob, head, magnet = wig_scene()
+    assert bpy.ops.hair_wig.bake() == {"FINISHED"}
+    before = snapshot(ob)
+
+    def boom(done, total):
+        if done == 6:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        baking.bake(bpy.context, ob, progress=boom)
+    assert snapshot(ob) == before
