@@ -1,8 +1,11 @@
 """Live preview: the wig's pose at the current frame, written into the hair while the animator
 scrubs or moves a magnet (primary movement, spaces and refinement; dynamics need a bake).
 
-The rest positions are kept in memory while a preview runs and written back bit for bit when it
-stops, before the file is saved (and re-applied after), and when the add-on is unregistered.
+The rest positions are kept while a preview runs and written back bit for bit when it stops,
+before the file is saved (and re-applied after), and when the add-on is unregistered. They are
+also kept in the hair itself, in the hidden point attribute ``.hair_wig_rest``: Blender's undo
+steps (and autosaves) taken during a preview record the previewed pose, and the attribute lets
+an undo, a redo or a recovered file give that state's own rest pose back.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from . import baking, blender_io
 
 _previews: dict[int, "Preview"] = {}
 _busy = False              # our own write triggers a depsgraph update: do not answer it
+REST_ATTRIBUTE = ".hair_wig_rest"
 
 
 @dataclass
@@ -48,9 +52,14 @@ def start(context, ob) -> None:
     rest = blender_io.read_hair(ob).points.copy()
     if not ob.hair_wig.rest_captured:
         baking.capture_rest(context, ob)
+    _bind(context, ob, rest)
+    _keep_rest(ob, rest)
+    update(context.scene, context.evaluated_depsgraph_get())
+
+
+def _bind(context, ob, rest: np.ndarray) -> None:
     wig, head, empties, surface = baking.bind(context, ob, rest_points=rest, dynamics=False)
     _previews[ob.session_uid] = Preview(ob.name, rest, wig, head, empties, surface, np.empty_like(rest))
-    update(context.scene, context.evaluated_depsgraph_get())
 
 
 def stop(ob, restore: bool = True) -> None:
@@ -58,6 +67,28 @@ def stop(ob, restore: bool = True) -> None:
     preview = _previews.pop(ob.session_uid, None)
     if preview is not None and restore:
         _write(ob, preview.rest)
+    _drop_rest(ob)
+
+
+def _keep_rest(ob, rest: np.ndarray) -> None:
+    attrs = ob.data.attributes
+    attr = attrs.get(REST_ATTRIBUTE) or attrs.new(REST_ATTRIBUTE, "FLOAT_VECTOR", "POINT")
+    attr.data.foreach_set("vector", rest.ravel())
+
+
+def _kept_rest(ob) -> np.ndarray | None:
+    attr = ob.data.attributes.get(REST_ATTRIBUTE) if ob.type == "CURVES" else None
+    if attr is None:
+        return None
+    rest = np.empty((len(ob.data.points), 3), np.float32)
+    attr.data.foreach_get("vector", rest.ravel())
+    return rest
+
+
+def _drop_rest(ob) -> None:
+    attr = ob.data.attributes.get(REST_ATTRIBUTE) if ob.type == "CURVES" else None
+    if attr is not None:
+        ob.data.attributes.remove(attr)
 
 
 def stop_all() -> None:
@@ -136,14 +167,20 @@ def on_depsgraph_update(scene, depsgraph):
 
 @bpy.app.handlers.persistent
 def on_save_pre(*_args):
+    """The file gets the rest pose and no trace of the preview."""
     for uid, preview in _previews.items():
         ob = _object(uid)
         if ob is not None and len(ob.data.points) == len(preview.rest):
             _write(ob, preview.rest)
+            _drop_rest(ob)
 
 
 @bpy.app.handlers.persistent
 def on_save_post(*_args):
+    for uid, preview in _previews.items():
+        ob = _object(uid)
+        if ob is not None and len(ob.data.points) == len(preview.rest):
+            _keep_rest(ob, preview.rest)
     if _previews:
         update(bpy.context.scene)
 
@@ -153,11 +190,56 @@ def on_load_pre(*_args):
     _previews.clear()         # the objects belong to the file being closed
 
 
+@bpy.app.handlers.persistent
+def on_load_post(*_args):
+    """A file saved by Blender itself during a preview (an autosave, a recovered session) holds a
+    previewed pose: give it its rest pose back."""
+    for ob in bpy.data.objects:
+        rest = _kept_rest(ob)
+        if rest is not None:
+            _write(ob, rest)
+            _drop_rest(ob)
+            print(f"hair_wig: '{ob.name}' was saved during a live preview; its rest pose is back")
+
+
+@bpy.app.handlers.persistent
+def on_undo_redo_post(*_args):
+    """Undo and redo load a recorded state of the file. A state recorded during a preview holds a
+    previewed pose and, in ``.hair_wig_rest``, that state's rest pose; any other state holds the
+    hair's own positions. A running preview carries on from the loaded state's rest pose (the
+    magnets, head and hair as they were then); hair no longer previewed gets its rest pose back."""
+    context = bpy.context
+    for ob in bpy.data.objects:
+        if ob.type != "CURVES":
+            continue
+        kept = _kept_rest(ob)
+        if ob.session_uid in _previews:
+            rest = kept if kept is not None else blender_io.read_hair(ob).points.copy()
+            del _previews[ob.session_uid]
+            try:
+                _bind(context, ob, rest)
+                _keep_rest(ob, rest)
+                continue
+            except HairWigError as err:
+                print(f"hair_wig: preview of '{ob.name}' stopped: {err}")
+        if kept is not None:
+            _write(ob, kept)
+            _drop_rest(ob)
+    for uid in list(_previews):
+        if _object(uid) is None:
+            del _previews[uid]
+    if _previews:
+        update(context.scene, context.evaluated_depsgraph_get())
+
+
 handlers = ((bpy.app.handlers.frame_change_post, on_frame_change),
             (bpy.app.handlers.depsgraph_update_post, on_depsgraph_update),
             (bpy.app.handlers.save_pre, on_save_pre),
             (bpy.app.handlers.save_post, on_save_post),
-            (bpy.app.handlers.load_pre, on_load_pre))
+            (bpy.app.handlers.load_pre, on_load_pre),
+            (bpy.app.handlers.load_post, on_load_post),
+            (bpy.app.handlers.undo_post, on_undo_redo_post),
+            (bpy.app.handlers.redo_post, on_undo_redo_post))
 
 
 class HAIRWIG_OT_preview(bpy.types.Operator):

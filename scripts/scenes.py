@@ -94,3 +94,26 @@ def wig_on(head, strands: int, points: int, name: str = "Hair", length: float = 
     bpy.context.view_layer.objects.active = ob
     bpy.ops.hair_wig.enable()
     return ob, pts
+
+
+def keyed_wig(strands: int = 40, points: int = 6, radius: float = 0.5, travel: float = 0.3,
+              magnet_at=(0.0, 0.0, 1.1), frames=(1, 10), head_turn: bool = True):
+    """A UV-sphere "Head" (turning over ``frames`` when ``head_turn``) with Curves "Hair" on it,
+    the wig enabled, and one magnet at ``magnet_at`` keyed to move ``travel`` along x over
+    ``frames``; the scene's range is ``frames``. Returns ``hair, head, magnet``."""
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=1.0)
+    head = bpy.context.active_object
+    head.name = "Head"
+    first, last = frames
+    if head_turn:
+        keyed_head_turn(head, first, last)
+    ob, _ = wig_on(head, strands, points)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = first, last
+    scene.cursor.location = magnet_at
+    bpy.ops.hair_wig.add_magnet(radius=radius)
+    magnet = ob.hair_wig.magnets[0].object
+    magnet.keyframe_insert("location", frame=first)
+    magnet.location.x += travel
+    magnet.keyframe_insert("location", frame=last)
+    return ob, head, magnet

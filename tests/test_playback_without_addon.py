@@ -15,6 +15,8 @@ PROBE = Path(__file__).with_name("playback_probe.py")
 
 
 def test_saved_bake_plays_back_without_addon(scene, addon, tmp_path):
+    """Baked Curves and legacy curves play their bake; a wig that was never baked (magnet settings,
+    rest pose and all) opens as the hair's own rest pose."""
     from hair_wig_addon.hair_wig import BakeCache
     from hair_wig_addon.operators import blender_io as io
 
@@ -31,6 +33,11 @@ def test_saved_bake_plays_back_without_addon(scene, addon, tmp_path):
         io.write_bake(ob, BakeCache.from_positions(hair, first, pos))
         expected[f"{ob.name}/positions"] = pos
         expected[f"{ob.name}/first"] = first
+    wig, _, _ = scenes.keyed_wig()
+    bpy.ops.hair_wig.set_rest_pose()
+    expected["Hair/positions"] = np.broadcast_to(io.read_hair(wig).points, (4, len(wig.data.points), 3))
+    expected["Hair/first"] = 1
+    objects.append(wig)
     blend, npz = tmp_path / "baked.blend", tmp_path / "expected.npz"
     bpy.ops.wm.save_as_mainfile(filepath=str(blend))
     np.savez(npz, **expected)
@@ -43,6 +50,7 @@ def test_saved_bake_plays_back_without_addon(scene, addon, tmp_path):
     got = report["objects"]
     assert set(got) == {ob.name for ob in objects}
     assert got["Curves Hair"]["exact"], got["Curves Hair"]
+    assert got["Hair"]["exact"], got["Hair"]
     assert got["Curves Hair"]["half_err"] <= 4 * EPS32 * got["Curves Hair"]["magnitude"]
     for name, r in got.items():
         tol = 8 * EPS32 * max(1.0, r["magnitude"])

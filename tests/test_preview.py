@@ -14,18 +14,9 @@ def glue(addon):
 
 
 def previewed(scene):
-    bpy.ops.mesh.primitive_uv_sphere_add(radius=1.0)
-    head = bpy.context.active_object
-    ob, _ = scenes.wig_on(head, 80, 8)
-    scene.cursor.location = (0.0, 0.0, 1.6)
-    bpy.ops.hair_wig.add_magnet(radius=1.5)
-    magnet = ob.hair_wig.magnets[0].object
-    magnet.keyframe_insert("location", frame=1)
-    magnet.location.x += 0.5
-    magnet.keyframe_insert("location", frame=10)
+    ob, _, magnet = scenes.keyed_wig(80, 8, radius=1.5, travel=0.5, magnet_at=(0.0, 0.0, 1.6), head_turn=False)
     scene.frame_set(1)
-    rest = positions(ob)
-    return ob, magnet, rest
+    return ob, magnet, positions(ob)
 
 
 def positions(ob):

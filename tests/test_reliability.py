@@ -13,26 +13,10 @@ def io(addon):
     return blender_io
 
 
-def wig_scene(strands=40, points=6):
+def wig_scene():
     """A sphere head turning over frames 1..10, Curves hair on it with one keyed magnet."""
-    bpy.ops.mesh.primitive_uv_sphere_add()
-    head = bpy.context.active_object
-    head.name = "Head"
-    scenes.keyed_head_turn(head, 1, 10)
-    pts, counts = scenes.straight_strands(strands, points)
-    ob = scenes.curves_hair("Hair", pts, counts)
-    ob.data.surface = head
-    bpy.context.view_layer.objects.active = ob
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, 10
-    bpy.ops.hair_wig.enable()
-    scene.cursor.location = (0, 0, 1.1)
-    bpy.ops.hair_wig.add_magnet(radius=0.5)
-    magnet = ob.hair_wig.magnets[0].object
-    magnet.keyframe_insert("location", frame=1)
-    magnet.location.x += 0.3
-    magnet.keyframe_insert("location", frame=10)
-    scene.frame_set(3)
+    ob, head, magnet = scenes.keyed_wig(40, 6)
+    bpy.context.scene.frame_set(3)
     return ob, head, magnet
 
 
@@ -233,3 +217,52 @@ def test_an_exception_in_the_middle_of_a_bake_leaves_the_scene_and_the_earlier_b
     with pytest.raises(KeyboardInterrupt):
         baking.bake(bpy.context, ob, progress=boom)
     assert snapshot(ob) == before
+
+
+def test_a_renamed_magnet_keeps_working(scene, io, addon):
+    from hair_wig_addon.operators import baking
+
+    ob, head, magnet = wig_scene()
+    bpy.ops.hair_wig.set_rest_pose()
+    expect = baking.compute(bpy.context, ob, 1, 10).positions
+    magnet.name = "Fringe Magnet"              # slots hold the Empty itself, not its name
+    assert ob.hair_wig.magnets[0].object == magnet
+    assert np.array_equal(baking.compute(bpy.context, ob, 1, 10).positions, expect)
+
+
+def _edited_mesh(mesh, extra_vertices=(), extra_faces=(), drop=None):
+    """A copy of ``mesh`` with vertices and faces added, and without the faces whose centres
+    satisfy ``drop``."""
+    v = np.array([x.co for x in mesh.vertices])
+    faces = [tuple(f.vertices) for f in mesh.polygons if drop is None or not drop(v[list(f.vertices)].mean(axis=0))]
+    out = bpy.data.meshes.new(mesh.name + " edited")
+    out.from_pydata(v.tolist() + list(extra_vertices), [], faces + list(extra_faces))
+    return out
+
+
+def test_non_manifold_heads(scene, io, addon):
+    """Doubled faces change nothing; a fin into the head changes nothing either (the ray test keeps
+    the farthest hit) but is named, as any surface crossed twice from the centre is; an open neck is
+    named by how much of the head the ray test misses, and the hair above it collides as on the
+    closed head."""
+    from hair_wig_addon.operators import baking
+
+    ob, head, magnet = wig_scene()
+    ob.hair_wig.use_collision = True
+    bpy.ops.hair_wig.set_rest_pose()
+    clean = baking.compute(bpy.context, ob, 1, 10)
+    sphere = head.data
+    a, b, c = tuple(sphere.polygons[0].vertices)[:3]
+    centre = len(sphere.vertices)
+    head.data = _edited_mesh(sphere, extra_faces=[(a, b, c), (a, b, c)])
+    got = baking.compute(bpy.context, ob, 1, 10)
+    assert got.warnings == [] and np.array_equal(got.positions, clean.positions)
+    head.data = _edited_mesh(sphere, [(0.0, 0.0, 0.0)], [(a, b, centre)])
+    got = baking.compute(bpy.context, ob, 1, 10)
+    assert np.array_equal(got.positions, clean.positions)
+    assert [w for w in got.warnings if "'Head' is not star-shaped from its centre" in w], got.warnings
+
+    head.data = _edited_mesh(sphere, drop=lambda c: c[2] < -0.6)      # an open neck
+    got = baking.compute(bpy.context, ob, 1, 10)
+    assert [w for w in got.warnings if "'Head' does not enclose its centre in" in w], got.warnings
+    np.testing.assert_allclose(got.positions, clean.positions, atol=1e-6)
