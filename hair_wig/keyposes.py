@@ -1,0 +1,471 @@
+"""Keyframed hairstyles: key poses, automatic in-betweens, key leader strands and wisps of imitator
+strands (seed 002, Başarankut 2008: §2.2 wisps, §4.1 key frame recording, §4.2 in-betweening).
+
+Key poses are hairstyles recorded at frames; they may differ in how many curves and points they
+have. ``KeyedStyle`` binds them once — wisp matching, mass sampling, paths, easing flags and noise
+tables — and then gives the pose at any frame with whole-array operations only.
+
+Where we depart from the seed (SPEC §7 lists 002 in one line; the departures are ours):
+
+* Tracks. The thesis matches each key's wisps to the next key's and animates each interval on its
+  own; a Blender bake needs one topology for the whole animation, so matches are chained into
+  *tracks* running through every key pose. A track has, at every key, either a curve of that key
+  or a point (its root) it is collapsed onto. Unmatched curves either grow from / shrink to zero
+  length at their root (``unmatched="GROW"``) or split from / merge into their nearest neighbour
+  (``"SPLIT"``).
+* Paths. The thesis' path is linear (§4.2.3); ``path="SMOOTH"`` adds a Catmull-Rom spline in time
+  through all key poses (non-uniform: tangents from the neighbouring keys' frames). Key poses are
+  reached exactly either way.
+* Slow-in/slow-out. The thesis scales speeds by ``2 - |s|`` (§4.2.4, eq. 4.2); we warp time per
+  axis with a cubic Hermite whose end slopes are 0 where the wisp's average direction flips on
+  that axis (the thesis' direction check) and 1 where it does not, so velocity is continuous and
+  unchanged on the axes that keep going. The first and last key are approached from rest.
+* Air-drag noise. The thesis draws new random offsets every frame, which jitters; ours is a
+  cubic B-spline through random values a ``noise_period`` apart in time, sampled with a phase
+  that runs along the strand (a wave from root to tip), scaled by (arc position)² so the root
+  never moves. Its frame-to-frame change is at most ``2 · magnitude / noise_period``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import HairWigError
+from .hairset import HairSet
+
+
+@dataclass
+class KeyPose:
+    """A hairstyle recorded at ``frame`` (thesis §4.1): ``points (P, 3)`` in the hair object's space,
+    ``counts (C,)`` points per curve, ``roots_uv (C, 2)`` surface UVs of the roots or ``None``."""
+
+    frame: float
+    points: np.ndarray
+    counts: np.ndarray
+    roots_uv: np.ndarray | None = None
+    name: str = "key pose"
+
+    def __post_init__(self):
+        hair = HairSet(self.points, self.counts, name=self.name, surface_uv=self.roots_uv)
+        self.points, self.counts, self.offsets = hair.points, hair.counts, hair.offsets
+
+    @property
+    def roots(self) -> np.ndarray:
+        return self.points[self.offsets[:-1]]
+
+    def curve(self, i: int) -> np.ndarray:
+        return self.points[self.offsets[i]:self.offsets[i + 1]]
+
+
+# ------------------------------------------------------------------------------ matching
+
+def nearest(queries: np.ndarray, sites: np.ndarray, chunk: int = 2048) -> np.ndarray:
+    """Index of the nearest of ``sites (S, D)`` to every one of ``queries (Q, D)`` (Euclidean),
+    in chunks so memory stays at ``chunk × S``. Ties go to the lower index."""
+    q = np.asarray(queries, np.float64)
+    s = np.asarray(sites, np.float64)
+    out = np.empty(len(q), np.int64)
+    s2 = np.einsum("ij,ij->i", s, s)
+    for a in range(0, len(q), chunk):
+        b = q[a:a + chunk]
+        d = s2[None, :] - 2.0 * (b @ s.T)          # |q|² is the same along a row
+        out[a:a + chunk] = np.argmin(d, axis=1)
+    return out
+
+
+def match_wisps(src: KeyPose, dst: KeyPose) -> np.ndarray:
+    """Thesis §4.2.1: every curve of ``src`` targets the curve of ``dst`` whose root is nearest in
+    surface UV space (in root position when either key has no UVs). Returns ``(C_src,)`` indices."""
+    if src.roots_uv is not None and dst.roots_uv is not None:
+        return nearest(src.roots_uv, dst.roots_uv)
+    return nearest(src.roots, dst.roots)
+
+
+# ---------------------------------------------------------------------------- resampling
+
+def resample(points: np.ndarray, counts: np.ndarray, new_counts: np.ndarray) -> np.ndarray:
+    """Wisp mass sampling (thesis §4.2.2): give every curve ``new_counts[c] >= counts[c]`` points
+    without changing its shape. The ``d`` extra points go round the segments from the root, one
+    per segment per round; a segment given ``n`` extra points is cut into ``n + 1`` equal parts.
+
+    points (P, 3), counts (C,), new_counts (C,) → (new_counts.sum(), 3) float32. Vectorised over
+    all curves at once."""
+    counts = np.asarray(counts, np.int64)
+    new_counts = np.asarray(new_counts, np.int64)
+    if np.any(new_counts < counts):
+        c = int(np.flatnonzero(new_counts < counts)[0])
+        raise HairWigError(f"curve {c}: cannot resample {counts[c]} points down to {new_counts[c]}")
+    points = np.asarray(points, np.float32)
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    segs = counts - 1                                   # segments per curve
+    extra = new_counts - counts
+    seg_curve = np.repeat(np.arange(len(counts)), segs)
+    seg_first = np.concatenate([[0], np.cumsum(segs)])[:-1]
+    local = np.arange(segs.sum()) - np.repeat(seg_first, segs)
+    per_seg = extra[seg_curve] // segs[seg_curve] + (local < extra[seg_curve] % segs[seg_curve])
+    # every segment emits its start point and its extra points; every curve then its last point
+    emitted = per_seg + 1
+    seg_start = offsets[:-1][seg_curve] + local
+    src = np.repeat(seg_start, emitted)
+    r = np.arange(emitted.sum()) - np.repeat(np.cumsum(emitted) - emitted, emitted)
+    t = (r / np.repeat(emitted, emitted)).astype(np.float32)[:, None]
+    body = points[src] + (points[src + 1] - points[src]) * t
+    out = np.empty((int(new_counts.sum()), 3), np.float32)
+    new_offsets = np.concatenate([[0], np.cumsum(new_counts)])
+    last = new_offsets[1:] - 1
+    is_last = np.zeros(len(out), bool)
+    is_last[last] = True
+    out[~is_last] = body
+    out[last] = points[offsets[1:] - 1]
+    return out
+
+
+# -------------------------------------------------------------------------------- tracks
+
+@dataclass
+class Tracks:
+    """Matches chained through all key poses. For key ``k`` and track ``t``: ``curve[k, t]`` is the
+    key's curve the track shows there, or -1 when it is collapsed onto ``anchor[k, t]`` (3,)."""
+
+    curve: np.ndarray          # (K, T) int64
+    anchor: np.ndarray         # (K, T, 3) float32
+    counts: np.ndarray         # (T,) points per track: the most any of its curves has
+
+    @property
+    def num_tracks(self) -> int:
+        return self.curve.shape[1]
+
+
+def build_tracks(keys: list[KeyPose], unmatched: str = "GROW") -> Tracks:
+    """Chain ``match_wisps`` through consecutive keys (thesis §4.2.1, in tracks: module docstring).
+
+    Key 0 starts one track per curve. Going from key k to k+1, each curve ``j`` of k+1 has a primary
+    source: the nearest of the curves that target it. The primary source's track continues onto
+    ``j``. Any other track on a curve that targets ``j`` shrinks to its own root (``GROW``) or merges
+    into ``j`` (``SPLIT``). A curve of k+1 nobody targets starts a new track, collapsed on its root
+    before k+1 (``GROW``) or split from the track of its nearest curve in k (``SPLIT``).
+    Collapsed tracks stay collapsed."""
+    if unmatched not in ("GROW", "SPLIT"):
+        raise HairWigError(f"unmatched curves: expected GROW or SPLIT, got {unmatched!r}")
+    k0 = keys[0]
+    curve = [np.arange(len(k0.counts))]
+    anchor = [k0.roots.copy()]
+    for k in range(len(keys) - 1):
+        a, b = keys[k], keys[k + 1]
+        target = match_wisps(a, b)                                  # (Ca,)
+        uv = a.roots_uv is not None and b.roots_uv is not None
+        ra, rb = (a.roots_uv, b.roots_uv) if uv else (a.roots, b.roots)
+        dist = np.linalg.norm(np.asarray(ra, np.float64) - np.asarray(rb, np.float64)[target], axis=1)
+        order = np.lexsort((dist, target))                          # by target, nearest first
+        primary = np.full(len(b.counts), -1)
+        first_of = np.ones(len(order), bool)
+        first_of[1:] = target[order][1:] != target[order][:-1]
+        primary[target[order][first_of]] = order[first_of]
+        cur, anc = curve[-1], anchor[-1]
+        live = cur >= 0
+        nxt = np.full_like(cur, -1)
+        nxt_anchor = anc.copy()
+        src = np.where(live, cur, 0)
+        is_primary = live & (primary[target[src]] == src)
+        merge = live & ~is_primary
+        nxt[is_primary] = target[src[is_primary]]
+        if unmatched == "SPLIT":
+            nxt[merge] = target[src[merge]]
+        else:
+            nxt_anchor[merge] = a.roots[src[merge]]
+        nxt_anchor[nxt >= 0] = b.roots[nxt[nxt >= 0]]
+        # Curves of k+1 that nobody targets: new tracks.
+        orphans = np.flatnonzero(primary < 0)
+        if orphans.size:
+            if unmatched == "SPLIT":
+                back = nearest(rb[orphans], ra)                     # their nearest curve in k
+                # the track now showing that curve (one that continues there, else any)
+                holder = np.full(len(a.counts), -1)
+                holder[cur[live]] = np.flatnonzero(live)
+                parent = holder[back]
+                hist_c = [c[parent] for c in curve]
+                hist_a = [x[parent] for x in anchor]
+            else:
+                hist_c = [np.full(orphans.size, -1) for _ in curve]
+                hist_a = [np.broadcast_to(b.roots[orphans], (orphans.size, 3)).copy() for _ in anchor]
+            curve = [np.concatenate([c, h]) for c, h in zip(curve, hist_c)]
+            anchor = [np.concatenate([x, h]) for x, h in zip(anchor, hist_a)]
+            nxt = np.concatenate([nxt, orphans])
+            nxt_anchor = np.concatenate([nxt_anchor, b.roots[orphans]])
+        curve.append(nxt)
+        anchor.append(nxt_anchor)
+    curve = np.stack(curve)
+    anchor = np.stack(anchor).astype(np.float32)
+    counts = np.full(curve.shape[1], 2, np.int64)
+    for k, key in enumerate(keys):
+        on = curve[k] >= 0
+        counts[on] = np.maximum(counts[on], key.counts[curve[k, on]])
+    return Tracks(curve, anchor, counts)
+
+
+def track_shapes(keys: list[KeyPose], tracks: Tracks) -> np.ndarray:
+    """Every key pose in the tracks' topology: (K, P, 3) float32, ``P = tracks.counts.sum()``.
+    A track's curve is resampled up to the track's count (``resample``); a collapsed track has
+    all its points on its anchor."""
+    n = tracks.counts
+    offsets = np.concatenate([[0], np.cumsum(n)])
+    point_track = np.repeat(np.arange(len(n)), n)
+    out = np.empty((len(keys), int(n.sum()), 3), np.float32)
+    for k, key in enumerate(keys):
+        c = tracks.curve[k]
+        out[k] = tracks.anchor[k][point_track]
+        on = np.flatnonzero(c >= 0)
+        if on.size:
+            sel = c[on]
+            pts = resample(key.points[_gather_index(key.offsets, sel)], key.counts[sel], n[on])
+            out[k, _gather_index(offsets, on)] = pts
+    return out
+
+
+def _gather_index(offsets: np.ndarray, curves: np.ndarray) -> np.ndarray:
+    """Point indices of ``curves``, in order, from curve ``offsets`` (vectorised ranges)."""
+    starts = offsets[curves]
+    lens = offsets[curves + 1] - starts
+    return np.repeat(starts - np.concatenate([[0], np.cumsum(lens)])[:-1], lens) + np.arange(lens.sum())
+
+
+# --------------------------------------------------------------------------- the style
+
+def hermite_warp(u: np.ndarray, ease_in: np.ndarray, ease_out: np.ndarray) -> np.ndarray:
+    """Time warp w(u) on [0, 1]: cubic Hermite from 0 to 1 with end slopes 0 where eased and 1
+    where not (w = u when neither). Broadcasts ``u`` against the boolean flags."""
+    m0 = np.where(ease_in, 0.0, 1.0).astype(np.float32)
+    m1 = np.where(ease_out, 0.0, 1.0).astype(np.float32)
+    u2 = u * u
+    u3 = u2 * u
+    h01 = 3 * u2 - 2 * u3
+    return h01 + m0 * (u3 - 2 * u2 + u) + m1 * (u3 - u2)
+
+
+@dataclass
+class StyleSettings:
+    path: str = "LINEAR"              # LINEAR (thesis §4.2.3) or SMOOTH (Catmull-Rom in time)
+    slow_in_out: bool = True          # thesis §4.2.4 with its per-axis direction check
+    unmatched: str = "GROW"           # GROW/shrink by length, or SPLIT/merge
+    noise: float = 0.0                # air-drag noise magnitude at the tip (object units)
+    noise_period: float = 12.0        # frames between the noise's random values
+    noise_seed: int = 0
+
+
+class KeyedStyle:
+    """Key poses bound once; ``pose(frame)`` gives the in-between hairstyle (thesis §4.2).
+
+    Frames before the first key hold it, frames after the last hold the last.
+    """
+
+    def __init__(self, keys: list[KeyPose], settings: StyleSettings | None = None, name: str = "hair"):
+        if not keys:
+            raise HairWigError(f"'{name}' has no key poses; record one with Record Key Pose")
+        keys = sorted(keys, key=lambda k: k.frame)
+        frames = np.array([k.frame for k in keys], np.float64)
+        if np.any(np.diff(frames) == 0):
+            f = frames[1:][np.diff(frames) == 0][0]
+            raise HairWigError(f"'{name}' has two key poses at frame {f:g}")
+        self.name = name
+        self.settings = s = settings or StyleSettings()
+        if s.path not in ("LINEAR", "SMOOTH"):
+            raise HairWigError(f"'{name}': path must be LINEAR or SMOOTH, got {s.path!r}")
+        self.keys = keys
+        self.frames = frames
+        self.tracks = build_tracks(keys, s.unmatched)
+        self.counts = self.tracks.counts.astype(np.int32)
+        self.offsets = np.concatenate([[0], np.cumsum(self.counts)])
+        self.shapes = track_shapes(keys, self.tracks)                      # (K, P, 3)
+        self.point_track = np.repeat(np.arange(len(self.counts)), self.counts)
+        self._bind_paths()
+        self._bind_noise()
+        self.collider = None
+        self.collision_offset = 0.0
+        self._not_root = np.ones(self.num_points, bool)
+        self._not_root[self.offsets[:-1]] = False
+
+    @property
+    def num_points(self) -> int:
+        return self.shapes.shape[1]
+
+    def hair(self, frame: float | None = None) -> HairSet:
+        """The tracks as a hair set, posed at ``frame`` (the first key when None)."""
+        pts = self.shapes[0] if frame is None else self.pose(frame)
+        return HairSet(pts, self.counts, name=self.name)
+
+    def _bind_paths(self):
+        k = len(self.frames)
+        shapes = self.shapes
+        if k > 1:
+            h = np.diff(self.frames).astype(np.float32)                    # (K-1,)
+            delta = np.diff(shapes, axis=0)                                # (K-1, P, 3)
+            # tangents (per frame) for the smooth path: non-uniform Catmull-Rom
+            tang = np.empty_like(shapes)
+            tang[0] = delta[0] / h[0]
+            tang[-1] = delta[-1] / h[-1]
+            if k > 2:
+                tang[1:-1] = (shapes[2:] - shapes[:-2]) / (self.frames[2:] - self.frames[:-2]).astype(
+                    np.float32)[:, None, None]
+            self.tangents = tang
+            # direction check (thesis §4.2.4): each track's mean motion per axis in every interval
+            sums = np.add.reduceat(delta, self.offsets[:-1], axis=1)          # (K-1, T, 3)
+            sign = np.sign(sums)
+            flip = np.ones((k, sums.shape[1], 3), bool)                         # first, last: from rest
+            flip[1:-1] = sign[:-1] * sign[1:] < 0
+            self.ease = flip
+        else:
+            self.tangents = np.zeros_like(shapes)
+            self.ease = np.ones((1, len(self.counts), 3), bool)
+
+    def _bind_noise(self):
+        s = self.settings
+        n = self.counts
+        local = np.arange(self.num_points) - np.repeat(self.offsets[:-1], n)
+        along = (local / np.repeat(n - 1, n)).astype(np.float32)             # 0 root .. 1 tip
+        self.along = along
+        self.noise_weight = (along * along)[:, None]
+        period = max(float(s.noise_period), 1e-3)
+        span = (self.frames[-1] - self.frames[0]) / period
+        self.noise_knots = int(np.ceil(span)) + 6
+        rng = np.random.default_rng(s.noise_seed)
+        self.noise_values = rng.uniform(-1.0, 1.0, (self.noise_knots, len(n), 3)).astype(np.float32)
+
+    def set_collider(self, collider, offset: float = 0.0) -> None:
+        """Collide in-betweens with the head: ``collider`` a ``RadiusMap`` in this hair's space
+        (thesis §4.2.5 uses three spheres; this is the core's ray test, SPEC §6.3)."""
+        self.collider = collider
+        self.collision_offset = float(offset)
+
+    def noise(self, frame: float) -> np.ndarray:
+        """The air-drag noise (P, 3) at ``frame`` (module docstring): a uniform cubic B-spline in
+        time through per-track random values, its phase running one knot from root to tip."""
+        s = self.settings
+        x = (float(frame) - self.frames[0]) / max(float(s.noise_period), 1e-3) + 2.0 - self.along
+        x = np.clip(x, 1.0, self.noise_knots - 3.0 - 1e-6)
+        i = np.floor(x).astype(np.int64)
+        f = (x - i)[:, None].astype(np.float32)
+        f2, f3 = f * f, f * f * f
+        b0 = (1 - f) ** 3 / 6
+        b1 = (3 * f3 - 6 * f2 + 4) / 6
+        b2 = (-3 * f3 + 3 * f2 + 3 * f + 1) / 6
+        b3 = f3 / 6
+        v, t = self.noise_values, self.point_track
+        out = b0 * v[i - 1, t] + b1 * v[i, t] + b2 * v[i + 1, t] + b3 * v[i + 2, t]
+        out *= self.noise_weight * np.float32(s.noise)
+        return out
+
+    def pose(self, frame: float, out: np.ndarray | None = None, noise: bool = True) -> np.ndarray:
+        """The hairstyle at ``frame`` (P, 3) float32 in the hair object's space."""
+        if out is None:
+            out = np.empty((self.num_points, 3), np.float32)
+        frames, shapes, s = self.frames, self.shapes, self.settings
+        if len(frames) == 1 or frame <= frames[0] or frame >= frames[-1]:
+            np.copyto(out, shapes[0] if len(frames) == 1 or frame <= frames[0] else shapes[-1])
+        else:
+            k = int(np.searchsorted(frames, frame, side="right") - 1)
+            h = np.float32(frames[k + 1] - frames[k])
+            u = np.float32((frame - frames[k]) / h)
+            if s.slow_in_out:
+                w = hermite_warp(u, self.ease[k], self.ease[k + 1])[self.point_track]   # (P, 3)
+            else:
+                w = np.full((1, 3), u, np.float32)
+            a, b = shapes[k], shapes[k + 1]
+            if s.path == "LINEAR":
+                np.subtract(b, a, out=out)
+                out *= w
+                out += a
+            else:
+                w2, w3 = w * w, w * w * w
+                out[:] = (2 * w3 - 3 * w2 + 1) * a + (-2 * w3 + 3 * w2) * b \
+                    + (w3 - 2 * w2 + w) * h * self.tangents[k] + (w3 - w2) * h * self.tangents[k + 1]
+        if noise and s.noise:
+            out += self.noise(frame)
+        if self.collider is not None:
+            self.collider.push_out(out, self.collision_offset, self._not_root)
+        return out
+
+
+# ------------------------------------------------------------------ leaders and imitators
+
+def root_frames(points: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """An orthonormal frame (C, 3, 3) per curve, columns (tangent, bitangent, direction): the
+    direction of the curve's first segment and two axes across it, built the same way for every
+    curve so that a frame change maps one root's neighbourhood onto another's."""
+    d = points[offsets[:-1] + 1] - points[offsets[:-1]]
+    d = d / np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-12)
+    ref = np.where(np.abs(d[:, 2:3]) < 0.9, np.array([[0.0, 0.0, 1.0]]), np.array([[1.0, 0.0, 0.0]]))
+    t = np.cross(ref, d)
+    t /= np.linalg.norm(t, axis=1, keepdims=True)
+    b = np.cross(d, t)
+    return np.stack([t, b, d], axis=2).astype(np.float32)
+
+
+class LeaderFollow:
+    """Key leader strands (thesis §4.2.1 "Key Leader Strand", appendix A): key poses are recorded for
+    the leader curves only; every other curve follows its leader's motion in its own root frame.
+
+    A follower's point at arc fraction ``s`` moves by the leader's displacement from its first key
+    at the same fraction, carried from the leader's root frame into the follower's:
+    ``p_f(s, t) = p_f(s, 0) + R_f R_L(0)ᵀ (p_L(s, t) − p_L(s, 0))`` (rotations ``R`` from
+    ``root_frames``)."""
+
+    def __init__(self, style: KeyedStyle, hair: HairSet, leader_of: np.ndarray):
+        self.style, self.hair = style, hair
+        leader_of = np.asarray(leader_of, np.int64)
+        if leader_of.shape != (hair.num_strands,) or np.any(leader_of < 0) or np.any(leader_of >= len(style.counts)):
+            raise HairWigError(f"'{hair.name}': every curve needs a leader among the {len(style.counts)} key-posed curves")
+        n = hair.counts.astype(np.int64)
+        local = np.arange(hair.num_points) - np.repeat(hair.offsets[:-1], n)
+        s = local / np.repeat(n - 1, n)
+        lc = style.counts.astype(np.int64)[leader_of]
+        lead = np.repeat(leader_of, n)
+        x = s * np.repeat(lc - 1, n)
+        i0 = np.minimum(np.floor(x).astype(np.int64), np.repeat(lc - 2, n))
+        self.frac = (x - i0).astype(np.float32)[:, None]
+        self.i0 = style.offsets[lead] + i0
+        rest0 = style.shapes[0]
+        self.base = self._at(rest0)
+        rf = root_frames(hair.points, hair.offsets)
+        rl = root_frames(rest0, style.offsets)[leader_of]
+        self.rotation = np.repeat(rf @ np.transpose(rl, (0, 2, 1)), n, axis=0)   # (P, 3, 3)
+        self.points = hair.points
+
+    def _at(self, leader_points: np.ndarray) -> np.ndarray:
+        a = leader_points[self.i0]
+        return a + (leader_points[self.i0 + 1] - a) * self.frac
+
+    def pose(self, frame: float, out: np.ndarray | None = None) -> np.ndarray:
+        moved = self._at(self.style.pose(frame)) - self.base
+        res = np.einsum("pij,pj->pi", self.rotation, moved).astype(np.float32)
+        res += self.points
+        if out is not None:
+            out[:] = res
+            return out
+        return res
+
+
+def imitator_roots_uv(leader_uv: np.ndarray, closeness: float, rings: int) -> np.ndarray:
+    """Thesis §2.2, eq. 2.3: rings of eight imitator roots (N, S, E, W and the diagonals) around
+    each leader's root in UV space, ring ``r`` at ``r · closeness``. (L, 2) → (L, 8·rings, 2); the
+    diagonals sit at the same distance as N/S/E/W (the thesis: "all having the same distance")."""
+    ang = np.arange(8) * (np.pi / 4)
+    ring = np.arange(1, rings + 1)[:, None] * closeness
+    off = np.stack([np.cos(ang)[None, :] * ring, np.sin(ang)[None, :] * ring], axis=-1).reshape(-1, 2)
+    return np.asarray(leader_uv, np.float64)[:, None, :] + off[None]
+
+
+def imitate(leader: np.ndarray, new_roots: np.ndarray, fuzziness: float, closeness: float,
+            rng: np.random.Generator) -> np.ndarray:
+    """Imitator curves (thesis §2.2): the leader's shape (n, 3) moved onto each of ``new_roots``
+    (m, 3), every point then jittered by up to ``fuzziness · closeness``, growing from 0 at the root
+    (the root stays on the scalp). Returns (m, n, 3) float32."""
+    leader = np.asarray(leader, np.float32)
+    shape = leader - leader[0]
+    out = np.asarray(new_roots, np.float32)[:, None, :] + shape[None]
+    n = len(leader)
+    grow = (np.arange(n) / max(n - 1, 1)).astype(np.float32)[None, :, None]
+    jitter = rng.uniform(-1.0, 1.0, out.shape).astype(np.float32)
+    out += jitter * grow * np.float32(fuzziness * closeness)
+    return out

@@ -1,0 +1,212 @@
+"""Keyframed hairstyles in the numpy core (seed 002): matching, mass sampling, paths, slow-in/
+slow-out with the direction check, air-drag noise, collision, leaders and imitators. No bpy."""
+
+import numpy as np
+import pytest
+
+from hair_wig import RadiusMap
+from hair_wig.keyposes import (KeyedStyle, KeyPose, LeaderFollow, StyleSettings, build_tracks, imitate,
+                               imitator_roots_uv, match_wisps, resample)
+
+
+def strands(n=30, k=6, seed=0, length=0.3):
+    """``n`` strands of ``k`` points rooted on the unit sphere's upper half; roots and their UVs."""
+    rng = np.random.default_rng(seed)
+    uv = rng.uniform(0.05, 0.95, (n, 2))
+    theta, phi = uv[:, 0] * np.pi / 2, uv[:, 1] * 2 * np.pi
+    roots = np.stack([np.sin(theta) * np.cos(phi), np.sin(theta) * np.sin(phi), np.cos(theta)], 1)
+    t = np.linspace(0, length, k)
+    pts = roots[:, None, :] * (1 + t[None, :, None]) + rng.normal(0, 0.01, (n, k, 3)) * t[None, :, None]
+    return pts.astype(np.float32), uv.astype(np.float32)
+
+
+def key(frame, pts, uv, name="Hair"):
+    return KeyPose(frame, pts.reshape(-1, 3), np.full(len(pts), pts.shape[1]), uv, name)
+
+
+def swung(pts, dx=0.0, dz=0.0):
+    """Strands bent by moving every point by (dx, 0, dz) times its distance along the strand."""
+    w = np.linspace(0, 1, pts.shape[1])[None, :, None]
+    return (pts + w * np.array([dx, 0.0, dz], np.float32)).astype(np.float32)
+
+
+@pytest.mark.parametrize("path", ["LINEAR", "SMOOTH"])
+@pytest.mark.parametrize("slow", [True, False])
+def test_key_poses_are_reached_exactly_at_their_frames(path, slow):
+    pts, uv = strands()
+    keys = [key(1, pts, uv), key(9, swung(pts, 0.3), uv), key(20, swung(pts, -0.2, 0.1), uv)]
+    style = KeyedStyle(keys, StyleSettings(path=path, slow_in_out=slow, noise=0.05))
+    for k in keys:
+        assert np.array_equal(style.pose(k.frame, noise=False), k.points)
+    assert np.array_equal(style.pose(-5, noise=False), keys[0].points)      # held before and after
+    assert np.array_equal(style.pose(40, noise=False), keys[-1].points)
+
+
+@pytest.mark.parametrize("path", ["LINEAR", "SMOOTH"])
+def test_in_betweens_of_identical_key_poses_are_that_pose(path):
+    pts, uv = strands()
+    style = KeyedStyle([key(1, pts, uv), key(12, pts, uv)], StyleSettings(path=path))
+    for f in np.linspace(1, 12, 23):
+        np.testing.assert_allclose(style.pose(f), pts.reshape(-1, 3), atol=1e-6)
+
+
+def test_matching_recovers_a_known_permutation_in_uv_and_in_position():
+    pts, uv = strands(200, 5)
+    perm = np.random.default_rng(3).permutation(200)
+    a = key(1, pts, uv)
+    b = key(10, swung(pts[perm], 0.2), uv[perm])
+    assert np.array_equal(perm[match_wisps(a, b)], np.arange(200))
+    a0, b0 = key(1, pts, None), key(10, pts[perm], None)                 # no UV map: root positions
+    assert np.array_equal(perm[match_wisps(a0, b0)], np.arange(200))
+    tracks = build_tracks([a, b])
+    assert np.array_equal(perm[tracks.curve[1]], np.arange(200)) and tracks.num_tracks == 200
+    style = KeyedStyle([a, b])
+    np.testing.assert_array_equal(style.pose(10).reshape(200, 5, 3), swung(pts, 0.2))
+
+
+def test_resampling_keeps_shape_and_length_and_follows_the_thesis_distribution():
+    rng = np.random.default_rng(1)
+    counts = np.array([6, 2, 5, 9])
+    pts = rng.normal(size=(counts.sum(), 3)).astype(np.float32)
+    new = np.array([12, 7, 5, 10])
+    out = resample(pts, counts, new)
+    off, noff = np.r_[0, np.cumsum(counts)], np.r_[0, np.cumsum(new)]
+    for c in range(len(counts)):
+        old, got = pts[off[c]:off[c + 1]].astype(np.float64), out[noff[c]:noff[c + 1]].astype(np.float64)
+        assert np.array_equal(got[0], old[0]) and np.array_equal(got[-1], old[-1])
+        seg = lambda p: np.linalg.norm(np.diff(p, axis=0), axis=1).sum()
+        assert seg(got) == pytest.approx(seg(old), rel=1e-5)                    # the same length
+        # every new point lies on an old segment
+        a, b = old[:-1], old[1:]
+        d = b - a
+        t = np.clip(np.einsum("qsk,sk->qs", got[:, None] - a[None], d) / np.einsum("sk,sk->s", d, d), 0, 1)
+        dist = np.linalg.norm(got[:, None] - (a[None] + t[..., None] * d[None]), axis=2).min(axis=1)
+        assert dist.max() < 1e-5
+    # thesis fig. 4.5: 6 points to 12, one extra on each of the 5 segments and the 6th on the first
+    first = out[:12]
+    np.testing.assert_allclose(first[1], pts[0] + (pts[1] - pts[0]) / 3, atol=1e-6)
+    np.testing.assert_allclose(first[3], pts[1], atol=0)
+    np.testing.assert_allclose(first[4], (pts[1] + pts[2]) / 2, atol=1e-6)
+
+
+def test_unmatched_curves_grow_from_their_root_or_split_from_their_neighbour():
+    pts, uv = strands(10, 4)
+    extra_pts, extra_uv = strands(1, 6, seed=9)
+    a = key(1, pts, uv)
+    b = KeyPose(11, np.concatenate([pts.reshape(-1, 3), extra_pts.reshape(-1, 3)]),
+                np.r_[np.full(10, 4), 6], np.concatenate([uv, extra_uv]))
+    grow = KeyedStyle([a, b], StyleSettings(unmatched="GROW"))
+    assert grow.tracks.num_tracks == 11 and grow.counts[-1] == 6
+    new = slice(grow.offsets[10], grow.offsets[11])
+    at1, at6, at11 = grow.pose(1)[new], grow.pose(6)[new], grow.pose(11)[new]
+    length = lambda p: np.linalg.norm(np.diff(p, axis=0), axis=1).sum()
+    assert length(at1) == 0 and np.allclose(at1, extra_pts[0, 0])            # collapsed on its root
+    assert 0 < length(at6) < length(at11) and np.array_equal(at11, extra_pts[0])
+    split = KeyedStyle([a, b], StyleSettings(unmatched="SPLIT"))
+    parent = int(np.argmin(np.linalg.norm(uv - extra_uv[0], axis=1)))
+    np.testing.assert_allclose(split.pose(1)[new], resample(pts[parent], [4], [6]), atol=0)
+    # and a curve that disappears shrinks to its root (GROW) or merges (SPLIT)
+    shrink = KeyedStyle([b, key(21, pts, uv)], StyleSettings(unmatched="GROW"))
+    last = shrink.pose(21)
+    lone = slice(shrink.offsets[10], shrink.offsets[11])
+    assert np.ptp(last[lone], axis=0).max() == 0
+    merge = KeyedStyle([b, key(21, pts, uv)], StyleSettings(unmatched="SPLIT"))
+    tip = merge.pose(21)[lone]
+    assert np.linalg.norm(np.diff(tip, axis=0), axis=1).sum() > 0.1
+
+
+def velocity(style, frame, side, eps=1e-3):
+    """One-sided velocity (P, 3) per frame, without noise."""
+    a = style.pose(frame, noise=False).astype(np.float64)
+    b = style.pose(frame + side * eps, noise=False).astype(np.float64)
+    return (b - a) / (side * eps)
+
+
+def test_slow_in_slow_out_stops_only_the_axes_whose_direction_flips():
+    pts, uv = strands(20, 5)
+    # x swings +0.4 then -0.4 (flips at the middle key); z keeps rising (no flip)
+    keys = [key(1, pts, uv), key(11, swung(pts, 0.4, 0.1), uv), key(21, swung(pts, 0.0, 0.2), uv)]
+    eased = KeyedStyle(keys, StyleSettings(slow_in_out=True))
+    plain = KeyedStyle(keys, StyleSettings(slow_in_out=False))
+    tip = eased.offsets[1:] - 1
+    for side in (-1, 1):
+        v, v0 = velocity(eased, 11, side)[tip], velocity(plain, 11, side)[tip]
+        assert np.abs(v[:, 0]).max() < 1e-3 < np.abs(v0[:, 0]).max()          # x: slow in / out
+        np.testing.assert_allclose(v[:, 2], v0[:, 2], atol=2e-3)                  # z: unchanged
+    assert np.abs(velocity(eased, 1, 1)[tip]).max() < 1e-3                      # starts from rest
+    smooth = KeyedStyle(keys, StyleSettings(path="SMOOTH"))
+    v = velocity(smooth, 11, 1)[tip]
+    assert np.abs(v[:, 0]).max() < 1e-3 and np.abs(v[:, 2]).min() > 1e-3
+
+
+def test_noise_is_zero_at_the_root_grows_to_the_tip_is_seeded_and_smooth_in_time():
+    pts, uv = strands(50, 8)
+    keys = [key(1, pts, uv), key(48, swung(pts, 0.3), uv)]
+    mag, period = 0.05, 8.0
+    style = KeyedStyle(keys, StyleSettings(noise=mag, noise_period=period, noise_seed=4))
+    frames = np.arange(1, 49, 0.5)
+    n = np.stack([style.noise(f) for f in frames]).reshape(len(frames), 50, 8, 3)
+    assert np.abs(n[:, :, 0]).max() == 0.0                                     # roots never move
+    by_point = np.abs(n).mean(axis=(0, 1, 3))
+    assert np.all(np.diff(by_point) > 0) and by_point[-1] > 0.1 * mag          # grows root to tip
+    assert np.abs(n).max() <= mag
+    step = np.abs(np.diff(n, axis=0)).max() / 0.5
+    assert step <= 2 * mag / period                                           # bounded change per frame
+    again = KeyedStyle(keys, StyleSettings(noise=mag, noise_period=period, noise_seed=4))
+    other = KeyedStyle(keys, StyleSettings(noise=mag, noise_period=period, noise_seed=5))
+    assert np.array_equal(again.noise(17.25), style.noise(17.25))
+    assert not np.allclose(other.noise(17.25), style.noise(17.25))
+    np.testing.assert_allclose(style.pose(20) - style.pose(20, noise=False), style.noise(20), atol=1e-6)
+
+
+def sphere(radius=1.0, n=24):
+    t, p = np.meshgrid(np.linspace(0, np.pi, n), np.linspace(0, 2 * np.pi, 2 * n, endpoint=False), indexing="ij")
+    v = radius * np.stack([np.sin(t) * np.cos(p), np.sin(t) * np.sin(p), np.cos(t)], -1).reshape(-1, 3)
+    m = 2 * n
+    quads = [(i * m + j, i * m + (j + 1) % m, (i + 1) * m + (j + 1) % m, (i + 1) * m + j)
+             for i in range(n - 1) for j in range(m)]
+    tris = [(a, b, c) for a, b, c, d in quads] + [(a, c, d) for a, b, c, d in quads]
+    return v, np.array(tris)
+
+
+def test_no_in_between_vertex_ends_inside_the_head():
+    pts, uv = strands(40, 8, length=1.2)
+    pts[:, :, 2] = np.abs(pts[:, :, 2]) + 0.02
+    left = pts.copy()
+    right = pts.copy()
+    right[:, 1:, 0] *= -1                    # strands swept from one side to the other through the head
+    keys = [key(1, left, uv), key(11, right, uv)]
+    style = KeyedStyle(keys)
+    v, tri = sphere()
+    collider = RadiusMap(v, tri, centre=np.zeros(3))
+    inside = lambda p: (np.linalg.norm(p, axis=1) < 0.99)
+    raw = np.concatenate([style.pose(f) for f in range(1, 12)])
+    assert inside(raw).any()                                                   # the path does cross
+    style.set_collider(collider)
+    for f in np.arange(1, 11.01, 0.5):
+        p = style.pose(f)
+        r = np.linalg.norm(p, axis=1)
+        assert r[style._not_root].min() >= 0.999 * collider.radius(p[style._not_root] / r[style._not_root, None]).min()
+        assert not inside(p).any()
+
+
+def test_followers_and_imitators_keep_their_offset_from_the_leader():
+    pts, uv = strands(3, 6)
+    leaders = [key(1, pts, uv), key(11, swung(pts, 0.3, -0.1), uv), key(21, swung(pts, -0.2), uv)]
+    style = KeyedStyle(leaders, StyleSettings(slow_in_out=False))
+    rng = np.random.default_rng(0)
+    roots = pts[:, 0] + np.array([0.05, 0.0, 0.0], np.float32)
+    imit = np.stack([imitate(pts[i], roots[i:i + 1], 0.0, 0.05, rng)[0] for i in range(3)])
+    from hair_wig import HairSet
+    hair = HairSet(imit.reshape(-1, 3), np.full(3, 6))
+    follow = LeaderFollow(style, hair, np.arange(3))
+    for f in (1, 5, 11, 17, 21):
+        lead = style.pose(f).reshape(3, 6, 3)
+        np.testing.assert_allclose(follow.pose(f).reshape(3, 6, 3) - lead, imit - pts, atol=1e-5)
+    # rings of eight in UV, ring r at r * closeness
+    ring = imitator_roots_uv(uv[:1], 0.02, 2)[0]
+    d = np.linalg.norm(ring - uv[0], axis=1)
+    np.testing.assert_allclose(d, [0.02] * 8 + [0.04] * 8, rtol=1e-6)
+    np.testing.assert_allclose(ring[[0, 2, 4, 6]] - uv[0], [[0.02, 0], [0, 0.02], [-0.02, 0], [0, -0.02]], atol=1e-9)
+    fuzzy = imitate(pts[0], roots[:1], 0.5, 0.05, np.random.default_rng(1))[0]
+    assert np.array_equal(fuzzy[0], roots[0]) and 0 < np.abs(fuzzy - imit[0]).max() <= 0.025 + 1e-6
