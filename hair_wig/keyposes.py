@@ -61,18 +61,52 @@ class KeyPose:
 
 # ------------------------------------------------------------------------------ matching
 
-def nearest(queries: np.ndarray, sites: np.ndarray, chunk: int = 2048) -> np.ndarray:
-    """Index of the nearest of ``sites (S, D)`` to every one of ``queries (Q, D)`` (Euclidean),
-    in chunks so memory stays at ``chunk × S``. Ties go to the lower index."""
+def nearest(queries: np.ndarray, sites: np.ndarray) -> np.ndarray:
+    """Index of the nearest of ``sites (S, D)`` to every one of ``queries (Q, D)`` (Euclidean,
+    D = 2 or 3). Through a uniform grid of about four sites per cell: each query looks at the 3^D
+    cells round its own, which is exact whenever it finds a site within one cell size; the few
+    queries that do not (far from every site) are answered by brute force."""
     q = np.asarray(queries, np.float64)
     s = np.asarray(sites, np.float64)
-    out = np.empty(len(q), np.int64)
-    s2 = np.einsum("ij,ij->i", s, s)
-    for a in range(0, len(q), chunk):
-        b = q[a:a + chunk]
-        d = s2[None, :] - 2.0 * (b @ s.T)          # |q|² is the same along a row
-        out[a:a + chunk] = np.argmin(d, axis=1)
-    return out
+    if len(s) == 0:
+        raise HairWigError("nothing to match against")
+    dim = s.shape[1]
+    lo = np.minimum(s.min(axis=0), q.min(axis=0))
+    span = np.maximum(np.maximum(s.max(axis=0), q.max(axis=0)) - lo, 1e-12)
+    per_axis = max(1, int(round((len(s) / 4) ** (1.0 / dim))))
+    h = float(span.max()) / per_axis
+    grid = np.minimum((span / h).astype(np.int64) + 1, 1 << 20)
+    cell_of = lambda x: np.minimum(((x - lo) / h).astype(np.int64), grid - 1)
+    strides = np.cumprod(np.r_[1, grid[:-1]])
+    sc = cell_of(s) @ strides
+    order = np.argsort(sc, kind="stable")
+    sorted_cells = sc[order]
+    qc = cell_of(q)
+    best = np.full(len(q), np.inf)
+    arg = np.full(len(q), -1, np.int64)
+    for off in np.stack(np.meshgrid(*[[-1, 0, 1]] * dim, indexing="ij"), -1).reshape(-1, dim):
+        c = qc + off
+        valid = np.all((c >= 0) & (c < grid), axis=1)
+        cid = np.where(valid, c @ strides, -1)
+        start = np.searchsorted(sorted_cells, cid, side="left")
+        stop = np.where(valid, np.searchsorted(sorted_cells, cid, side="right"), start)
+        n = stop - start
+        who = np.repeat(np.arange(len(q)), n)
+        cand = order[np.repeat(start, n) + np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)]
+        d = ((q[who] - s[cand]) ** 2).sum(axis=1)
+        # per query: smallest distance, ties to the lower site index
+        key = np.lexsort((cand, d, who))
+        first = np.ones(len(key), bool)
+        first[1:] = who[key][1:] != who[key][:-1]
+        w, dd, cc = who[key][first], d[key][first], cand[key][first]
+        better = (dd < best[w]) | ((dd == best[w]) & (cc < arg[w]))
+        best[w[better]], arg[w[better]] = dd[better], cc[better]
+    unsure = np.flatnonzero(best > h * h)
+    for a in range(0, len(unsure), 64):
+        rows = unsure[a:a + 64]
+        d = ((q[rows, None, :] - s[None, :, :]) ** 2).sum(axis=2)
+        arg[rows] = np.argmin(d, axis=1)
+    return arg
 
 
 def match_wisps(src: KeyPose, dst: KeyPose) -> np.ndarray:
@@ -219,13 +253,14 @@ def track_shapes(keys: list[KeyPose], tracks: Tracks) -> np.ndarray:
         on = np.flatnonzero(c >= 0)
         if on.size:
             sel = c[on]
-            pts = resample(key.points[_gather_index(key.offsets, sel)], key.counts[sel], n[on])
-            out[k, _gather_index(offsets, on)] = pts
+            pts = resample(key.points[curve_point_index(key.offsets, sel)], key.counts[sel], n[on])
+            out[k, curve_point_index(offsets, on)] = pts
     return out
 
 
-def _gather_index(offsets: np.ndarray, curves: np.ndarray) -> np.ndarray:
+def curve_point_index(offsets: np.ndarray, curves: np.ndarray) -> np.ndarray:
     """Point indices of ``curves``, in order, from curve ``offsets`` (vectorised ranges)."""
+    curves = np.asarray(curves, np.int64)
     starts = offsets[curves]
     lens = offsets[curves + 1] - starts
     return np.repeat(starts - np.concatenate([[0], np.cumsum(lens)])[:-1], lens) + np.arange(lens.sum())
@@ -309,6 +344,14 @@ class KeyedStyle:
                 tang[1:-1] = (shapes[2:] - shapes[:-2]) / (self.frames[2:] - self.frames[:-2]).astype(
                     np.float32)[:, None, None]
             self.tangents = tang
+            # each interval's path as a cubic in the (warped) interval time w: c0 + w (c1 + w (c2 + w c3))
+            a, b = shapes[:-1], shapes[1:]
+            if self.settings.path == "SMOOTH":
+                m0 = tang[:-1] * h[:, None, None]
+                m1 = tang[1:] * h[:, None, None]
+                self.cubic = (a, m0, 3 * delta - 2 * m0 - m1, m0 + m1 - 2 * delta)
+            else:
+                self.cubic = (a, delta)
             # direction check (thesis §4.2.4): each track's mean motion per axis in every interval
             sums = np.add.reduceat(delta, self.offsets[:-1], axis=1)          # (K-1, T, 3)
             sign = np.sign(sums)
@@ -330,7 +373,11 @@ class KeyedStyle:
         span = (self.frames[-1] - self.frames[0]) / period
         self.noise_knots = int(np.ceil(span)) + 6
         rng = np.random.default_rng(s.noise_seed)
-        self.noise_values = rng.uniform(-1.0, 1.0, (self.noise_knots, len(n), 3)).astype(np.float32)
+        values = rng.uniform(-1.0, 1.0, (self.noise_knots, len(n), 3)).astype(np.float32)
+        self.noise_values = values
+        # track-major rows, so that a point's four knots are four neighbouring rows
+        self._noise_rows = np.ascontiguousarray(values.transpose(1, 0, 2)).reshape(-1, 3)
+        self._noise_base = (self.point_track * self.noise_knots).astype(np.int64)
 
     def set_collider(self, collider, offset: float = 0.0) -> None:
         """Collide in-betweens with the head: ``collider`` a ``RadiusMap`` in this hair's space
@@ -344,15 +391,18 @@ class KeyedStyle:
         s = self.settings
         x = (float(frame) - self.frames[0]) / max(float(s.noise_period), 1e-3) + 2.0 - self.along
         x = np.clip(x, 1.0, self.noise_knots - 3.0 - 1e-6)
-        i = np.floor(x).astype(np.int64)
-        f = (x - i)[:, None].astype(np.float32)
+        i = x.astype(np.int64)
+        f = (x - i).astype(np.float32)[:, None]
         f2, f3 = f * f, f * f * f
         b0 = (1 - f) ** 3 / 6
         b1 = (3 * f3 - 6 * f2 + 4) / 6
         b2 = (-3 * f3 + 3 * f2 + 3 * f + 1) / 6
         b3 = f3 / 6
-        v, t = self.noise_values, self.point_track
-        out = b0 * v[i - 1, t] + b1 * v[i, t] + b2 * v[i + 1, t] + b3 * v[i + 2, t]
+        rows, at = self._noise_rows, self._noise_base + i
+        out = b0 * rows.take(at - 1, axis=0)
+        out += b1 * rows.take(at, axis=0)
+        out += b2 * rows.take(at + 1, axis=0)
+        out += b3 * rows.take(at + 2, axis=0)
         out *= self.noise_weight * np.float32(s.noise)
         return out
 
@@ -371,15 +421,12 @@ class KeyedStyle:
                 w = hermite_warp(u, self.ease[k], self.ease[k + 1])[self.point_track]   # (P, 3)
             else:
                 w = np.full((1, 3), u, np.float32)
-            a, b = shapes[k], shapes[k + 1]
-            if s.path == "LINEAR":
-                np.subtract(b, a, out=out)
+            c = [x[k] for x in self.cubic]
+            np.multiply(c[-1], w, out=out)                  # Horner from the highest power
+            for x in c[-2:0:-1]:
+                out += x
                 out *= w
-                out += a
-            else:
-                w2, w3 = w * w, w * w * w
-                out[:] = (2 * w3 - 3 * w2 + 1) * a + (-2 * w3 + 3 * w2) * b \
-                    + (w3 - 2 * w2 + w) * h * self.tangents[k] + (w3 - w2) * h * self.tangents[k + 1]
+            out += c[0]
         if noise and s.noise:
             out += self.noise(frame)
         if self.collider is not None:

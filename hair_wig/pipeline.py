@@ -72,6 +72,7 @@ class FrameInput:
     secondary_dynablend: float | None = None        # keyed secondary dynablend, if it changed
     surface_positions: np.ndarray | None = None     # (V, 3) head-local, for scalp space
     surface_normals: np.ndarray | None = None       # (C, 3) face-corner normals, head-local
+    rest_points: np.ndarray | None = None           # (P, 3) this frame's rest pose (a keyed style), hair space
 
 
 @dataclass
@@ -135,7 +136,7 @@ class Wig:
         self.settings = settings = settings or WigSettings()
         self.hair_rest = as_matrix(hair_matrix, f"'{hair.name}' rest matrix")
         self.head_rest = as_matrix(head_matrix, f"'{hair.name}' head rest matrix")
-        to_local = np.linalg.solve(self.head_rest, self.hair_rest)
+        self.to_local = to_local = np.linalg.solve(self.head_rest, self.hair_rest)
         rest_local = transform_points(hair.points, to_local)
         self.magnets: list[Magnet] = list(magnets)
         self.mi_inv = np.array([np.linalg.inv(as_matrix(m.rest_matrix, f"magnet '{m.name}' rest matrix"))
@@ -176,6 +177,8 @@ class Wig:
         if self.alpha is not None:
             self.compression_bound = compression_vectors(self.rest_rows, self.centre, self.alpha)
         self._pool = None
+        self._keyed_rest = None
+        self.keyed = None             # set by the caller: a keyed style (seed 002) whose pose(frame) is each frame's rest
         self.threads = threads        # also plans the blocks
 
     # One thread: blocks whose rows stay in cache through the whole pipeline. Several: bigger
@@ -318,10 +321,23 @@ class Wig:
         if np.allclose(to_object, np.eye(4), rtol=0.0, atol=1e-9):
             to_object = None
 
+        rest = self.rest_rows
+        if inp.rest_points is not None:
+            # A keyframed hairstyle: this frame's in-between is the pose the wig deforms (seed 002
+            # under seed 000); magnet weights stay those bound on the first key pose.
+            if np.shape(inp.rest_points) != self.hair.points.shape:
+                raise HairWigError(f"'{name}': this frame's rest pose has {len(inp.rest_points)} points, "
+                                   f"the wig {self.hair.num_points}")
+            if self._keyed_rest is None:
+                self._keyed_rest = np.empty_like(self.rest_rows)
+            rest = transform_rows(self.to_local, np.asarray(inp.rest_points, np.float32).T, self._keyed_rest)
+            if self.length is not None:
+                self.length.set_rest_rows(rest)
+
         def run(block):
             span, first_strand = block
             self._step_block(span, first_strand, scalp, motions, head, head_inv, inp.dt, state,
-                             first, to_object, out, timings)
+                             first, to_object, out, timings, rest)
 
         if self.secondary is not None:
             self.secondary.coefficients(inp.dt)       # once, before the blocks share them
@@ -336,13 +352,15 @@ class Wig:
         return out, state
 
     def _step_block(self, span, first_strand, scalp, motions, head, head_inv, dt, state, first,
-                    to_object, out, timings=None):
+                    to_object, out, timings=None, rest=None):
         """The pipeline after the dynamic magnets, for the strands of one block. ``scalp``: this
-        frame's root frames when the surface is deformed."""
+        frame's root frames when the surface is deformed; ``rest``: this frame's rest pose as rows
+        (3, P) when it is not the bound one."""
         ws = self._workspaces.get()
         try:
             clock = _Clock(timings)
-            base = self.rest_rows[:, span]
+            bound_rest = rest is None or rest is self.rest_rows
+            base = (self.rest_rows if rest is None else rest)[:, span]
             c = base.shape[1]
             p, work, spare, row = ws.rows(0, c), ws.rows(1, c), ws.rows(2, c), ws.row[:c]
             if scalp is not None:
@@ -358,7 +376,7 @@ class Wig:
                 self.secondary.follow(state.strand_pos[:, span], state.strand_vel[:, span], p, head,
                                       head_inv, dt, first, work, spare, row, span)
             clock.lap("dynamics")
-            self.refine(p, base, span, first_strand, scalp is None, clock, ws)
+            self.refine(p, base, span, first_strand, scalp is None and bound_rest, clock, ws)
             block = out[span]
             # Column by column: four times faster than one transposing copy.
             if to_object is None:

@@ -79,6 +79,16 @@ class LengthControl:
         j = np.arange(n_max)
         self.table = np.where(j[None, :] < counts[:, None], hair.offsets[:-1, None] + j[None, :], -1)
 
+    def set_rest_rows(self, rows: np.ndarray) -> None:
+        """Take the lengths to keep from ``rows`` (3, P), this frame's rest pose (a keyframed
+        hairstyle whose strands grow, shrink or are redrawn from key pose to key pose)."""
+        seg = np.diff(rows, axis=1)
+        seg = np.sqrt(np.einsum("kp,kp->p", seg, seg)).astype(np.float64)
+        self.rest_segments = np.zeros(rows.shape[1], np.float64)
+        self.rest_segments[1:] = seg
+        self.rest_segments[self.hair.offsets[:-1]] = 0.0
+        self.rest_lengths = np.add.reduceat(self.rest_segments, self.hair.offsets[:-1]).astype(np.float32)
+
     def apply(self, points: np.ndarray, strands: np.ndarray | None = None) -> np.ndarray:
         """Correct ``points`` (P, 3) float32 in place (only ``strands``, indices, when given)."""
         rows = np.ascontiguousarray(points.T)

@@ -24,12 +24,13 @@ def _normalize(v):
     return v / np.where(n > 0, n, 1)
 
 
-def locate_uv(tri_uv: np.ndarray, uv: np.ndarray, name: str = "hair", grid: int | None = None):
+def locate_uv(tri_uv: np.ndarray, uv: np.ndarray, name: str = "hair", grid: int | None = None,
+              strict: bool = True):
     """Triangle and barycentric weights of every point ``uv`` (N, 2) in a UV map whose triangles
     are ``tri_uv`` (T, 3, 2). Vectorised through a uniform grid over the UV bounding box.
 
     Returns ``tri (N,) int64`` and ``bary (N, 3) float64``; raises naming the first strand whose
-    UV lies in no triangle.
+    UV lies in no triangle (``strict=False``: gives it triangle -1 and zero weights instead).
     """
     tri_uv = np.asarray(tri_uv, dtype=np.float64)
     uv = np.asarray(uv, dtype=np.float64)
@@ -77,6 +78,13 @@ def locate_uv(tri_uv: np.ndarray, uv: np.ndarray, name: str = "hair", grid: int 
     rows = np.flatnonzero(pick)
     np.minimum.at(first, strand_of[rows], rows)
     missing = np.flatnonzero(first == none)
+    if missing.size and not strict:
+        tri = np.full(len(uv), -1, np.int64)
+        bary = np.zeros((len(uv), 3))
+        found = first != none
+        tri[found] = cand[first[found]]
+        bary[found] = np.stack([w0[first[found]], w1[first[found]], w2[first[found]]], axis=1)
+        return tri, bary
     if missing.size:
         s = int(missing[0])
         raise HairWigError(

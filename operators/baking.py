@@ -195,6 +195,11 @@ def bind(context, ob, rest_points=None, dynamics: bool = True):
             raise HairWigError(f"'{ob.name}' was edited while previewed: it has {source.hair.num_points} "
                                f"points, its rest pose {len(rest_points)}")
         source = replace(source, hair=replace(source.hair, points=rest_points))
+    keyed = None
+    if s.use_key_poses and len(s.key_poses):
+        from . import keypose_ops
+        keyed, styled = keypose_ops.build_style(ob, source.hair)
+        source = replace(source, hair=styled)
     if s.rest_captured:
         hair_rest = blender_io.stored_matrix(s, "hair_rest_matrix")
         head_rest = blender_io.stored_matrix(s, "head_rest_matrix")
@@ -215,6 +220,7 @@ def bind(context, ob, rest_points=None, dynamics: bool = True):
         scalp = surface.bind(source, depsgraph)
     wig = Wig(source.hair, hair_rest, head_rest, magnets, _settings(s, dynamics), head_mesh, scalp=scalp,
               threads=THREADS, head_name=head.name)
+    wig.keyed = keyed          # the keyframed hairstyle (seed 002) giving each frame's rest pose
     return wig, head, empties, surface
 
 
@@ -240,6 +246,8 @@ def frame_input(context, ob, head, empties, surface, frame: int, depsgraph=None,
         inp.secondary_dynablend = ob.hair_wig.secondary_dynablend
     if surface is not None:
         inp.surface_positions, inp.surface_normals = surface.now(depsgraph)
+    if wig is not None and wig.keyed is not None:
+        inp.rest_points = wig.keyed.pose(frame)
     return inp
 
 
@@ -260,6 +268,7 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
     try:
         wig, head, empties, surface = bind(context, ob)
         cache = BakeCache(wig.hair, first, last)
+        cache.new_topology = wig.keyed is not None      # key poses may have other curves than the hair
         cache.warnings = [f"'{ob.name}': {w}" for w in wig.warnings()]
         total = cache.num_frames + preroll
         state = None

@@ -101,10 +101,15 @@ def _curve_offsets(cv) -> np.ndarray:
 
 
 def _read_curves(ob, selection_attribute: str) -> HairSet:
-    cv = ob.data
+    return read_curves_data(ob.data, ob.name, selection_attribute)
+
+
+def read_curves_data(cv, name: str, selection_attribute: str = "") -> HairSet:
+    """A ``Curves`` datablock (an object's hair, or a recorded key pose) as a hair set named
+    ``name`` in messages."""
     n = len(cv.curves)
     if n == 0:
-        raise HairWigError(f"'{ob.name}' has no hair curves")
+        raise HairWigError(f"'{name}' has no hair curves")
     offsets = _curve_offsets(cv)
     counts = np.diff(offsets)
     points = np.empty(int(offsets[-1]) * 3, dtype=np.float32)
@@ -117,17 +122,17 @@ def _read_curves(ob, selection_attribute: str) -> HairSet:
         uv = uv.reshape(n, 2)
     selection = None
     if selection_attribute:
-        selection = _read_selection(ob, selection_attribute, offsets)
-    return HairSet(points.reshape(-1, 3), counts, name=ob.name, selection=selection, surface_uv=uv)
+        selection = _read_selection(cv, name, selection_attribute, offsets)
+    return HairSet(points.reshape(-1, 3), counts, name=name, selection=selection, surface_uv=uv)
 
 
-def _read_selection(ob, name: str, offsets: np.ndarray) -> np.ndarray:
-    a = ob.data.attributes.get(name)
+def _read_selection(cv, owner: str, name: str, offsets: np.ndarray) -> np.ndarray:
+    a = cv.attributes.get(name)
     if a is None:
-        raise HairWigError(f"'{ob.name}' has no attribute '{name}' to select strands with")
+        raise HairWigError(f"'{owner}' has no attribute '{name}' to select strands with")
     if a.data_type not in {"BOOLEAN", "FLOAT"} or a.domain not in {"CURVE", "POINT"}:
         raise HairWigError(
-            f"'{ob.name}': selection attribute '{name}' is {a.data_type} on {a.domain}; it must "
+            f"'{owner}': selection attribute '{name}' is {a.data_type} on {a.domain}; it must "
             f"be a boolean or float attribute on the curve or point domain")
     vals = np.empty(len(a.data), dtype=bool if a.data_type == "BOOLEAN" else np.float32)
     a.data.foreach_get("value", vals)
@@ -248,7 +253,7 @@ def read_strand_set(ob, attribute: str) -> np.ndarray | None:
         return None
     if ob.type != "CURVES":
         raise HairWigError(f"'{ob.name}': legacy Curve objects have no attribute '{attribute}'")
-    return _read_selection(ob, attribute, _curve_offsets(ob.data))
+    return _read_selection(ob.data, ob.name, attribute, _curve_offsets(ob.data))
 
 
 def read_evaluated_points(ob, depsgraph) -> np.ndarray:
@@ -310,7 +315,12 @@ def write_bake(ob, cache: BakeCache) -> None:
     check_bakeable(ob)
     cache.check_finite()
     counts = _rest_counts(ob)
-    if not np.array_equal(counts, cache.hair.counts):
+    swap = getattr(cache, "new_topology", False) and ob.type == "CURVES"
+    if swap:
+        clear_bake(ob)
+        if np.array_equal(_rest_counts(ob), cache.hair.counts):
+            swap = False
+    if not swap and not np.array_equal(counts, cache.hair.counts):
         if counts.size == cache.hair.num_strands:
             i = int(np.flatnonzero(counts != cache.hair.counts)[0])
             detail = f"strand {i} has {counts[i]} points, the bake {cache.hair.counts[i]}"
@@ -319,16 +329,47 @@ def write_bake(ob, cache: BakeCache) -> None:
                       f"{cache.hair.num_strands} and {cache.hair.num_points}")
         raise HairWigError(f"'{ob.name}' was edited after the bake was computed: {detail}; bake again")
     clear_bake(ob)
+    original = None
     try:
+        original = _swap_in_topology(ob, cache.hair) if swap else None
         if ob.type == "CURVES":
             _write_curves(ob, cache)
+            if original is not None:
+                ob[RECORD]["original_data"] = original.name
         else:
             _write_legacy(ob, cache)
         ob[RECORD]["magnets"] = {name: path.astype(np.float64).ravel().tolist()
                                  for name, path in cache.magnet_paths.items()}
     except BaseException:
         clear_bake(ob)
+        if original is not None and ob.data is not original:
+            _swap_back(ob, original)
         raise
+
+
+def _swap_in_topology(ob, hair: HairSet):
+    """Give ``ob`` new curve data with the topology of ``hair`` (a keyframed hairstyle whose key
+    poses differ in curves or points), keeping its own data untouched, with a fake user, for
+    ``clear_bake`` to give back."""
+    original = ob.data
+    cv = bpy.data.hair_curves.new(f"{original.name} Key Poses")
+    cv.add_curves(hair.counts.tolist())
+    cv.attributes["position"].data.foreach_set("vector", hair.points.ravel())
+    cv.surface = original.surface
+    cv.surface_uv_map = original.surface_uv_map
+    for m in original.materials:
+        cv.materials.append(m)
+    original.use_fake_user = True
+    ob.data = cv
+    return original
+
+
+def _swap_back(ob, original) -> None:
+    made = ob.data
+    ob.data = original
+    original.use_fake_user = False
+    if made is not original and made.users == 0:
+        bpy.data.hair_curves.remove(made)
 
 
 def baked_magnet_position(ob, magnet_name: str, frame: float) -> np.ndarray | None:
@@ -486,7 +527,10 @@ def clear_bake(ob) -> bool:
         if md is not None:
             md.show_viewport = bool(show_viewport)
             md.show_render = bool(show_render)
+    original = rec.get("original_data")
     del ob[RECORD]
+    if original is not None and original in bpy.data.hair_curves:
+        _swap_back(ob, bpy.data.hair_curves[original])
     return True
 
 

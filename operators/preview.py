@@ -59,6 +59,8 @@ def start(context, ob) -> None:
 
 def _bind(context, ob, rest: np.ndarray) -> None:
     wig, head, empties, surface = baking.bind(context, ob, rest_points=rest, dynamics=False)
+    if wig.hair.num_points != len(rest) or not np.array_equal(wig.hair.counts, blender_io.read_hair(ob).counts):
+        raise HairWigError(f"'{ob.name}': its key poses have other curves than the hair itself; bake to see them")
     _previews[ob.session_uid] = Preview(ob.name, rest, wig, head, empties, surface, np.empty_like(rest))
 
 

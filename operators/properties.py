@@ -65,6 +65,15 @@ class HairWigMagnetSlot(bpy.types.PropertyGroup):
         poll=_is_empty, options=set())
 
 
+class HairWigKeyPose(bpy.types.PropertyGroup):
+    """A hairstyle recorded at a frame (seed 002, §4.1): a hidden copy of the hair's curves."""
+
+    frame: IntProperty(name="Frame", description="The frame this hairstyle is reached at; edit to retime it",
+                       options=set())
+    curves: PointerProperty(type=bpy.types.Curves, name="Hairstyle",
+                            description="The recorded curves (a hidden copy of the hair's data)", options=set())
+
+
 class HairWigSettings(bpy.types.PropertyGroup):
     enabled: BoolProperty(
         name="Wig",
@@ -154,6 +163,37 @@ class HairWigSettings(bpy.types.PropertyGroup):
     collision_offset: FloatProperty(
         name="Offset", description="Extra distance kept from the head", default=0.0, min=0.0,
         soft_max=0.1, subtype="DISTANCE", unit="LENGTH", options=set())
+    # Keyframed hairstyles (seed 002)
+    key_poses: CollectionProperty(type=HairWigKeyPose, name="Key Poses", options=set())
+    key_pose_index: IntProperty(name="Active Key Pose", default=0, options=set())
+    use_key_poses: BoolProperty(
+        name="Animate Key Poses", description="The hairstyle in-betweened from the key poses is the rest pose the "
+                                              "magnets, dynamics and refinement deform, frame by frame",
+        default=False, options=set())
+    key_path: EnumProperty(
+        name="Path", description="How each point travels from key pose to key pose",
+        items=[("LINEAR", "Linear", "Straight from key pose to key pose (the thesis' path)"),
+               ("SMOOTH", "Smooth", "A Catmull-Rom spline in time through all key poses")],
+        default="SMOOTH", options=set())
+    key_slow_in_out: BoolProperty(
+        name="Slow In/Out", description="Ease in and out of a key pose on the axes where a wisp turns back "
+                                        "(swinging); keep going on the others", default=True, options=set())
+    key_unmatched: EnumProperty(
+        name="Unmatched", description="Curves of one key pose with no partner in the next",
+        items=[("GROW", "Grow / Shrink", "They grow from their root, or shrink into it"),
+               ("SPLIT", "Split / Merge", "They split off their nearest curve, or merge into it")],
+        default="GROW", options=set())
+    key_noise: FloatProperty(
+        name="Air Drag Noise", description="How far the tips wander (smoothly) about their path",
+        default=0.0, min=0.0, soft_max=0.05, subtype="DISTANCE", unit="LENGTH", options=set())
+    key_noise_period: FloatProperty(
+        name="Noise Period", description="Frames between the noise's turns", default=12.0, min=1.0,
+        soft_max=48.0, options=set())
+    key_noise_seed: IntProperty(name="Noise Seed", default=0, min=0, options=set())
+    use_key_leaders: BoolProperty(
+        name="Key Leaders Only", description="Only the leader curves (marked by Make Wisps or Mark Leaders) "
+                                             "follow the key poses; every other curve follows its leader",
+        default=False, options=set())
 
 
 def active_magnet(settings):
@@ -173,7 +213,7 @@ def head_of(ob):
     return None
 
 
-_classes = (HairWigMagnet, HairWigMagnetSlot, HairWigSettings)
+_classes = (HairWigMagnet, HairWigMagnetSlot, HairWigKeyPose, HairWigSettings)
 
 
 def register():

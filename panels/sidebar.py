@@ -154,6 +154,56 @@ class VIEW3D_PT_hair_wig_refinement(_WigSubPanel, bpy.types.Panel):
         col.prop(s, "collision_offset")
 
 
+class HAIRWIG_UL_key_poses(bpy.types.UIList):
+    """Key poses by frame: the frame (edit it to retime), curve count, and a jump button."""
+
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index=0):
+        row = layout.row(align=True)
+        here = item.frame == context.scene.frame_current
+        row.prop(item, "frame", text="", emboss=False, icon="KEYFRAME_HLT" if here else "KEYFRAME")
+        count = len(item.curves.curves) if item.curves is not None else 0
+        row.label(text=f"{count} curves" if item.curves is not None else "lost", icon="NONE" if count else "ERROR")
+        row.operator("hair_wig.jump_to_key_pose", text="", icon="TIME", emboss=False).index = index
+
+
+class VIEW3D_PT_hair_wig_key_poses(_WigSubPanel, bpy.types.Panel):
+    bl_label = "Key Poses"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    @classmethod
+    def poll(cls, context):
+        ob = context.active_object
+        return baking.is_wig(ob) and ob.type == "CURVES"
+
+    def draw_header(self, context):
+        self.layout.prop(context.active_object.hair_wig, "use_key_poses", text="")
+
+    def draw(self, context):
+        layout = self.layout
+        s = context.active_object.hair_wig
+        row = layout.row()
+        row.template_list("HAIRWIG_UL_key_poses", "", s, "key_poses", s, "key_pose_index", rows=3)
+        col = row.column(align=True)
+        col.operator("hair_wig.record_key_pose", icon="ADD", text="")
+        col.operator("hair_wig.delete_key_pose", icon="REMOVE", text="")
+        col.separator()
+        col.operator("hair_wig.rerecord_key_pose", icon="FILE_REFRESH", text="")
+        layout.use_property_split = True
+        col = layout.column()
+        col.active = s.use_key_poses
+        col.prop(s, "key_path")
+        col.prop(s, "key_slow_in_out")
+        col.prop(s, "key_unmatched")
+        sub = col.column(align=True)
+        sub.prop(s, "key_noise")
+        sub.prop(s, "key_noise_period")
+        sub.prop(s, "key_noise_seed")
+        col.prop(s, "use_key_leaders")
+        row = layout.row(align=True)
+        row.operator("hair_wig.mark_leaders")
+        row.operator("hair_wig.make_wisps")
+
+
 class VIEW3D_PT_hair_wig_bake(_WigSubPanel, bpy.types.Panel):
     bl_label = "Bake"
 
@@ -181,6 +231,6 @@ class VIEW3D_PT_hair_wig_bake(_WigSubPanel, bpy.types.Panel):
                                   f"bake again", icon="ERROR")
 
 
-classes = (HAIRWIG_UL_magnets, VIEW3D_PT_hair_wig, VIEW3D_PT_hair_wig_magnets, VIEW3D_PT_hair_wig_profiles,
-           VIEW3D_PT_hair_wig_dynamics,
+classes = (HAIRWIG_UL_magnets, HAIRWIG_UL_key_poses, VIEW3D_PT_hair_wig, VIEW3D_PT_hair_wig_magnets,
+           VIEW3D_PT_hair_wig_profiles, VIEW3D_PT_hair_wig_dynamics, VIEW3D_PT_hair_wig_key_poses,
            VIEW3D_PT_hair_wig_refinement, VIEW3D_PT_hair_wig_bake)

@@ -117,3 +117,37 @@ def keyed_wig(strands: int = 40, points: int = 6, radius: float = 0.5, travel: f
     magnet.location.x += travel
     magnet.keyframe_insert("location", frame=last)
     return ob, head, magnet
+
+
+def grow(head, count, points=6, length=0.3, seed=0):
+    """Strands on ``head``'s faces along their normals, with their surface UVs."""
+    import demo
+
+    verts, loops, area, normal = demo.triangles(head.data)
+    co = np.empty(len(head.data.vertices) * 3, np.float32)
+    head.data.vertices.foreach_get("co", co)
+    co = co.reshape(-1, 3)
+    uv_all = np.empty(len(head.data.loops) * 2, np.float32)
+    head.data.uv_layers.active.data.foreach_get("uv", uv_all)
+    uv_all = uv_all.reshape(-1, 2)
+    rng = np.random.default_rng(seed)
+    tri = rng.choice(len(area), size=count, p=area / area.sum())
+    r1, r2 = rng.uniform(0.05, 0.95, count), rng.uniform(0.05, 0.95, count)
+    s = np.sqrt(r1)
+    bary = np.stack([1 - s, s * (1 - r2), s * r2], 1).astype(np.float32)
+    roots = np.einsum("nk,nkd->nd", bary, co[verts[tri]])
+    uv = np.einsum("nk,nkd->nd", bary, uv_all[loops[tri]])
+    t = np.linspace(0, 1, points, dtype=np.float32)[None, :, None]
+    pts = roots[:, None] + length * t * normal[tri][:, None]
+    return pts.reshape(-1, 3), np.full(count, points), uv
+
+
+def uv_hair_on(head, count=200, name="Hair", **kw):
+    """``grow`` as a Curves hair object on ``head``'s surface and UV map, its wig enabled."""
+    pts, counts, uv = grow(head, count, **kw)
+    ob = curves_hair(name, pts, counts)
+    ob.data.surface = head
+    ob.data.surface_uv_map = head.data.uv_layers.active.name
+    ob.data.attributes.new("surface_uv_coordinate", "FLOAT2", "CURVE").data.foreach_set("vector", uv.ravel())
+    ob.hair_wig.enabled = True
+    return ob, pts

@@ -210,3 +210,33 @@ def test_followers_and_imitators_keep_their_offset_from_the_leader():
     np.testing.assert_allclose(ring[[0, 2, 4, 6]] - uv[0], [[0.02, 0], [0, 0.02], [-0.02, 0], [0, -0.02]], atol=1e-9)
     fuzzy = imitate(pts[0], roots[:1], 0.5, 0.05, np.random.default_rng(1))[0]
     assert np.array_equal(fuzzy[0], roots[0]) and 0 < np.abs(fuzzy - imit[0]).max() <= 0.025 + 1e-6
+
+
+def test_a_keyed_style_is_the_rest_pose_the_wig_deforms():
+    """Without magnets the wig reproduces each frame's in-between; with length control, a strand
+    that grows between key poses keeps the in-between's length, not the first key's."""
+    from hair_wig import FrameInput, HairSet, Wig, WigSettings
+
+    pts, uv = strands(20, 6)
+    longer = pts[:, :1] + (pts - pts[:, :1]) * 2.0
+    style = KeyedStyle([key(1, pts, uv), key(11, swung(longer, 0.2), uv)])
+    eye = np.eye(4)
+    wig = Wig(style.hair(), eye, eye, settings=WigSettings(use_length=True, use_collision=False))
+    for f in (1, 4, 7.5, 11):
+        got, _ = wig.step(FrameInput(eye, eye, rest_points=style.pose(f)))
+        np.testing.assert_allclose(got, style.pose(f), atol=2e-6)
+    with pytest.raises(Exception, match="rest pose has 3 points, the wig 120"):
+        wig.step(FrameInput(eye, eye, rest_points=np.zeros((3, 3), np.float32)))
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+def test_nearest_through_the_grid_equals_brute_force(dim):
+    from hair_wig.keyposes import nearest
+
+    rng = np.random.default_rng(dim)
+    sites = rng.uniform(0, 1, (3000, dim))
+    sites[:1500] *= 0.05                                  # a dense cluster and sparse rest
+    sites[2999] = sites[10]                               # an exact duplicate: the lower index wins
+    queries = np.concatenate([rng.uniform(-0.5, 1.5, (2000, dim)), sites[:50]])
+    brute = np.argmin(((queries[:, None] - sites[None]) ** 2).sum(axis=2), axis=1)
+    assert np.array_equal(nearest(queries, sites), brute)

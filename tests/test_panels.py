@@ -71,18 +71,22 @@ def test_panels_draw_only_existing_properties(scene, addon, dynamic, curves):
         profiles.ensure(empty.hair_wig_magnet, empty.name)
     ob.hair_wig.magnets.add()          # an empty slot draws its warning
     bpy.context.view_layer.objects.active = ob
+    assert bpy.ops.hair_wig.record_key_pose() == {"FINISHED"}
+    ob.hair_wig.key_poses.add()        # a key pose whose curves were lost draws its warning
+    lists = {"HAIRWIG_UL_magnets": ("magnets", "magnet_index"),
+             "HAIRWIG_UL_key_poses": ("key_poses", "key_pose_index")}
     seen = []
     for cls in sidebar.classes:
         if issubclass(cls, bpy.types.UIList):
-            for index, slot in enumerate(ob.hair_wig.magnets):
-                cls.draw_item(None, bpy.context, Recorder(seen), ob.hair_wig, slot, 0, ob.hair_wig,
-                              "magnet_index", index)
+            items, active = lists.pop(cls.__name__)
+            for index, item in enumerate(getattr(ob.hair_wig, items)):
+                cls.draw_item(None, bpy.context, Recorder(seen), ob.hair_wig, item, 0, ob.hair_wig, active, index)
             continue
         panel = type("PanelSelf", (), {"layout": Recorder(seen)})()   # draw only uses .layout
         assert cls.poll(bpy.context)
         if hasattr(cls, "draw_header"):
             cls.draw_header(panel, bpy.context)
         cls.draw(panel, bpy.context)
-    assert len(seen) > 20
+    assert not lists and len(seen) > 20
     for data, name in seen:
         assert name in data.bl_rna.properties, (type(data).__name__, name)

@@ -13,38 +13,6 @@ def glue(addon):
     return baking, blender_io
 
 
-def grow(head, count, points=6, length=0.3, seed=0):
-    """Strands on ``head``'s faces along their normals, with their surface UVs."""
-    import demo
-    verts, loops, area, normal = demo.triangles(head.data)
-    co = np.empty(len(head.data.vertices) * 3, np.float32)
-    head.data.vertices.foreach_get("co", co)
-    co = co.reshape(-1, 3)
-    uv_all = np.empty(len(head.data.loops) * 2, np.float32)
-    head.data.uv_layers.active.data.foreach_get("uv", uv_all)
-    uv_all = uv_all.reshape(-1, 2)
-    rng = np.random.default_rng(seed)
-    tri = rng.choice(len(area), size=count, p=area / area.sum())
-    r1, r2 = rng.uniform(0.05, 0.95, count), rng.uniform(0.05, 0.95, count)
-    s = np.sqrt(r1)
-    bary = np.stack([1 - s, s * (1 - r2), s * r2], 1).astype(np.float32)
-    roots = np.einsum("nk,nkd->nd", bary, co[verts[tri]])
-    uv = np.einsum("nk,nkd->nd", bary, uv_all[loops[tri]])
-    t = np.linspace(0, 1, points, dtype=np.float32)[None, :, None]
-    pts = roots[:, None] + length * t * normal[tri][:, None]
-    return pts.reshape(-1, 3), np.full(count, points), uv
-
-
-def hair_on(head, count=200, name="Hair", **kw):
-    pts, counts, uv = grow(head, count, **kw)
-    ob = scenes.curves_hair(name, pts, counts)
-    ob.data.surface = head
-    ob.data.surface_uv_map = head.data.uv_layers.active.name
-    ob.data.attributes.new("surface_uv_coordinate", "FLOAT2", "CURVE").data.foreach_set("vector", uv.ravel())
-    ob.hair_wig.enabled = True
-    return ob, pts
-
-
 def evaluated(io, ob, frame):
     bpy.context.scene.frame_set(frame)
     return io.read_evaluated_points(ob, bpy.context.evaluated_depsgraph_get())
@@ -69,7 +37,7 @@ def test_scalp_space_agrees_with_deform_curves_on_surface(scene, glue):
     key.keyframe_insert("value", frame=1)
     key.value = 1.0
     key.keyframe_insert("value", frame=5)
-    ob, _ = hair_on(head, 300)
+    ob, _ = scenes.uv_hair_on(head, 300)
     s = ob.hair_wig
     s.use_length = s.use_collision = False
     scene.frame_start, scene.frame_end = 1, 5
@@ -88,7 +56,7 @@ def test_collision_keeps_hair_out_of_suzanne(scene, glue):
 
     bpy.ops.mesh.primitive_monkey_add(size=2.0, calc_uvs=True)
     head = bpy.context.active_object
-    ob, pts = hair_on(head, 400, points=8, length=0.4)
+    ob, pts = scenes.uv_hair_on(head, 400, points=8, length=0.4)
     bpy.ops.object.empty_add(location=(0, 0, 1.5))
     magnet = bpy.context.active_object
     magnet.hair_wig_magnet.radius = 3.0
