@@ -357,6 +357,13 @@ def _swap_in_topology(ob, hair: HairSet):
     cv.attributes["position"].data.foreach_set("vector", hair.points.ravel())
     cv.surface = original.surface
     cv.surface_uv_map = original.surface_uv_map
+    types = original.attributes.get("curve_type")         # absent: all Catmull-Rom, the default
+    if types is not None and len(types.data):
+        kinds = np.empty(len(types.data), np.int8)
+        types.data.foreach_get("value", kinds)
+        names = ("CATMULL_ROM", "POLY", "BEZIER", "NURBS")
+        common = int(np.bincount(kinds, minlength=4).argmax())
+        cv.set_types(type=names[common] if common < 4 else "POLY")
     for m in original.materials:
         cv.materials.append(m)
     original.use_fake_user = True

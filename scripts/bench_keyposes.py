@@ -1,8 +1,9 @@
 """In-betweening time of a keyframed hairstyle (seed 002): 5000 curves × 16 points × 100 frames
 through three key poses, the middle one redrawn with other curves (4500 of 20 points), smooth
 paths, slow-in/slow-out and air-drag noise. Prints the bind (matching, mass sampling, paths) and
-the per-frame pose time; then the same poses as the rest pose of a wig with head collision.
-Run: ./run python scripts/bench_keyposes.py [--curves 5000] [--frames 100]"""
+the per-frame pose time; then the same poses as the rest pose of a wig with head collision; then
+the whole bake in Blender (three key poses recorded on Curves hair, Bake, written and keyed).
+Run: ./run python scripts/bench_keyposes.py [--curves 5000] [--frames 100] [--no-blender]"""
 
 import argparse
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hair_wig import FrameInput, Wig, WigSettings  # noqa: E402
 from hair_wig.keyposes import KeyedStyle, KeyPose, StyleSettings  # noqa: E402
@@ -40,6 +42,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--curves", type=int, default=5000)
     ap.add_argument("--frames", type=int, default=100)
+    ap.add_argument("--no-blender", action="store_true")
     a = ap.parse_args()
     n, frames = a.curves, a.frames
     keys = [KeyPose(1, *drawn(n, 16, 0)),
@@ -68,6 +71,37 @@ def main():
     total = time.perf_counter() - t0
     print(f"as the wig's rest pose with length control and head collision: {total * 1e3:.1f} ms "
           f"= {total / frames * 1e3:.2f} ms/frame")
+    if not a.no_blender:
+        blender_bake(n, frames)
+
+
+def blender_bake(n, frames):
+    """Record three key poses of Curves hair on a UV sphere (the same curves, swung) and bake."""
+    import addon
+    import bpy
+    import scenes
+
+    addon.ensure_registered()
+    from hair_wig_addon.operators import baking
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=1.0)
+    head = bpy.context.active_object
+    ob, pts = scenes.uv_hair_on(head, n, points=16, length=0.3)
+    bpy.context.view_layer.objects.active = ob
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, frames
+    t = np.tile(np.linspace(0, 1, 16, dtype=np.float32), n)[:, None]
+    for frame, dx in ((1, 0.0), (frames // 2, 0.3), (frames, -0.2)):
+        scene.frame_set(frame)
+        ob.data.attributes["position"].data.foreach_set("vector", (pts + t * [dx, 0, 0]).astype(np.float32).ravel())
+        bpy.ops.hair_wig.record_key_pose()
+    ob.data.attributes["position"].data.foreach_set("vector", pts.ravel())
+    t0 = time.perf_counter()
+    baking.bake(bpy.context, ob)
+    total = time.perf_counter() - t0
+    print(f"Blender: bake of {n} x 16 Curves hair over {frames} frames from 3 key poses (read, in-between, "
+          f"collide, write keyed): {total:.2f} s = {total / frames * 1e3:.1f} ms/frame")
 
 
 if __name__ == "__main__":

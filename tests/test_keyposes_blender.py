@@ -122,6 +122,7 @@ def test_bake_reaches_key_poses_and_plays_the_in_betweens(scene, glue):
 def test_key_poses_with_other_curves_bake_into_new_curves_and_clear_gives_the_hair_back(scene, glue):
     baking, io, keypose_ops, _, KeyedStyle = glue
     ob, head, rest, counts = styled_hair(40, 6)
+    ob.data.set_types(type="POLY")
     record(1)
     own = ob.data
     before = (own.name, positions(ob).copy(), len(own.curves))
@@ -139,6 +140,7 @@ def test_key_poses_with_other_curves_bake_into_new_curves_and_clear_gives_the_ha
     style = KeyedStyle(keypose_ops.read_key_poses(ob))
     assert ob.data is not own and len(ob.data.curves) == style.tracks.num_tracks >= 40
     assert np.array_equal(style.counts, np.diff(io._curve_offsets(ob.data)))
+    assert all(t.value == 1 for t in ob.data.attributes["curve_type"].data)       # poly, as the hair
     np.testing.assert_allclose(played(io, ob, 6), style.pose(6), atol=2e-6)
     at11 = played(io, ob, 11)
     # the redrawn key pose is reached: each of its curves is some track's shape at frame 11
