@@ -313,6 +313,7 @@ class KeyedStyle:
         self.counts = self.tracks.counts.astype(np.int32)
         self.offsets = np.concatenate([[0], np.cumsum(self.counts)])
         self.shapes = track_shapes(keys, self.tracks)                      # (K, P, 3)
+        self.roots_uv = self._track_uvs()
         self.point_track = np.repeat(np.arange(len(self.counts)), self.counts)
         self._bind_paths()
         self._bind_noise()
@@ -324,6 +325,19 @@ class KeyedStyle:
     @property
     def num_points(self) -> int:
         return self.shapes.shape[1]
+
+    def _track_uvs(self) -> np.ndarray | None:
+        """(T, 2) each track's root UV: that of the first curve it shows (None without UV maps)."""
+        if any(k.roots_uv is None for k in self.keys):
+            return None
+        uv = np.zeros((self.tracks.num_tracks, 2), np.float32)
+        done = np.zeros(self.tracks.num_tracks, bool)
+        for k, key in enumerate(self.keys):
+            c = self.tracks.curve[k]
+            take = ~done & (c >= 0)
+            uv[take] = key.roots_uv[c[take]]
+            done |= take
+        return uv
 
     def hair(self, frame: float | None = None) -> HairSet:
         """The tracks as a hair set, posed at ``frame`` (the first key when None)."""

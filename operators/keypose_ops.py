@@ -68,10 +68,11 @@ def build_style(ob, hair: HairSet):
     s = ob.hair_wig
     if not s.use_key_leaders:
         style = KeyedStyle(read_key_poses(ob), style_settings(s), ob.name)
-        same = np.array_equal(style.counts, hair.counts)
+        # a selection attribute picks the hair's own curves: it holds when the tracks are them
+        same = np.array_equal(style.counts, hair.counts) and (
+            style.roots_uv is None or hair.surface_uv is None or np.array_equal(style.roots_uv, hair.surface_uv))
         return style, HairSet(style.shapes[0], style.counts, name=ob.name,
-                              selection=hair.selection if same else None,
-                              surface_uv=hair.surface_uv if same else None)
+                              selection=hair.selection if same else None, surface_uv=style.roots_uv)
     style = KeyedStyle(read_key_poses(ob, leaders_only=True), style_settings(s), ob.name)
     leader_of = leaders_of(ob, hair)
     # each of the hair's leader curves to the track that starts nearest it

@@ -62,6 +62,7 @@ def test_matching_recovers_a_known_permutation_in_uv_and_in_position():
     assert np.array_equal(perm[tracks.curve[1]], np.arange(200)) and tracks.num_tracks == 200
     style = KeyedStyle([a, b])
     np.testing.assert_array_equal(style.pose(10).reshape(200, 5, 3), swung(pts, 0.2))
+    assert np.array_equal(style.roots_uv, uv)                        # each track keeps its root's UV
 
 
 def test_resampling_keeps_shape_and_length_and_follows_the_thesis_distribution():
