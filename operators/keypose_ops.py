@@ -102,16 +102,9 @@ def leaders_of(ob, hair: HairSet) -> np.ndarray:
 
 def selected_curves(ob) -> np.ndarray:
     """Curves selected in Sculpt Mode (Blender's ``.selection``), as indices."""
-    cv = ob.data
-    a = cv.attributes.get(".selection")
-    if a is None:
-        return np.arange(len(cv.curves))        # Blender's default: everything selected
-    vals = np.empty(len(a.data), np.float32 if a.data_type == "FLOAT" else bool)
-    a.data.foreach_get("value", vals)
-    vals = vals > 0
-    if a.domain == "POINT":
-        vals = np.logical_or.reduceat(vals, blender_io._curve_offsets(cv)[:-1])
-    return np.flatnonzero(vals)
+    if ob.data.attributes.get(".selection") is None:
+        return np.arange(len(ob.data.curves))        # Blender's default: everything selected
+    return np.flatnonzero(blender_io.read_strand_set(ob, ".selection"))
 
 
 def _hair_object(context):

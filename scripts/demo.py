@@ -29,7 +29,11 @@ SHEET_FRAMES = (1, 10, 20, 30, 40, 48)
 
 
 def triangles(mesh):
-    """Triangles of ``mesh`` as arrays: corner vertex ids (T, 3), loop ids (T, 3), areas, normals."""
+    """Triangles of ``mesh`` as arrays: corner vertex ids (T, 3), loop ids (T, 3), areas, normals.
+
+    In a canonical order (corners by vertex id, triangles by their corners): Blender's primitives
+    do not create their faces in the same order from run to run (measured: the UV sphere's loops
+    differ between processes, its vertices do not), and hair grown on them must not differ."""
     mesh.calc_loop_triangles()
     tris = mesh.loop_triangles
     t = len(tris)
@@ -41,7 +45,12 @@ def triangles(mesh):
     tris.foreach_get("loops", loops)
     tris.foreach_get("area", area)
     tris.foreach_get("normal", normal)
-    return verts.reshape(t, 3), loops.reshape(t, 3), area, normal.reshape(t, 3)
+    verts, loops = verts.reshape(t, 3), loops.reshape(t, 3)
+    corner = np.argsort(verts, axis=1, kind="stable")
+    verts = np.take_along_axis(verts, corner, axis=1)
+    loops = np.take_along_axis(loops, corner, axis=1)
+    order = np.lexsort(verts.T[::-1])
+    return verts[order], loops[order], area[order], normal.reshape(t, 3)[order]
 
 
 def grow_hair(head, count: int, points: int = 12, seed: int = 1):
