@@ -167,22 +167,26 @@ def on_depsgraph_update(scene, depsgraph):
             return
 
 
-@bpy.app.handlers.persistent
-def on_save_pre(*_args):
-    """The file gets the rest pose and no trace of the preview."""
+def _unedited():
+    """Every previewed object still there with the points it was previewed with, and its preview."""
     for uid, preview in _previews.items():
         ob = _object(uid)
         if ob is not None and len(ob.data.points) == len(preview.rest):
-            _write(ob, preview.rest)
-            _drop_rest(ob)
+            yield ob, preview
+
+
+@bpy.app.handlers.persistent
+def on_save_pre(*_args):
+    """The file gets the rest pose and no trace of the preview."""
+    for ob, preview in _unedited():
+        _write(ob, preview.rest)
+        _drop_rest(ob)
 
 
 @bpy.app.handlers.persistent
 def on_save_post(*_args):
-    for uid, preview in _previews.items():
-        ob = _object(uid)
-        if ob is not None and len(ob.data.points) == len(preview.rest):
-            _keep_rest(ob, preview.rest)
+    for ob, preview in _unedited():
+        _keep_rest(ob, preview.rest)
     if _previews:
         update(bpy.context.scene)
 
