@@ -350,22 +350,20 @@ class KeyedStyle:
         if k > 1:
             h = np.diff(self.frames).astype(np.float32)                    # (K-1,)
             delta = np.diff(shapes, axis=0)                                # (K-1, P, 3)
-            # tangents (per frame) for the smooth path: non-uniform Catmull-Rom
-            tang = np.empty_like(shapes)
-            tang[0] = delta[0] / h[0]
-            tang[-1] = delta[-1] / h[-1]
-            if k > 2:
-                tang[1:-1] = (shapes[2:] - shapes[:-2]) / (self.frames[2:] - self.frames[:-2]).astype(
-                    np.float32)[:, None, None]
-            self.tangents = tang
             # each interval's path as a cubic in the (warped) interval time w: c0 + w (c1 + w (c2 + w c3))
-            a, b = shapes[:-1], shapes[1:]
             if self.settings.path == "SMOOTH":
+                # tangents (per frame): non-uniform Catmull-Rom, one-sided at the ends
+                tang = np.empty_like(shapes)
+                tang[0] = delta[0] / h[0]
+                tang[-1] = delta[-1] / h[-1]
+                if k > 2:
+                    tang[1:-1] = (shapes[2:] - shapes[:-2]) / (self.frames[2:] - self.frames[:-2]).astype(
+                        np.float32)[:, None, None]
                 m0 = tang[:-1] * h[:, None, None]
                 m1 = tang[1:] * h[:, None, None]
-                self.cubic = (a, m0, 3 * delta - 2 * m0 - m1, m0 + m1 - 2 * delta)
+                self.cubic = (shapes[:-1], m0, 3 * delta - 2 * m0 - m1, m0 + m1 - 2 * delta)
             else:
-                self.cubic = (a, delta)
+                self.cubic = (shapes[:-1], delta)
             # direction check (thesis §4.2.4): each track's mean motion per axis in every interval
             sums = np.add.reduceat(delta, self.offsets[:-1], axis=1)          # (K-1, T, 3)
             sign = np.sign(sums)
@@ -373,7 +371,6 @@ class KeyedStyle:
             flip[1:-1] = sign[:-1] * sign[1:] < 0
             self.ease = flip
         else:
-            self.tangents = np.zeros_like(shapes)
             self.ease = np.ones((1, len(self.counts), 3), bool)
 
     def _bind_noise(self):
@@ -388,7 +385,6 @@ class KeyedStyle:
         self.noise_knots = int(np.ceil(span)) + 6
         rng = np.random.default_rng(s.noise_seed)
         values = rng.uniform(-1.0, 1.0, (self.noise_knots, len(n), 3)).astype(np.float32)
-        self.noise_values = values
         # track-major rows, so that a point's four knots are four neighbouring rows
         self._noise_rows = np.ascontiguousarray(values.transpose(1, 0, 2)).reshape(-1, 3)
         self._noise_base = (self.point_track * self.noise_knots).astype(np.int64)
