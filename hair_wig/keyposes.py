@@ -13,6 +13,9 @@ Where we depart from the seed (SPEC §7 lists 002 in one line; the departures ar
   or a point (its root) it is collapsed onto. Unmatched curves either grow from / shrink to zero
   length at their root (``unmatched="GROW"``) or split from / merge into their nearest neighbour
   (``"SPLIT"``).
+* Second choice. Nearest-root matching is not one-to-one; when a key pose is redrawn, a curve
+  that lost its nearest partner to a nearer curve takes the nearest partner nobody took, if that
+  is at most three times as far, before it is left to grow/shrink or split/merge.
 * Paths. The thesis' path is linear (§4.2.3); ``path="SMOOTH"`` adds a Catmull-Rom spline in time
   through all key poses (non-uniform: tangents from the neighbouring keys' frames). Key poses are
   reached exactly either way.
@@ -172,12 +175,54 @@ class Tracks:
         return self.curve.shape[1]
 
 
-def build_tracks(keys: list[KeyPose], unmatched: str = "GROW") -> Tracks:
+def _claim(primary: np.ndarray, claimants: np.ndarray, wanted: np.ndarray, dist: np.ndarray) -> np.ndarray:
+    """Give every wanted curve that has no primary source yet its nearest claimant (ties to the
+    lower index); returns the claimants that won."""
+    order = np.lexsort((claimants, dist, wanted))
+    first = np.ones(len(order), bool)
+    first[1:] = wanted[order][1:] != wanted[order][:-1]
+    win = order[first]
+    free = primary[wanted[win]] < 0
+    win = win[free]
+    primary[wanted[win]] = claimants[win]
+    return claimants[win]
+
+
+def _second_choice(primary: np.ndarray, target: np.ndarray, ra: np.ndarray, rb: np.ndarray, rounds: int = 4):
+    """Curves that lost their nearest partner to a nearer curve take the nearest partner nobody
+    took, when it lies within three times the distance to the partner they lost (our addition to
+    thesis §4.2.1: fewer curves grow, shrink, split or merge when a key pose is redrawn).
+    ``target`` is updated in place."""
+    gate = 3.0 * np.linalg.norm(ra - rb[target], axis=1)
+    for _ in range(rounds):
+        losers = np.flatnonzero(primary[target] != np.arange(len(target)))
+        orphans = np.flatnonzero(primary < 0)
+        if not losers.size or not orphans.size:
+            return
+        choice = orphans[nearest(ra[losers], rb[orphans])]
+        d = np.linalg.norm(ra[losers] - rb[choice], axis=1)
+        near = d <= gate[losers]
+        if not near.any():
+            return
+        won = _claim(primary, losers[near], choice[near], d[near])
+        target[won] = _partner_of(primary, won)
+
+
+def _partner_of(primary: np.ndarray, curves: np.ndarray) -> np.ndarray:
+    """For each of ``curves`` (sources), the curve whose primary source it is."""
+    j = np.flatnonzero(primary >= 0)
+    where = np.full(int(primary.max()) + 1, -1)
+    where[primary[j]] = j
+    return where[curves]
+
+
+def build_tracks(keys: list[KeyPose], unmatched: str = "GROW", second_choice: bool = True) -> Tracks:
     """Chain ``match_wisps`` through consecutive keys (thesis §4.2.1, in tracks: module docstring).
 
     Key 0 starts one track per curve. Going from key k to k+1, each curve ``j`` of k+1 has a primary
-    source: the nearest of the curves that target it. The primary source's track continues onto
-    ``j``. Any other track on a curve that targets ``j`` shrinks to its own root (``GROW``) or merges
+    source: the nearest of the curves that target it (then, with ``second_choice``, curves that lost
+    take the nearest curve nobody targets, if not much farther: ``_second_choice``). The primary
+    source's track continues onto ``j``. Any other track on a curve that targets ``j`` shrinks to its own root (``GROW``) or merges
     into ``j`` (``SPLIT``). A curve of k+1 nobody targets starts a new track, collapsed on its root
     before k+1 (``GROW``) or split from the track of its nearest curve in k (``SPLIT``).
     Collapsed tracks stay collapsed."""
@@ -191,12 +236,11 @@ def build_tracks(keys: list[KeyPose], unmatched: str = "GROW") -> Tracks:
         target = match_wisps(a, b)                                  # (Ca,)
         uv = a.roots_uv is not None and b.roots_uv is not None
         ra, rb = (a.roots_uv, b.roots_uv) if uv else (a.roots, b.roots)
-        dist = np.linalg.norm(np.asarray(ra, np.float64) - np.asarray(rb, np.float64)[target], axis=1)
-        order = np.lexsort((dist, target))                          # by target, nearest first
+        ra, rb = np.asarray(ra, np.float64), np.asarray(rb, np.float64)
         primary = np.full(len(b.counts), -1)
-        first_of = np.ones(len(order), bool)
-        first_of[1:] = target[order][1:] != target[order][:-1]
-        primary[target[order][first_of]] = order[first_of]
+        _claim(primary, np.arange(len(target)), target, np.linalg.norm(ra - rb[target], axis=1))
+        if second_choice:
+            _second_choice(primary, target, ra, rb)
         cur, anc = curve[-1], anchor[-1]
         live = cur >= 0
         nxt = np.full_like(cur, -1)

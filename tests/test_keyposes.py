@@ -241,3 +241,21 @@ def test_nearest_through_the_grid_equals_brute_force(dim):
     queries = np.concatenate([rng.uniform(-0.5, 1.5, (2000, dim)), sites[:50]])
     brute = np.argmin(((queries[:, None] - sites[None]) ** 2).sum(axis=2), axis=1)
     assert np.array_equal(nearest(queries, sites), brute)
+
+
+def test_a_curve_that_lost_its_partner_takes_the_free_one_nearby():
+    """Roots in UV: a at 0.30 and 0.36; b at 0.34 and 0.40. Both of a target 0.34 (nearest); 0.36
+    wins it, and 0.30 takes the free 0.40 (0.10 away, within 3 × 0.04) instead of shrinking while
+    0.40 grows. Without the second choice the thesis' rule gives three tracks; a free curve too far
+    away is not taken."""
+    def keyed(frame, us):
+        uv = np.array([[u, 0.5] for u in us], np.float32)
+        pts = np.stack([np.stack([np.r_[u, 0.5, 1.0], np.r_[u, 0.5, 1.2]]) for u in us]).astype(np.float32)
+        return key(frame, pts, uv)
+
+    keys = [keyed(1, [0.30, 0.36]), keyed(11, [0.34, 0.40])]
+    with_second = build_tracks(keys)
+    assert with_second.num_tracks == 2
+    assert with_second.curve[1].tolist() == [1, 0]                       # 0.30 → 0.40, 0.36 → 0.34
+    assert build_tracks(keys, second_choice=False).num_tracks == 3
+    assert build_tracks([keys[0], keyed(11, [0.34, 0.47])]).num_tracks == 3   # 0.17 > 3 × 0.04
