@@ -258,3 +258,31 @@ def test_marked_leaders_lead_the_curves_nearest_them(scene, glue):
     uv = hair.surface_uv
     want = np.where(np.linalg.norm(uv - uv[4], axis=1) <= np.linalg.norm(uv - uv[19], axis=1), 4, 19)
     assert np.array_equal(keypose_ops.leaders_of(ob, hair), want)
+
+
+def test_record_and_delete_key_poses_undo_and_redo(scene, glue):
+    ob, head, rest, counts = styled_hair()
+    bpy.ops.ed.undo_push(message="hair")
+    scene.frame_set(1)
+    assert bpy.ops.hair_wig.record_key_pose("EXEC_DEFAULT", True) == {"FINISHED"}
+    set_positions(ob, swing(rest, counts, 0.3))
+    bpy.ops.ed.undo_push(message="comb")
+    scene.frame_set(9)
+    assert bpy.ops.hair_wig.record_key_pose("EXEC_DEFAULT", True) == {"FINISHED"}
+    frames = lambda: [k.frame for k in bpy.data.objects["Hair"].hair_wig.key_poses]
+    assert frames() == [1, 9]
+    bpy.ops.ed.undo()
+    bpy.ops.ed.undo()
+    assert frames() == [1]
+    bpy.ops.ed.redo()
+    bpy.ops.ed.redo()
+    assert frames() == [1, 9]
+    hair = bpy.data.objects["Hair"]
+    np.testing.assert_array_equal(_points(hair.hair_wig.key_poses[1].curves), swing(rest, counts, 0.3))
+    bpy.context.view_layer.objects.active = hair
+    hair.hair_wig.key_pose_index = 0
+    assert bpy.ops.hair_wig.delete_key_pose("EXEC_DEFAULT", True) == {"FINISHED"}
+    assert frames() == [9]
+    bpy.ops.ed.undo()
+    assert frames() == [1, 9]
+    np.testing.assert_array_equal(_points(bpy.data.objects["Hair"].hair_wig.key_poses[0].curves), rest)
