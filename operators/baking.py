@@ -25,6 +25,11 @@ def is_wig(ob) -> bool:
     return ob is not None and ob.type in blender_io.HAIR_TYPES and ob.hair_wig.enabled
 
 
+def is_curves_wig(ob) -> bool:
+    """A wig on ``Curves`` hair: what live preview and key poses work on."""
+    return is_wig(ob) and ob.type == "CURVES"
+
+
 def require_wig(ob) -> None:
     if not is_wig(ob):
         raise HairWigError(f"'{ob.name}' has no hair_wig settings (enable Wig on it first)")

@@ -109,7 +109,7 @@ def selected_curves(ob) -> np.ndarray:
 
 def _hair_object(context):
     ob = context.active_object
-    return ob if baking.is_wig(ob) and ob.type == "CURVES" else None
+    return ob if baking.is_curves_wig(ob) else None
 
 
 def _store(ob, frame: int):

@@ -257,7 +257,7 @@ class HAIRWIG_OT_preview(bpy.types.Operator):
     @classmethod
     def poll(cls, context):
         ob = context.active_object
-        return baking.is_wig(ob) and ob.type == "CURVES"
+        return baking.is_curves_wig(ob)
 
     def execute(self, context):
         ob = context.active_object

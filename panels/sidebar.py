@@ -46,6 +46,18 @@ class _WigSubPanel:
         return baking.is_wig(context.active_object)
 
 
+def list_with_buttons(layout, list_type, owner, items, index, add, remove, extra):
+    """A UI list of ``owner.items`` with add and remove buttons beside it, then ``extra``
+    (operator, icon)."""
+    row = layout.row()
+    row.template_list(list_type, "", owner, items, owner, index, rows=3)
+    col = row.column(align=True)
+    col.operator(add, icon="ADD", text="")
+    col.operator(remove, icon="REMOVE", text="")
+    col.separator()
+    col.operator(extra[0], icon=extra[1], text="")
+
+
 class HAIRWIG_UL_magnets(bpy.types.UIList):
     """The wig's magnets: the Empty's name, and whether it is dynamic."""
 
@@ -65,13 +77,9 @@ class VIEW3D_PT_hair_wig_magnets(_WigSubPanel, bpy.types.Panel):
     def draw(self, context):
         layout = self.layout
         s = context.active_object.hair_wig
-        row = layout.row()
-        row.template_list("HAIRWIG_UL_magnets", "", s, "magnets", s, "magnet_index", rows=3)
-        col = row.column(align=True)
-        col.operator("hair_wig.add_magnet", icon="ADD", text="")
-        col.operator("hair_wig.remove_magnet", icon="REMOVE", text="")
-        col.separator()
-        col.operator("hair_wig.select_magnet", icon="RESTRICT_SELECT_OFF", text="")
+        list_with_buttons(layout, "HAIRWIG_UL_magnets", s, "magnets", "magnet_index",
+                          "hair_wig.add_magnet", "hair_wig.remove_magnet",
+                          ("hair_wig.select_magnet", "RESTRICT_SELECT_OFF"))
         layout.use_property_split = True
         layout.prop(s, "normalisation")
         empty = active_magnet(s)
@@ -173,7 +181,7 @@ class VIEW3D_PT_hair_wig_key_poses(_WigSubPanel, bpy.types.Panel):
     @classmethod
     def poll(cls, context):
         ob = context.active_object
-        return baking.is_wig(ob) and ob.type == "CURVES"
+        return baking.is_curves_wig(ob)
 
     def draw_header(self, context):
         self.layout.prop(context.active_object.hair_wig, "use_key_poses", text="")
@@ -181,13 +189,9 @@ class VIEW3D_PT_hair_wig_key_poses(_WigSubPanel, bpy.types.Panel):
     def draw(self, context):
         layout = self.layout
         s = context.active_object.hair_wig
-        row = layout.row()
-        row.template_list("HAIRWIG_UL_key_poses", "", s, "key_poses", s, "key_pose_index", rows=3)
-        col = row.column(align=True)
-        col.operator("hair_wig.record_key_pose", icon="ADD", text="")
-        col.operator("hair_wig.delete_key_pose", icon="REMOVE", text="")
-        col.separator()
-        col.operator("hair_wig.rerecord_key_pose", icon="FILE_REFRESH", text="")
+        list_with_buttons(layout, "HAIRWIG_UL_key_poses", s, "key_poses", "key_pose_index",
+                          "hair_wig.record_key_pose", "hair_wig.delete_key_pose",
+                          ("hair_wig.rerecord_key_pose", "FILE_REFRESH"))
         layout.use_property_split = True
         col = layout.column()
         col.active = s.use_key_poses
