@@ -15,6 +15,7 @@ import bpy
 import numpy as np
 
 from ..hair_wig import BakeCache, HairSet, HairWigError, WindSource
+from . import compat
 
 BAKE_PREFIX = ".hw_bake_"          # dot: Blender keeps such attributes out of the UI lists
 LEGACY_KEY_PREFIX = "hw_bake_"
@@ -417,11 +418,11 @@ def _write_curves(ob, cache: BakeCache) -> None:
     ob.modifiers.move(len(ob.modifiers) - 1, 0)   # before anything that adds or removes curves
     ids = {item.name: item.identifier for item in group.interface.items_tree
            if item.item_type == "SOCKET" and item.in_out == "INPUT"}
-    md[ids["Frame"]] = float(cache.first)
-    md[ids["Last"]] = cache.last
+    compat.set_modifier_input(md, ids["Frame"], float(cache.first))
+    compat.set_modifier_input(md, ids["Last"], cache.last)
     ob[RECORD]["disabled"] = _disable_surface_deform(ob, md)
     ob[RECORD]["action_created"] = _key_linear(
-        ob, f'modifiers["{md.name}"]["{ids["Frame"]}"]', cache.frames,
+        ob, compat.modifier_input_path(md, ids["Frame"]), cache.frames,
         np.arange(cache.first, cache.last + 1, dtype=np.float32), f"{ob.name} HairWig Bake")
 
 
@@ -560,8 +561,7 @@ def _remove_fcurves(id_data, matches, action_created: bool) -> None:
 
 
 def _action_is_empty(action) -> bool:
-    return all(len(bag.fcurves) == 0
-               for layer in action.layers for strip in layer.strips for bag in strip.channelbags)
+    return not compat.action_fcurves(action)
 
 
 # ------------------------------------------------------------------------- playback group
@@ -629,7 +629,7 @@ def playback_group():
     links.new(g_in.outputs["Geometry"], set_pos.inputs["Geometry"])
     links.new(mix.outputs[1], set_pos.inputs["Position"])
     remove = nodes.new("GeometryNodeRemoveAttribute")
-    remove.pattern_mode = "WILDCARD"
+    compat.set_wildcard_pattern(remove)
     remove.inputs["Name"].default_value = BAKE_PREFIX + "*"
     links.new(set_pos.outputs[0], remove.inputs["Geometry"])
     links.new(remove.outputs[0], g_out.inputs["Geometry"])

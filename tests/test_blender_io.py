@@ -15,6 +15,12 @@ def io(addon):
 
 
 @pytest.fixture
+def compat(addon):
+    from hair_wig_addon.operators import compat
+    return compat
+
+
+@pytest.fixture
 def core(addon):
     import hair_wig_addon.hair_wig as core
     return core
@@ -199,7 +205,7 @@ def test_rebake_replaces_and_subrange(scene, io, core):
         assert np.array_equal(evaluated(io, ob, f), sub.frame(min(max(f, 7), 10)))
 
 
-def test_bake_keeps_the_users_own_animation(scene, io, core):
+def test_bake_keeps_the_users_own_animation(scene, io, core, compat):
     ob = curves_scene()
     ob.location = (0, 0, 0)
     ob.keyframe_insert("location", frame=1)
@@ -209,9 +215,13 @@ def test_bake_keeps_the_users_own_animation(scene, io, core):
     io.write_bake(ob, synthetic_cache(core, io.read_hair(ob), 1, 10))
     assert ob.animation_data.action == action
     assert len(list(bpy.data.actions)) == 1
+    md = ob.modifiers[io.MODIFIER_NAME]
+    frame = next(i.identifier for i in md.node_group.interface.items_tree if i.name == "Frame")
+    paths = sorted(fc.data_path for fc in compat.action_fcurves(action))
+    assert paths == sorted(["location"] * 3 + [compat.modifier_input_path(md, frame)])
     io.clear_bake(ob)
     assert ob.animation_data.action == action
-    assert sorted(fc.data_path for fc in action.fcurves) == ["location"] * 3
+    assert sorted(fc.data_path for fc in compat.action_fcurves(action)) == ["location"] * 3
     scene.frame_set(10)
     assert ob.matrix_world.translation.x == pytest.approx(1.0)
 
