@@ -1,9 +1,18 @@
-"""The viewport display of magnets, as geometry (there is no screen to draw on here)."""
+"""The viewport display of magnets: its geometry, and (where bpy can draw in background mode)
+the pixels it draws."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 import bpy
+import gpu
 import numpy as np
 import pytest
 import scenes
+
+PROBE = Path(__file__).with_name("overlay_probe.py")
 
 
 def test_reach_target_and_where_the_magnet_acted(scene, addon):
@@ -47,3 +56,27 @@ def test_draw_handler_comes_and_goes_with_the_addon(addon):
     finally:
         addon.register()
     assert overlay._handle is not None
+
+
+@pytest.mark.skipif(not hasattr(gpu, "init"),
+                    reason="this Blender's bpy cannot draw in background mode (gpu.init arrived in 5.x)")
+def test_the_overlay_draws_each_magnets_reach_where_the_magnet_is():
+    """Drawn for real (offscreen, Blender's own GPU module) in a process of its own, looking down z:
+    the reach's three circles show as a ring of the magnet's radius around it and two diameters;
+    the drawing follows the magnet; a disabled wig draws nothing."""
+    run = subprocess.run([sys.executable, str(PROBE)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    report = json.loads(next(l for l in run.stdout.splitlines() if l.startswith("REPORT "))[7:])
+    px = report["pixel"]
+    for key, centre in (("at_1_0", (1.0, 0.0)), ("at_-1_0.5", (-1.0, 0.5))):
+        xy = np.array(report[key]) - centre
+        assert len(xy) > 100, (key, len(xy))
+        r = np.linalg.norm(xy, axis=1)
+        assert r.max() <= 0.7 + 1.5 * px, (key, r.max())              # nothing beyond the reach
+        ring = xy[r > 0.7 - 1.5 * px]
+        angles = np.floor((np.arctan2(ring[:, 1], ring[:, 0]) + np.pi) / (2 * np.pi) * 32)
+        assert len(np.unique(angles)) >= 30, (key, len(np.unique(angles)))   # the whole circle
+        inside = xy[r < 0.7 - 1.5 * px]                                 # the two other circles, edge-on
+        on_axes = (np.abs(inside[:, 0]) < 1.5 * px) | (np.abs(inside[:, 1]) < 1.5 * px)
+        assert on_axes.all(), (key, inside[~on_axes][:5])
+    assert report["disabled"] == []
