@@ -219,6 +219,9 @@ def test_bake_keeps_the_users_own_animation(scene, io, core, compat):
     frame = next(i.identifier for i in md.node_group.interface.items_tree if i.name == "Frame")
     paths = sorted(fc.data_path for fc in compat.action_fcurves(action))
     assert paths == sorted(["location"] * 3 + [compat.modifier_input_path(md, frame)])
+    for f, subframe in ((4, 0.0), (7, 0.25), (15, 0.0)):      # the keyed Frame input follows the scene
+        scene.frame_set(f, subframe=subframe)
+        assert compat.modifier_input(md, frame) == pytest.approx(min(f + subframe, 10))
     io.clear_bake(ob)
     assert ob.animation_data.action == action
     assert sorted(fc.data_path for fc in compat.action_fcurves(action)) == ["location"] * 3
