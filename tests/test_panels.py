@@ -6,8 +6,18 @@ import pytest
 import scenes
 
 
+# The icon names this Blender knows (icons come and go between versions; a name Blender does not
+# know raises only when the panel is drawn in a window).
+ICONS = set(bpy.types.UILayout.bl_rna.functions["prop"].parameters["icon"].enum_items.keys())
+
+
+def check_icon(kw):
+    assert kw.get("icon", "NONE") in ICONS, f"Blender {bpy.app.version_string} has no icon {kw['icon']!r}"
+
+
 class Recorder:
-    """Stands in for UILayout: records every (data, property) the draw code asks for."""
+    """Stands in for UILayout: records every (data, property) the draw code asks for, and checks
+    every operator, property and icon it names."""
 
     def __init__(self, seen):
         self.seen = seen
@@ -15,14 +25,17 @@ class Recorder:
         self.active = True
         self.enabled = True
 
-    def prop(self, data, name, **_kw):
+    def prop(self, data, name, **kw):
+        check_icon(kw)
         self.seen.append((data, name))
 
-    def prop_search(self, data, name, search_data, search_name, **_kw):
+    def prop_search(self, data, name, search_data, search_name, **kw):
+        check_icon(kw)
         self.seen.append((data, name))
         self.seen.append((search_data, search_name))
 
-    def operator(self, idname, **_kw):
+    def operator(self, idname, **kw):
+        check_icon(kw)
         module, name = idname.split(".")
         assert name in dir(getattr(bpy.ops, module)), idname
         allowed = set(getattr(getattr(bpy.ops, module), name).get_rna_type().properties.keys())
@@ -37,8 +50,8 @@ class Recorder:
         self.seen.append((data, name))
         assert data.bl_rna.properties[name].fixed_type.identifier == "CurveMapping"
 
-    def label(self, **_kw):
-        pass
+    def label(self, **kw):
+        check_icon(kw)
 
     def separator(self, **_kw):
         pass
