@@ -252,6 +252,21 @@ class Wig:
             return np.zeros((0, 3))
         return np.asarray(inp.magnet_matrices, dtype=np.float64)[self.dynamic_index, :3, 3].copy()
 
+    def head_up(self, head: np.ndarray, gravity) -> np.ndarray:
+        """The head's up axis ``u`` now, in world space, for the gravity tilt (SPEC §4): the world's
+        up (against ``gravity``) as it was in the head's rest pose, turned with the head since.
+
+        The tilt is measured from the head's rest orientation, not from its local Z axis: a head
+        modelled Y-up, or rotated at rest, is upright at rest, and its dynamic magnets do not sag
+        until it tilts away from that pose.
+        """
+        g = np.asarray(gravity, dtype=np.float64)
+        norm = np.linalg.norm(g)
+        if norm == 0:
+            return np.array([0.0, 0.0, 1.0])
+        up_in_rest_head = np.linalg.solve(self.head_rest[:3, :3], -g / norm)
+        return head[:3, :3] @ up_in_rest_head
+
     def step(self, inp: FrameInput, state: WigState | None = None, out: np.ndarray | None = None,
              keep_state: bool = True, timings: dict | None = None):
         """Deformed positions for one frame, and the state for the next.
@@ -303,7 +318,8 @@ class Wig:
                 if not first:
                     shown = self.dynamics.step(
                         state.magnet_pos, state.magnet_vel, state.magnet_target, target, inp.dt,
-                        inp.gravity, head[:3, 2], inp.winds, inp.time, inp.magnet_dynablend)
+                        inp.gravity, self.head_up(head, inp.gravity), inp.winds, inp.time,
+                        inp.magnet_dynablend)
                     mats[self.dynamic_index, :3, 3] = shown
                     state.magnet_shown = shown
                 state.magnet_target = target

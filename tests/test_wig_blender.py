@@ -127,19 +127,30 @@ def test_wind_field_and_gravity_push_a_dynamic_magnet(scene, glue):
     cache = baking.compute(bpy.context, ob, 1, 96)
     np.testing.assert_allclose(cache.frame(1), pts, atol=1e-6)           # first frame at rest
     np.testing.assert_allclose(cache.frame(96), pts + t * np.array([5.0 / 50.0, 0, 0], np.float32), atol=1e-4)
-    # Gravity, not wind: an upright head gives no sag, an upside-down one the full m·g/k.
+    # Gravity, not wind. The tilt is measured from the head's rest pose (SPEC §4): a head rotated
+    # at rest (a model built Y-up) is upright there, so nothing sags; turned upside down from that
+    # pose, the magnet settles the full m·g/k below its target.
     bpy.data.objects.remove(wind)
     scene.use_gravity = True
     upright = baking.compute(bpy.context, ob, 1, 96)
     np.testing.assert_allclose(upright.frame(96), pts, atol=1e-5)
-    head.rotation_euler = (np.pi, 0, 0)
-    ob.parent = head                                             # the hair goes with the head
-    ob.matrix_parent_inverse = head.matrix_world.inverted() @ head.matrix_world
+    for child in (ob, magnet):                                  # hair and magnet go with the head
+        child.parent = head
+        child.matrix_parent_inverse = head.matrix_world.inverted()
+    head.rotation_euler = (np.pi / 2, 0, 0)
     bpy.context.view_layer.update()
-    flipped = baking.compute(bpy.context, ob, 1, 96)
+    y_up = baking.compute(bpy.context, ob, 1, 96)
+    np.testing.assert_allclose(y_up.frame(96), pts, atol=1e-5)
+    head.keyframe_insert("rotation_euler", frame=1)
+    head.rotation_euler = (np.pi / 2 + np.pi, 0, 0)
+    head.keyframe_insert("rotation_euler", frame=10)
+    flipped = baking.compute(bpy.context, ob, 1, 192)     # the 5-unit swing settles (overdamped)
+    np.testing.assert_allclose(flipped.frame(1), pts, atol=1e-6)
+    scene.frame_set(192)
     sag = 9.81 / 50.0
-    world = (np.array(ob.matrix_world) @ np.c_[flipped.frame(96), np.ones(len(pts))].T).T[:, :3]
-    rest_world = (np.array(ob.matrix_world) @ np.c_[pts, np.ones(len(pts))].T).T[:, :3]
+    hair_now = np.array(ob.matrix_world)
+    world = (hair_now @ np.c_[flipped.frame(192), np.ones(len(pts))].T).T[:, :3]
+    rest_world = (hair_now @ np.c_[pts, np.ones(len(pts))].T).T[:, :3]
     np.testing.assert_allclose(world - rest_world, t * np.array([0, 0, -sag]), atol=1e-4)
 
 

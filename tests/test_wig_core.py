@@ -440,3 +440,23 @@ def test_weights_stay_finite_for_subnormal_and_extreme_magnet_settings():
         for norm in ("sum", "cap"):
             w = MagnetWeights(h, h.points, mags, Profile.linear(0, 1), Profile.constant(1), norm).dense()
             assert np.isfinite(w).all() and w.max() <= 1.0 and w.sum(axis=0).max() <= 1.0 + 1e-6
+
+
+def test_gravity_tilt_is_measured_from_the_heads_rest_orientation():
+    """SPEC §4: the head's up axis u is the world's up as it was in the head's rest pose, turned
+    with the head since. A head modelled Y-up (rotated 90° about X at rest) is upright at rest, so
+    its dynamic magnet does not sag; turned upside down from that pose, the magnet settles the
+    full m·g/k below its target (G = linear, so G(1) = 1)."""
+    h = strands(n=20, k=6, length=0.5)
+    k, g = 50.0, 9.81
+    mag = Magnet("M", translate(0, 0, 1.5), radius=3.0,
+                 dynamic=DynamicMagnet(stiffness=k, damping=20.0, mass=1.0, gravity_max=g))
+    y_up = rotation((1, 0, 0), np.pi / 2)
+    for head, sag in ((y_up, 0.0), (rotation((1, 0, 0), np.pi) @ y_up, g / k)):
+        wig = Wig(h, y_up, y_up, [mag], no_refinement())
+        state = None
+        for f in range(300):
+            inp = FrameInput(head, head, np.array([head @ mag.rest_matrix]), time=f * DT)
+            _, state = wig.step(inp, state)
+        target = (head @ mag.rest_matrix)[:3, 3]
+        np.testing.assert_allclose(state.magnet_shown[0] - target, [0.0, 0.0, -sag], atol=1e-9)
