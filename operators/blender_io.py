@@ -415,7 +415,9 @@ def _write_curves(ob, cache: BakeCache) -> None:
     group = playback_group()
     md = ob.modifiers.new(MODIFIER_NAME, "NODES")
     md.node_group = group
-    ob.modifiers.move(len(ob.modifiers) - 1, 0)   # before anything that adds or removes curves
+    # First, before anything that adds or removes curves. A new modifier goes in before any that
+    # is pinned last (Blender 5.2's Quick Fur pins its Hair Dynamics), so move it from where it is.
+    ob.modifiers.move(ob.modifiers.find(md.name), 0)
     ids = {item.name: item.identifier for item in group.interface.items_tree
            if item.item_type == "SOCKET" and item.in_out == "INPUT"}
     compat.set_modifier_input(md, ids["Frame"], float(cache.first))

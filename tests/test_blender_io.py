@@ -260,6 +260,22 @@ def test_bake_owns_deformation_and_restores_surface_deform(scene, io, core):
     assert nested.show_viewport and not nested.show_render
 
 
+def test_playback_goes_first_even_before_a_modifier_pinned_last(scene, io, core):
+    """Blender puts a new modifier before any that is pinned last (5.2's Quick Fur pins its Hair
+    Dynamics); the playback still has to come before everything, and the pin stays."""
+    ob = curves_scene()
+    ob.modifiers.new("Before", "NODES")
+    pinned = ob.modifiers.new("Pinned", "NODES")
+    pinned.use_pin_to_last = True
+    cache = synthetic_cache(core, io.read_hair(ob), 1, 4)
+    io.write_bake(ob, cache)
+    assert [m.name for m in ob.modifiers] == [io.MODIFIER_NAME, "Before", "Pinned"]
+    assert pinned.use_pin_to_last
+    assert np.array_equal(evaluated(io, ob, 3), cache.frame(3))
+    io.clear_bake(ob)
+    assert [m.name for m in ob.modifiers] == ["Before", "Pinned"] and pinned.use_pin_to_last
+
+
 def test_write_refuses_shared_data_and_edited_hair(scene, io, core):
     ob = curves_scene()
     hair = io.read_hair(ob)
