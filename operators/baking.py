@@ -256,11 +256,13 @@ def frame_input(context, ob, head, empties, surface, frame: int, depsgraph=None,
     return inp
 
 
-def compute_steps(context, ob, first: int, last: int, preroll: int | None = None):
+def compute_steps(context, ob, first: int, last: int, preroll: int | None = None, others=()):
     """Step the wig of ``ob`` over ``first..last`` (after ``preroll`` frames that settle the
     dynamics, by default the wig's own), writing nothing: a generator that yields
-    ``(done, total)`` after every frame and returns the cache. Closing it early (a cancelled
-    bake) or an error leaves the scene's current frame as it was.
+    ``(done, total)`` after every frame and returns the cache. The hair's own modifiers are off
+    while it runs (``blender_io.mute_modifiers``). Closing it early (a cancelled bake) or an
+    error leaves the scene's current frame and the modifiers as they were. ``others``: more hair
+    objects whose modifiers are off meanwhile (the other wigs of a bake of several).
     """
     require_wig(ob)
     blender_io.check_bakeable(ob)
@@ -270,6 +272,7 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
     scene = context.scene
     preroll = ob.hair_wig.preroll if preroll is None else int(preroll)
     frame, subframe = scene.frame_current, scene.frame_subframe
+    muted = blender_io.mute_modifiers([ob, *(o for o in others if o != ob)])   # never read
     try:
         wig, head, empties, surface = bind(context, ob)
         cache = BakeCache(wig.hair, first, last)
@@ -290,14 +293,18 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
                     path[f - first] = state.magnet_shown[k]
             yield done, total
     finally:
+        # The frame first, while the stack is still off: switching it back on only tags the hair,
+        # and Blender evaluates the stack once, when something next looks at the hair.
         scene.frame_set(frame, subframe=subframe)
+        blender_io.unmute_modifiers(muted)
     return cache
 
 
-def compute(context, ob, first: int, last: int, progress=None, preroll: int | None = None) -> BakeCache:
+def compute(context, ob, first: int, last: int, progress=None, preroll: int | None = None,
+            others=()) -> BakeCache:
     """Run ``compute_steps`` to the end; ``progress(done, total)`` after every frame (it may raise
     to cancel)."""
-    steps = compute_steps(context, ob, first, last, preroll)
+    steps = compute_steps(context, ob, first, last, preroll, others)
     try:
         while True:
             done, total = next(steps)
@@ -343,7 +350,8 @@ class BakeJob:
         while frames > 0 and self._index < len(self.obs):
             if self._steps is None:
                 first, last = self.ranges[self._index]
-                self._steps = compute_steps(self.context, self.obs[self._index], first, last)
+                self._steps = compute_steps(self.context, self.obs[self._index], first, last,
+                                            others=self.obs)
             try:
                 next(self._steps)
                 self.done += 1

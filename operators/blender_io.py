@@ -503,6 +503,36 @@ def _disable_surface_deform(ob, own_modifier) -> list:
     return record
 
 
+def mute_modifiers(obs) -> list:
+    """Switch off, in the viewport, every modifier of ``obs`` (hair being baked) and return what to
+    switch back with :func:`unmute_modifiers`.
+
+    A bake reads the hair's own curves and its object matrix, never what its modifiers make of it,
+    while ``frame_set`` re-evaluates every shown modifier at every frame: Quick Fur's stack
+    (Interpolate Hair Curves, noise, frizz ...) costs far more than the wig itself. Modifiers the
+    user had switched off are left alone; nothing else about them is touched.
+    """
+    record = []
+    for ob in obs:
+        for md in ob.modifiers:
+            if md.show_viewport:
+                record.append((ob, md.persistent_uid))
+                md.show_viewport = False
+    return record
+
+
+def unmute_modifiers(record: list) -> None:
+    """Switch back on what :func:`mute_modifiers` switched off (found by their persistent ids, so
+    a renamed or reordered modifier comes back too; one that was deleted meanwhile is skipped)."""
+    for ob, uid in record:
+        try:
+            md = next((m for m in ob.modifiers if m.persistent_uid == uid), None)
+        except ReferenceError:          # the object itself was deleted
+            continue
+        if md is not None:
+            md.show_viewport = True
+
+
 def clear_bake(ob) -> bool:
     """Remove every piece of bake data from ``ob`` and restore what the bake switched off.
 

@@ -116,7 +116,7 @@ def run(argv: list[str], file_is_open: bool) -> int:
         for ob in obs:
             rate = baking.Rate()
             f0, f1 = baking.frame_range(bpy.context.scene, ob, first, last)
-            cache = baking.compute(bpy.context, ob, f0, f1)
+            cache = baking.compute(bpy.context, ob, f0, f1, others=obs)
             caches.append((ob, cache))
             for warning in cache.warnings:
                 print(f"bake.py: warning: {warning}", file=sys.stderr, flush=True)

@@ -202,3 +202,60 @@ def test_keyed_weight_and_dynablend_act_per_frame(scene, glue):
     simple = baking.compute(bpy.context, ob, 1, 4)
     np.testing.assert_allclose(lagging.frame(1), simple.frame(1), atol=1e-6)        # dynablend 0
     assert np.abs(lagging.frame(4) - simple.frame(4)).max() > 1e-3                  # dynablend 1
+
+
+def modifier_states(*obs):
+    return [(ob.name, m.name, m.persistent_uid, m.show_viewport, m.show_render, m.show_in_editmode)
+            for ob in obs for m in ob.modifiers]
+
+
+def test_the_hairs_modifiers_are_off_while_a_bake_computes_and_back_as_they_were(scene, glue):
+    """A bake never reads what the hair's modifiers make, so they do not evaluate at every frame
+    while it computes; they come back exactly as they were after a bake, a cancel and an error,
+    and the bake is the same as with no modifiers at all. A Bake All Wigs keeps every wig's
+    modifiers off while any of them computes."""
+    baking, io = glue
+    ob, head, pts = wig_scene()
+    bpy.ops.hair_wig.add_magnet()
+    magnet = ob.hair_wig.magnets[0].object
+    magnet.keyframe_insert("location", frame=1)
+    magnet.location.x += 0.3
+    magnet.keyframe_insert("location", frame=12)
+    plain = baking.compute(bpy.context, ob, 1, 12)
+    other, _ = scenes.wig_on(head, 10, 4, name="Other Hair")
+    lift = bpy.data.node_groups.new("Lift", "GeometryNodeTree")     # moves every point 1 up
+    lift.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    lift.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    gi, go, move = (lift.nodes.new(t) for t in ("NodeGroupInput", "NodeGroupOutput", "GeometryNodeTransform"))
+    move.inputs["Translation"].default_value = (0.0, 0.0, 1.0)
+    lift.links.new(gi.outputs[0], move.inputs[0])
+    lift.links.new(move.outputs[0], go.inputs[0])
+    for hair in (ob, other):
+        hair.modifiers.new("Lift", "NODES").node_group = lift
+        hair.modifiers.new("Off Already", "NODES").show_viewport = False
+        hair.modifiers.new("Render Off", "NODES").show_render = False
+    before = modifier_states(ob, other)
+    seen = []
+
+    def watch(done, total):
+        seen.append([m.show_viewport for h in (ob, other) for m in h.modifiers])
+        if len(seen) == 4 and watch.fail:
+            raise RuntimeError("stop at frame 4")
+
+    watch.fail = False
+    cache = baking.compute(bpy.context, ob, 1, 12, watch, others=[ob, other])
+    assert len(seen) == 12 and not any(any(s) for s in seen)
+    assert modifier_states(ob, other) == before
+    assert np.array_equal(cache.positions, plain.positions)
+    watch.fail = True
+    seen.clear()
+    with pytest.raises(RuntimeError, match="stop at frame 4"):
+        baking.compute(bpy.context, ob, 1, 12, watch)
+    assert modifier_states(ob, other) == before
+    job = baking.BakeJob(bpy.context, [ob, other])
+    job.advance(5)
+    assert not any(m.show_viewport for h in (ob, other) for m in h.modifiers)
+    job.cancel()
+    assert modifier_states(ob, other) == before
+    assert job.__class__(bpy.context, [ob, other]).advance(100)
+    assert modifier_states(ob, other) == before
