@@ -4,7 +4,7 @@ import bpy
 from bpy.props import BoolProperty
 
 from ..hair_wig import HairWigError
-from . import baking, blender_io, profiles
+from . import baking, blender_io, profile_curves, scene_reader
 
 
 def _hair(context):
@@ -27,7 +27,7 @@ class HAIRWIG_OT_enable(bpy.types.Operator):
         ob.hair_wig.enabled = True
         if ob.hair_wig.head is None and ob.type == "CURVES" and ob.data.surface is not None:
             ob.hair_wig.head = ob.data.surface
-        profiles.ensure(ob.hair_wig, ob.name)
+        profile_curves.ensure(ob.hair_wig, ob.name)
         return {"FINISHED"}
 
 
@@ -44,11 +44,11 @@ class HAIRWIG_OT_bake(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return baking.is_wig(_hair(context)) or bool(baking.wigs_in(context.scene))
+        return scene_reader.is_wig(_hair(context)) or bool(scene_reader.wigs_in(context.scene))
 
     def _start(self, context):
-        obs = baking.wigs_in(context.scene) if self.all_wigs else [_hair(context)]
-        if not obs or not all(baking.is_wig(ob) for ob in obs):
+        obs = scene_reader.wigs_in(context.scene) if self.all_wigs else [_hair(context)]
+        if not obs or not all(scene_reader.is_wig(ob) for ob in obs):
             raise HairWigError("Select a hair object with Wig enabled, or use Bake All Wigs")
         return baking.BakeJob(context, obs)
 

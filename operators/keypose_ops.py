@@ -1,5 +1,6 @@
-"""Keyframed hairstyles (seed 002): record key poses of a Curves hair, manage them, build the
-in-betweened style the bake and preview use, and make wisps of imitator strands around leaders."""
+"""Keyframed hairstyles (seed 002): record key poses of a Curves hair, manage them, and make wisps
+of imitator strands around leaders. (Reading key poses into the in-betweened style the bake and
+preview use is ``scene_reader``'s.)"""
 
 from __future__ import annotations
 
@@ -7,22 +8,10 @@ import bpy
 import numpy as np
 from bpy.props import FloatProperty, IntProperty
 
-from ..hair_wig import HairSet, HairWigError, locate_uv
-from ..hair_wig.keyposes import (KeyedStyle, KeyPose, LeaderFollow, StyleSettings, curve_point_index, imitate,
-                                 imitator_roots_uv, nearest, root_frames)
-from . import baking, blender_io
-
-LEADER = "hair_wig_leader"         # bool, curve domain: the curve leads a wisp (key leader strand)
-WISP = "hair_wig_wisp"             # int, curve domain: the leader an imitator was made from (-1: none)
-
-
-def _curve_attribute(cv, name: str, dtype, default):
-    a = cv.attributes.get(name)
-    if a is None or a.domain != "CURVE":
-        return np.full(len(cv.curves), default, dtype)
-    out = np.empty(len(cv.curves), dtype)
-    a.data.foreach_get("value", out)
-    return out
+from ..hair_wig import HairWigError, locate_uv
+from ..hair_wig.keyposes import imitate, imitator_roots_uv, root_frames
+from . import blender_io, preview, scene_reader
+from .scene_reader import LEADER, WISP, curve_attribute
 
 
 def _set_curve_attribute(cv, name: str, kind: str, values) -> None:
@@ -34,72 +23,6 @@ def _set_curve_attribute(cv, name: str, kind: str, values) -> None:
     a.data.foreach_set("vector" if kind == "FLOAT2" else "value", np.asarray(values).ravel())
 
 
-def read_key_poses(ob, leaders_only: bool = False) -> list[KeyPose]:
-    """The key poses of ``ob`` as core key poses, by frame; only their leader curves if asked."""
-    out = []
-    for item in ob.hair_wig.key_poses:
-        what = f"{ob.name} key pose at frame {item.frame}"
-        if item.curves is None:
-            raise HairWigError(f"'{what}' has lost its curves; re-record it")
-        hair = blender_io.read_curves_data(item.curves, what)
-        if leaders_only:
-            keep = _curve_attribute(item.curves, LEADER, bool, False)
-            if not keep.any():
-                raise HairWigError(f"'{what}' has no leader curves; mark leaders (Make Wisps or Mark "
-                                   f"Leaders) before recording, or turn off Key Leaders Only")
-            idx = np.flatnonzero(keep)
-            uv = None if hair.surface_uv is None else hair.surface_uv[idx]
-            out.append(KeyPose(item.frame, hair.points[curve_point_index(hair.offsets, idx)], hair.counts[idx],
-                               uv, what))
-        else:
-            out.append(KeyPose(item.frame, hair.points, hair.counts, hair.surface_uv, what))
-    return out
-
-
-def style_settings(s) -> StyleSettings:
-    return StyleSettings(path=s.key_path, slow_in_out=s.key_slow_in_out, unmatched=s.key_unmatched,
-                         noise=s.key_noise, noise_period=s.key_noise_period, noise_seed=s.key_noise_seed)
-
-
-def build_style(ob, hair: HairSet):
-    """The keyed style of ``ob`` for the bind: ``(style, hair)`` where ``style.pose(frame)`` gives
-    each frame's rest pose and ``hair`` is its topology posed at the first key (the hair itself
-    when only leaders are keyed)."""
-    s = ob.hair_wig
-    if not s.use_key_leaders:
-        style = KeyedStyle(read_key_poses(ob), style_settings(s), ob.name)
-        # a selection attribute picks the hair's own curves: it holds when the tracks are them
-        same = np.array_equal(style.counts, hair.counts) and (
-            style.roots_uv is None or hair.surface_uv is None or np.array_equal(style.roots_uv, hair.surface_uv))
-        return style, HairSet(style.shapes[0], style.counts, name=ob.name,
-                              selection=hair.selection if same else None, surface_uv=style.roots_uv)
-    style = KeyedStyle(read_key_poses(ob, leaders_only=True), style_settings(s), ob.name)
-    leader_of = leaders_of(ob, hair)
-    # each of the hair's leader curves to the track that starts nearest it
-    track_roots = style.shapes[0][style.offsets[:-1]]
-    own = np.flatnonzero(_curve_attribute(ob.data, LEADER, bool, False))
-    track_of = np.full(hair.num_strands, -1)
-    track_of[own] = nearest(hair.points[hair.offsets[own]], track_roots)
-    return LeaderFollow(style, hair, track_of[leader_of]), hair
-
-
-def leaders_of(ob, hair: HairSet) -> np.ndarray:
-    """(N,) the leader curve every curve follows: itself for a leader, its wisp's leader for an
-    imitator, else the leader whose root is nearest (in UV when the hair has UVs)."""
-    lead = _curve_attribute(ob.data, LEADER, bool, False)
-    if not lead.any():
-        raise HairWigError(f"'{ob.name}' has no leader curves; select curves in Sculpt Mode and use "
-                           f"Mark Leaders or Make Wisps")
-    wisp = _curve_attribute(ob.data, WISP, np.int32, -1)
-    idx = np.flatnonzero(lead)
-    sites = hair.surface_uv if hair.surface_uv is not None else hair.points[hair.offsets[:-1]]
-    out = idx[nearest(sites, sites[idx])]
-    ok = (wisp >= 0) & (wisp < hair.num_strands)
-    out[ok] = wisp[ok]
-    out[idx] = idx
-    return out
-
-
 def selected_curves(ob) -> np.ndarray:
     """Curves selected in Sculpt Mode (Blender's ``.selection``), as indices."""
     if ob.data.attributes.get(".selection") is None:
@@ -109,12 +32,11 @@ def selected_curves(ob) -> np.ndarray:
 
 def _hair_object(context):
     ob = context.active_object
-    return ob if baking.is_curves_wig(ob) else None
+    return ob if scene_reader.is_curves_wig(ob) else None
 
 
 def _store(ob, frame: int):
     """A hidden copy of the hair's own curves (never a previewed or baked pose)."""
-    from . import preview
 
     if blender_io.is_baked(ob):
         raise HairWigError(f"'{ob.name}' is baked: clear the bake before recording key poses")
@@ -255,7 +177,7 @@ class HAIRWIG_OT_mark_leaders(_OnHair, bpy.types.Operator):
         if sel.size == 0:
             self.report({"ERROR"}, f"'{ob.name}': no curves are selected")
             return {"CANCELLED"}
-        lead = _curve_attribute(ob.data, LEADER, bool, False)
+        lead = curve_attribute(ob.data, LEADER, bool, False)
         lead[sel] = True
         _set_curve_attribute(ob.data, LEADER, "BOOLEAN", lead)
         self.report({"INFO"}, f"{int(lead.sum())} leader curve(s)")
@@ -305,7 +227,6 @@ def make_wisps(context, ob, rings: int, closeness: float, fuzziness: float, seed
     how many of them fell outside the UV map."""
     if blender_io.is_baked(ob):
         raise HairWigError(f"'{ob.name}' is baked: clear the bake before adding curves")
-    from . import preview
     preview.stop(ob)
     hair = blender_io.read_hair(ob)
     sel = selected_curves(ob)
@@ -341,8 +262,8 @@ def make_wisps(context, ob, rings: int, closeness: float, fuzziness: float, seed
     pieces = [imitate(hair.points[hair.offsets[c]:hair.offsets[c + 1]], new_roots[i * per:(i + 1) * per],
                       fuzziness, closeness, rng).reshape(-1, 3) for i, c in enumerate(sel)]
     new_counts = np.repeat(counts, per)
-    lead = _curve_attribute(cv, LEADER, bool, False)
-    wisp = _curve_attribute(cv, WISP, np.int32, -1)
+    lead = curve_attribute(cv, LEADER, bool, False)
+    wisp = curve_attribute(cv, WISP, np.int32, -1)
     old_uv = hair.surface_uv
     n_old = hair.num_strands
     cv.add_curves(new_counts.tolist())

@@ -5,13 +5,13 @@ import numpy as np
 from bpy.props import BoolProperty, EnumProperty, FloatProperty
 
 from ..hair_wig import HairWigError
-from . import baking, blender_io, profiles
+from . import blender_io, profile_curves, scene_reader
 from .properties import active_magnet, head_of
 
 
 def _wig(context):
     ob = context.active_object
-    return ob if baking.is_wig(ob) else None
+    return ob if scene_reader.is_wig(ob) else None
 
 
 class HAIRWIG_OT_add_magnet(bpy.types.Operator):
@@ -60,15 +60,15 @@ class HAIRWIG_OT_add_magnet(bpy.types.Operator):
             settings = empty.hair_wig_magnet
             settings.radius = self.radius
             settings.dynamic = self.dynamic
-            profiles.ensure(settings, empty.name)
+            profile_curves.ensure(settings, empty.name)
             ob.hair_wig.magnets.add().object = empty
             ob.hair_wig.magnet_index = len(ob.hair_wig.magnets) - 1
             context.view_layer.update()
             if ob.hair_wig.rest_captured:
                 depsgraph = context.evaluated_depsgraph_get()
-                baking.capture_magnet_rest(empty, blender_io.evaluated_matrix(head, depsgraph), depsgraph)
+                scene_reader.capture_magnet_rest(empty, blender_io.evaluated_matrix(head, depsgraph), depsgraph)
             else:
-                baking.capture_rest(context, ob)
+                scene_reader.capture_rest(context, ob)
         except HairWigError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
@@ -131,7 +131,7 @@ class HAIRWIG_OT_set_rest_pose(bpy.types.Operator):
 
     def execute(self, context):
         try:
-            baking.capture_rest(context, _wig(context))
+            scene_reader.capture_rest(context, _wig(context))
         except HairWigError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}

@@ -16,7 +16,7 @@ import bpy
 import numpy as np
 
 from ..hair_wig import HairWigError
-from . import baking, blender_io
+from . import blender_io, scene_reader
 
 _previews: dict[int, "Preview"] = {}
 _busy = False              # our own write triggers a depsgraph update: do not answer it
@@ -40,7 +40,7 @@ def is_previewing(ob) -> bool:
 
 def start(context, ob) -> None:
     """Start previewing the wig of ``ob`` (a Curves hair object, not baked)."""
-    baking.require_wig(ob)
+    scene_reader.require_wig(ob)
     if ob.type != "CURVES":
         raise HairWigError(f"'{ob.name}': live preview works on Curves hair; bake legacy curves instead")
     if blender_io.is_baked(ob):
@@ -51,14 +51,14 @@ def start(context, ob) -> None:
         return
     rest = blender_io.read_hair(ob).points.copy()
     if not ob.hair_wig.rest_captured:
-        baking.capture_rest(context, ob)
+        scene_reader.capture_rest(context, ob)
     _bind(context, ob, rest)
     _keep_rest(ob, rest)
     update(context.scene, context.evaluated_depsgraph_get())
 
 
 def _bind(context, ob, rest: np.ndarray) -> None:
-    wig, head, empties, surface = baking.bind(context, ob, rest_points=rest, dynamics=False)
+    wig, head, empties, surface = scene_reader.bind(context, ob, rest_points=rest, dynamics=False)
     if wig.hair.num_points != len(rest) or not np.array_equal(wig.hair.counts, blender_io.read_hair(ob).counts):
         raise HairWigError(f"'{ob.name}': its key poses have other curves than the hair itself; bake to see them")
     _previews[ob.session_uid] = Preview(ob.name, rest, wig, head, empties, surface, np.empty_like(rest))
@@ -136,7 +136,7 @@ def update(scene, depsgraph=None) -> None:
                   f"{len(ob.data.points)} points); preview stopped, the hair is left as edited")
             continue
         try:
-            inp = baking.frame_input(bpy.context, ob, preview.head, preview.empties, preview.surface,
+            inp = scene_reader.frame_input(bpy.context, ob, preview.head, preview.empties, preview.surface,
                                      scene.frame_current, depsgraph, preview.wig)
             preview.wig.step(inp, None, out=preview.out)
         except (HairWigError, ReferenceError) as err:
@@ -257,7 +257,7 @@ class HAIRWIG_OT_preview(bpy.types.Operator):
     @classmethod
     def poll(cls, context):
         ob = context.active_object
-        return baking.is_curves_wig(ob)
+        return scene_reader.is_curves_wig(ob)
 
     def execute(self, context):
         ob = context.active_object

@@ -8,7 +8,7 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
-from ..operators import baking, blender_io
+from ..operators import blender_io, scene_reader
 
 SEGMENTS = 32
 COLORS = {"reach": (0.9, 0.6, 0.1, 0.6), "target": (0.2, 0.8, 1.0, 0.9),
@@ -56,7 +56,7 @@ def arrow(start, end) -> np.ndarray:
 def magnet_lines(scene) -> dict[str, np.ndarray]:
     """Line-segment pairs to draw for every wig's magnets in ``scene``, by colour."""
     out = {k: [] for k in COLORS}
-    for ob in baking.wigs_in(scene):
+    for ob in scene_reader.wigs_in(scene):
         for slot in ob.hair_wig.magnets:
             m = slot.object
             if m is None or scene.objects.get(m.name) is None:
@@ -81,7 +81,7 @@ def draw():
     from gpu_extras.batch import batch_for_shader
 
     context = bpy.context
-    if context.scene is None or not baking.wigs_in(context.scene):
+    if context.scene is None or not scene_reader.wigs_in(context.scene):
         return
     shader = gpu.shader.from_builtin("UNIFORM_COLOR")
     gpu.state.blend_set("ALPHA")

@@ -2,7 +2,7 @@
 
 import bpy
 
-from ..operators import baking, blender_io, preview, profiles
+from ..operators import blender_io, preview, profile_curves, scene_reader
 from ..operators.properties import active_magnet
 
 
@@ -43,7 +43,7 @@ class _WigSubPanel:
 
     @classmethod
     def poll(cls, context):
-        return baking.is_wig(context.active_object)
+        return scene_reader.is_wig(context.active_object)
 
 
 def list_with_buttons(layout, list_type, owner, items, index, add, remove, extra):
@@ -101,8 +101,8 @@ class VIEW3D_PT_hair_wig_magnets(_WigSubPanel, bpy.types.Panel):
 
 def draw_profile(layout, owner, name):
     """A profile's curve widget with its preset buttons (or the button that makes the curves)."""
-    title, what, _default = (profiles.MAGNET_PROFILES | profiles.WIG_PROFILES)[name]
-    node = profiles.node(owner, name)
+    title, what, _default = (profile_curves.MAGNET_PROFILES | profile_curves.WIG_PROFILES)[name]
+    node = profile_curves.node(owner, name)
     box = layout.box()
     box.label(text=f"{title}: {what}")
     if node is None:
@@ -122,7 +122,7 @@ class VIEW3D_PT_hair_wig_profiles(_WigSubPanel, bpy.types.Panel):
 
     def draw(self, context):
         s = context.active_object.hair_wig
-        for name in profiles.WIG_PROFILES:
+        for name in profile_curves.WIG_PROFILES:
             draw_profile(self.layout, s, name)
 
 
@@ -181,7 +181,7 @@ class VIEW3D_PT_hair_wig_key_poses(_WigSubPanel, bpy.types.Panel):
     @classmethod
     def poll(cls, context):
         ob = context.active_object
-        return baking.is_curves_wig(ob)
+        return scene_reader.is_curves_wig(ob)
 
     def draw_header(self, context):
         self.layout.prop(context.active_object.hair_wig, "use_key_poses", text="")

@@ -59,10 +59,10 @@ def open_file(bpy, path: str | None) -> Path:
     return p
 
 
-def pick_objects(bpy, baking, names: list[str] | None) -> list:
+def pick_objects(bpy, scene_reader, names: list[str] | None) -> list:
     scene = bpy.context.scene
     if not names:
-        obs = baking.wigs_in(scene)
+        obs = scene_reader.wigs_in(scene)
         if not obs:
             raise BakeFailed(f"nothing to bake: no hair object in scene '{scene.name}' has hair_wig enabled")
         return obs
@@ -73,7 +73,7 @@ def pick_objects(bpy, baking, names: list[str] | None) -> list:
             raise BakeFailed(f"no object named '{name}' in the file")
         if scene.objects.get(name) is None:
             raise BakeFailed(f"object '{name}' is not in scene '{scene.name}'")
-        if not baking.is_wig(ob):
+        if not scene_reader.is_wig(ob):
             raise BakeFailed(f"object '{name}' has no hair_wig settings to bake")
         obs.append(ob)
     return obs
@@ -100,6 +100,7 @@ def run(argv: list[str], file_is_open: bool) -> int:
     from importlib import import_module
 
     baking = import_module(f"{addon.PACKAGE}.operators.baking")
+    scene_reader = import_module(f"{addon.PACKAGE}.operators.scene_reader")
     blender_io = import_module(f"{addon.PACKAGE}.operators.blender_io")
     errors = import_module(f"{addon.PACKAGE}.hair_wig.errors")
 
@@ -107,15 +108,15 @@ def run(argv: list[str], file_is_open: bool) -> int:
     out = Path(args.output) if args.output else src
     if not out.parent.is_dir():
         raise BakeFailed(f"output folder does not exist: {out.parent}")
-    obs = pick_objects(bpy, baking, args.objects)
+    obs = pick_objects(bpy, scene_reader, args.objects)
     first, last = args.frames if args.frames else (None, None)
     caches = []
     try:
         baking.check_memory(bpy.context.scene, obs,
-                            [baking.frame_range(bpy.context.scene, ob, first, last) for ob in obs])
+                            [scene_reader.frame_range(bpy.context.scene, ob, first, last) for ob in obs])
         for ob in obs:
             rate = baking.Rate()
-            f0, f1 = baking.frame_range(bpy.context.scene, ob, first, last)
+            f0, f1 = scene_reader.frame_range(bpy.context.scene, ob, first, last)
             cache = baking.compute(bpy.context, ob, f0, f1, others=obs)
             caches.append((ob, cache))
             for warning in cache.warnings:

@@ -11,8 +11,8 @@ import scenes
 @pytest.fixture
 def glue(addon):
     from hair_wig_addon.hair_wig.keyposes import KeyedStyle
-    from hair_wig_addon.operators import baking, blender_io, keypose_ops, preview
-    return baking, blender_io, keypose_ops, preview, KeyedStyle
+    from hair_wig_addon.operators import baking, blender_io, preview, scene_reader
+    return baking, blender_io, scene_reader, preview, KeyedStyle
 
 
 def positions(ob):
@@ -105,10 +105,10 @@ def _points(cv):
 
 
 def test_bake_reaches_key_poses_and_plays_the_in_betweens(scene, glue):
-    baking, io, keypose_ops, _, KeyedStyle = glue
+    baking, io, scene_reader, _, KeyedStyle = glue
     ob, head, rest, counts = styled_hair()
     keys = three_keys(ob, rest, counts)
-    style = KeyedStyle(keypose_ops.read_key_poses(ob), keypose_ops.style_settings(ob.hair_wig))
+    style = KeyedStyle(scene_reader.read_key_poses(ob), scene_reader.style_settings(ob.hair_wig))
     assert bpy.ops.hair_wig.bake() == {"FINISHED"}
     for f, want in zip((1, 11, 21), keys):
         np.testing.assert_allclose(played(io, ob, f), want, atol=2e-6)
@@ -120,7 +120,7 @@ def test_bake_reaches_key_poses_and_plays_the_in_betweens(scene, glue):
 
 
 def test_key_poses_with_other_curves_bake_into_new_curves_and_clear_gives_the_hair_back(scene, glue):
-    baking, io, keypose_ops, _, KeyedStyle = glue
+    baking, io, scene_reader, _, KeyedStyle = glue
     ob, head, rest, counts = styled_hair(40, 6)
     ob.data.set_types(type="POLY")
     record(1)
@@ -137,7 +137,7 @@ def test_key_poses_with_other_curves_bake_into_new_curves_and_clear_gives_the_ha
     ob.data = own
     bpy.data.hair_curves.remove(redrawn)
     assert bpy.ops.hair_wig.bake() == {"FINISHED"}
-    style = KeyedStyle(keypose_ops.read_key_poses(ob))
+    style = KeyedStyle(scene_reader.read_key_poses(ob))
     assert ob.data is not own and len(ob.data.curves) == style.tracks.num_tracks >= 40
     assert np.array_equal(style.counts, np.diff(io._curve_offsets(ob.data)))
     assert all(t.value == 1 for t in ob.data.attributes["curve_type"].data)       # poly, as the hair
@@ -154,10 +154,10 @@ def test_key_poses_with_other_curves_bake_into_new_curves_and_clear_gives_the_ha
 
 
 def test_preview_and_magnets_on_a_keyed_style(scene, glue):
-    baking, io, keypose_ops, preview, KeyedStyle = glue
+    baking, io, scene_reader, preview, KeyedStyle = glue
     ob, head, rest, counts = styled_hair()
     three_keys(ob, rest, counts)
-    style = KeyedStyle(keypose_ops.read_key_poses(ob), keypose_ops.style_settings(ob.hair_wig))
+    style = KeyedStyle(scene_reader.read_key_poses(ob), scene_reader.style_settings(ob.hair_wig))
     assert bpy.ops.hair_wig.preview() == {"FINISHED"}
     scene.frame_set(8)
     np.testing.assert_allclose(positions(ob), style.pose(8), atol=2e-6)
@@ -187,7 +187,7 @@ def select_curves(ob, idx):
 
 
 def test_wisps_of_imitators_follow_their_key_leaders(scene, glue):
-    baking, io, keypose_ops, _, _ = glue
+    baking, io, scene_reader, _, _ = glue
     ob, head, rest, counts = styled_hair(12, 6)
     ob.data.set_types(type="POLY")
     assert ob.data.attributes["curve_type"].data[0].value == 1
@@ -205,7 +205,7 @@ def test_wisps_of_imitators_follow_their_key_leaders(scene, glue):
     uv = hair.surface_uv
     d = np.linalg.norm(uv[12:].reshape(2, 16, 2) - uv[[a, b]][:, None], axis=2)
     np.testing.assert_allclose(d, np.tile(np.r_[[0.01] * 8, [0.02] * 8], (2, 1)), rtol=1e-5)
-    leader_of = keypose_ops.leaders_of(ob, hair)
+    leader_of = scene_reader.leaders_of(ob, hair)
     assert list(leader_of[12:]) == [a] * 16 + [b] * 16 and leader_of[a] == a
     # key leaders only: record, swing the leaders alone, record again
     ob.hair_wig.use_key_leaders = True
@@ -247,7 +247,7 @@ def test_key_pose_errors_name_what_is_wrong(scene, glue):
 
 
 def test_marked_leaders_lead_the_curves_nearest_them(scene, glue):
-    _, io, keypose_ops, _, _ = glue
+    _, io, scene_reader, _, _ = glue
     ob, head, rest, counts = styled_hair(30, 5)
     with pytest.raises(RuntimeError, match="'Hair': no curves are selected"):
         select_curves(ob, [])
@@ -257,7 +257,7 @@ def test_marked_leaders_lead_the_curves_nearest_them(scene, glue):
     hair = io.read_hair(ob)
     uv = hair.surface_uv
     want = np.where(np.linalg.norm(uv - uv[4], axis=1) <= np.linalg.norm(uv - uv[19], axis=1), 4, 19)
-    assert np.array_equal(keypose_ops.leaders_of(ob, hair), want)
+    assert np.array_equal(scene_reader.leaders_of(ob, hair), want)
 
 
 def test_record_and_delete_key_poses_undo_and_redo(scene, glue):

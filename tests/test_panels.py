@@ -69,7 +69,7 @@ class Recorder:
 
 @pytest.mark.parametrize("dynamic, curves", [(False, False), (True, True)])
 def test_panels_draw_only_existing_properties(scene, addon, dynamic, curves):
-    from hair_wig_addon.operators import profiles
+    from hair_wig_addon.operators import profile_curves
     from hair_wig_addon.panels import sidebar
 
     pts, counts = scenes.straight_strands(3, 4)
@@ -80,8 +80,8 @@ def test_panels_draw_only_existing_properties(scene, addon, dynamic, curves):
     empty.hair_wig_magnet.dynamic = dynamic
     ob.hair_wig.magnets.add().object = empty
     if curves:
-        profiles.ensure(ob.hair_wig, ob.name)
-        profiles.ensure(empty.hair_wig_magnet, empty.name)
+        profile_curves.ensure(ob.hair_wig, ob.name)
+        profile_curves.ensure(empty.hair_wig_magnet, empty.name)
     ob.hair_wig.magnets.add()          # an empty slot draws its warning
     bpy.context.view_layer.objects.active = ob
     assert bpy.ops.hair_wig.record_key_pose() == {"FINISHED"}

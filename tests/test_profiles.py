@@ -9,8 +9,8 @@ import scenes
 
 @pytest.fixture
 def glue(addon):
-    from hair_wig_addon.operators import baking, profiles
-    return baking, profiles
+    from hair_wig_addon.operators import baking, profile_curves
+    return baking, profile_curves
 
 
 def wig(scene):
@@ -29,21 +29,21 @@ def wig(scene):
 
 
 def test_enable_makes_hidden_curves_with_their_defaults(scene, glue):
-    _, profiles = glue
+    _, profile_curves = glue
     ob, m, _ = wig(scene)
     group = ob.hair_wig.profiles
-    assert group.name.startswith(".") and set(group.nodes.keys()) == set(profiles.WIG_PROFILES)
+    assert group.name.startswith(".") and set(group.nodes.keys()) == set(profile_curves.WIG_PROFILES)
     assert set(m.hair_wig_magnet.profiles.nodes.keys()) == {"falloff"}
     u = np.array([0.0, 0.25, 0.5, 1.0])
-    np.testing.assert_allclose(profiles.read(ob.hair_wig, "flex")(u), u, atol=1e-3)
-    np.testing.assert_allclose(profiles.read(ob.hair_wig, "length")(u), 1, atol=1e-3)
-    falloff = profiles.read(m.hair_wig_magnet, "falloff")(u)
+    np.testing.assert_allclose(profile_curves.read(ob.hair_wig, "flex")(u), u, atol=1e-3)
+    np.testing.assert_allclose(profile_curves.read(ob.hair_wig, "length")(u), 1, atol=1e-3)
+    falloff = profile_curves.read(m.hair_wig_magnet, "falloff")(u)
     assert falloff[0] == pytest.approx(1, abs=1e-3) and falloff[-1] == pytest.approx(0, abs=1e-3)
     assert np.all(np.diff(falloff) <= 1e-6)
 
 
 def test_presets_reset_and_the_bake_follow_the_curves(scene, glue):
-    baking, profiles = glue
+    baking, profile_curves = glue
     ob, m, pts = wig(scene)
     t = np.tile(np.linspace(0, 1, 6), 40)[:, None]
     linear = baking.compute(bpy.context, ob, 5, 5).frame(5)
@@ -52,23 +52,23 @@ def test_presets_reset_and_the_bake_follow_the_curves(scene, glue):
     constant = baking.compute(bpy.context, ob, 5, 5).frame(5)
     np.testing.assert_allclose(constant, pts + [0.5, 0, 0], atol=1e-4)        # roots move too
     bpy.ops.hair_wig.profile_preset(profile="flex", preset="EASE")
-    eased = profiles.read(ob.hair_wig, "flex")(np.array([0.25, 0.5, 0.75]))
+    eased = profile_curves.read(ob.hair_wig, "flex")(np.array([0.25, 0.5, 0.75]))
     assert eased[0] < 0.25 and eased[1] == pytest.approx(0.5, abs=1e-3) and eased[2] > 0.75
     bpy.ops.hair_wig.profile_preset(profile="flex", preset="RESET")
     np.testing.assert_allclose(baking.compute(bpy.context, ob, 5, 5).frame(5), linear, atol=1e-6)
     ob.hair_wig.magnet_index = 0
     bpy.ops.hair_wig.profile_preset(profile="falloff", preset="CONSTANT")
-    np.testing.assert_allclose(profiles.read(m.hair_wig_magnet, "falloff")(np.array([0, 0.7, 1])), 1, atol=1e-3)
+    np.testing.assert_allclose(profile_curves.read(m.hair_wig_magnet, "falloff")(np.array([0, 0.7, 1])), 1, atol=1e-3)
     with pytest.raises(RuntimeError, match="No profile named 'nope'"):
         bpy.ops.hair_wig.profile_preset(profile="nope", preset="LINEAR")
 
 
 def test_curves_survive_save_and_reload(scene, glue, tmp_path):
-    _, profiles = glue
+    _, profile_curves = glue
     ob, m, _ = wig(scene)
     bpy.ops.hair_wig.profile_preset(profile="attachment", preset="EASE_OUT")
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "p.blend"))
     bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "p.blend"))
     ob = bpy.data.objects["Hair"]
-    y = profiles.read(ob.hair_wig, "attachment")(np.array([0.0, 1.0]))
+    y = profile_curves.read(ob.hair_wig, "attachment")(np.array([0.0, 1.0]))
     np.testing.assert_allclose(y, [1, 0], atol=1e-3)

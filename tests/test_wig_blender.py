@@ -13,6 +13,12 @@ def glue(addon):
     return baking, blender_io
 
 
+@pytest.fixture
+def reader(addon):
+    from hair_wig_addon.operators import scene_reader
+    return scene_reader
+
+
 def evaluated(io, ob, frame):
     bpy.context.scene.frame_set(frame)
     return io.read_evaluated_points(ob, bpy.context.evaluated_depsgraph_get())
@@ -50,7 +56,7 @@ def test_scalp_space_agrees_with_deform_curves_on_surface(scene, glue):
         assert err <= 1e-4 * 2.0, (f, err)                      # 1e-4 of the head's size (2 m)
 
 
-def test_collision_keeps_hair_out_of_suzanne(scene, glue):
+def test_collision_keeps_hair_out_of_suzanne(scene, glue, reader):
     baking, io = glue
     from hair_wig_addon.hair_wig.refinement import farthest_hits
 
@@ -71,7 +77,7 @@ def test_collision_keeps_hair_out_of_suzanne(scene, glue):
     t = np.tile(np.linspace(0, 1, 8), 400)
     for offset in (0.0, 0.02):
         ob.hair_wig.collision_offset = offset
-        wig = baking.bind(bpy.context, ob)[0]
+        wig = reader.bind(bpy.context, ob)[0]
         cache = baking.compute(bpy.context, ob, 1, 6)
         p = cache.frame(6)[t > 0].astype(np.float64) - wig.collider.centre
         r = np.linalg.norm(p, axis=1)
@@ -154,7 +160,7 @@ def test_wind_field_and_gravity_push_a_dynamic_magnet(scene, glue):
     np.testing.assert_allclose(world - rest_world, t * np.array([0, 0, -sag]), atol=1e-4)
 
 
-def test_magnet_errors_name_the_slot_and_the_magnet(scene, glue):
+def test_magnet_errors_name_the_slot_and_the_magnet(scene, glue, reader):
     baking, _ = glue
     ob, head, magnet, pts, t = straight_wig(scene)
     other = bpy.data.scenes.new("Other")
@@ -166,7 +172,7 @@ def test_magnet_errors_name_the_slot_and_the_magnet(scene, glue):
     scene.collection.objects.link(magnet)
     ob.hair_wig.magnets.add()                   # a slot whose Empty is gone, before any update
     with pytest.raises(Exception, match="'Hair': magnet slot 2 is empty"):
-        baking.magnet_objects(scene, ob)
+        reader.magnet_objects(scene, ob)
     bpy.data.objects.remove(magnet)
     bpy.context.view_layer.update()             # deleting a magnet cleans the wig's list
     assert len(ob.hair_wig.magnets) == 0

@@ -1,0 +1,333 @@
+"""A wig's whole input, read from Blender, in one place: which objects are wigs, their head,
+magnets, settings and profile curves, their key poses, the deforming surface, and, frame by frame,
+what the core needs (matrices, gravity, Wind fields, keyed settings, the surface now).
+
+Everything that binds or steps a wig (bake, live preview, key poses, panels) reads through here.
+This module imports no operator module, so reading never goes round in a circle; it changes
+nothing in the scene but the rest pose it is asked to capture (``capture_rest``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+import numpy as np
+
+from ..hair_wig import (DynamicMagnet, FrameInput, HairSet, HairWigError, Magnet, Profile, ScalpSpace,
+                        SecondarySettings, Wig, WigSettings)
+from ..hair_wig.keyposes import (KeyedStyle, KeyPose, LeaderFollow, StyleSettings, curve_point_index,
+                                 nearest)
+from . import blender_io, profile_curves
+from .properties import head_of
+
+LEADER = "hair_wig_leader"         # bool, curve domain: the curve leads a wisp (key leader strand)
+WISP = "hair_wig_wisp"             # int, curve domain: the leader an imitator was made from (-1: none)
+
+
+THREADS = min(4, os.cpu_count() or 1)     # strand blocks stepped in parallel (both cores here)
+
+
+def is_wig(ob) -> bool:
+    return ob is not None and ob.type in blender_io.HAIR_TYPES and ob.hair_wig.enabled
+
+
+def is_curves_wig(ob) -> bool:
+    """A wig on ``Curves`` hair: what live preview and key poses work on."""
+    return is_wig(ob) and ob.type == "CURVES"
+
+
+def require_wig(ob) -> None:
+    if not is_wig(ob):
+        raise HairWigError(f"'{ob.name}' has no hair_wig settings (enable Wig on it first)")
+
+
+def require_head(ob):
+    """The wig's head mesh, or an error naming the wig."""
+    head = head_of(ob)
+    if head is None:
+        raise HairWigError(f"'{ob.name}' has no head: set a head mesh or give the hair a surface")
+    return head
+
+
+def wigs_in(scene) -> list:
+    return [ob for ob in scene.objects if is_wig(ob)]
+
+
+def frame_range(scene, ob, first=None, last=None) -> tuple[int, int]:
+    """The range to bake: explicit, else the wig's own, else the scene's."""
+    s = ob.hair_wig
+    if first is None:
+        first = scene.frame_start if s.use_scene_range else s.frame_start
+    if last is None:
+        last = scene.frame_end if s.use_scene_range else s.frame_end
+    if int(last) < int(first):
+        raise HairWigError(f"'{ob.name}': frame range {first}..{last} is empty (end before start)")
+    return int(first), int(last)
+
+
+def magnet_objects(scene, ob) -> list:
+    """The wig's magnet Empties, checked: every slot filled, every magnet in this scene."""
+    obs = []
+    for i, slot in enumerate(ob.hair_wig.magnets):
+        m = slot.object
+        if m is None:
+            raise HairWigError(f"'{ob.name}': magnet slot {i + 1} is empty (its Empty was deleted); "
+                               f"remove the slot")
+        if scene.objects.get(m.name) is None:
+            raise HairWigError(f"'{ob.name}': magnet '{m.name}' is not in scene '{scene.name}'")
+        obs.append(m)
+    return obs
+
+
+def capture_rest(context, ob) -> None:
+    """Set the rest pose of a wig now: the hair's and the head's world matrices, and every magnet's
+    transform in the head's space (seed 000: the magnet's rest matrix ``Mi``, taken at bind)."""
+    s = ob.hair_wig
+    head = require_head(ob)
+    depsgraph = context.evaluated_depsgraph_get()
+    head_m = blender_io.evaluated_matrix(head, depsgraph)
+    for e in magnet_objects(context.scene, ob):
+        capture_magnet_rest(e, head_m, depsgraph)
+    blender_io.store_matrix(s, "hair_rest_matrix", blender_io.evaluated_matrix(ob, depsgraph))
+    blender_io.store_matrix(s, "head_rest_matrix", head_m)
+    s.rest_frame = context.scene.frame_current
+    s.rest_captured = True
+
+
+def capture_magnet_rest(empty, head_matrix, depsgraph) -> None:
+    ms = empty.hair_wig_magnet
+    blender_io.store_matrix(ms, "rest_matrix",
+                            np.linalg.solve(head_matrix, blender_io.evaluated_matrix(empty, depsgraph)))
+    ms.has_rest = True
+
+
+def read_magnets(ob, empties, head_rest, depsgraph, selection, gravity: float, captured: bool) -> list:
+    """Core magnets from the wig's Empties; their rest matrices (head-local) are the captured ones,
+    or read now (at the rest frame) when the wig's rest pose was never set. ``gravity``: the
+    scene's (m/s²)."""
+    to_local = np.linalg.inv(head_rest)
+    gravity_profile = profile_curves.read(ob.hair_wig, "gravity")
+    magnets = []
+    for e in empties:
+        ms = e.hair_wig_magnet
+        if captured:
+            if not ms.has_rest:
+                raise HairWigError(f"'{ob.name}': magnet '{e.name}' has no rest pose; press Set Rest Pose")
+            rest = blender_io.stored_matrix(ms, "rest_matrix")
+        else:
+            rest = to_local @ blender_io.evaluated_matrix(e, depsgraph)
+        strands = blender_io.read_strand_set(ob, ms.strand_attribute)
+        if selection is not None:
+            strands = selection if strands is None else strands & selection
+        dynamic = None
+        if ms.dynamic:
+            dynamic = DynamicMagnet(mass=ms.mass, stiffness=ms.stiffness, damping=ms.damping,
+                                    dynablend=ms.dynablend, substeps=ms.substeps,
+                                    gravity_max=gravity * ms.gravity,
+                                    gravity_profile=gravity_profile)
+        magnets.append(Magnet(e.name, rest,
+                              multiplier=ms.multiplier, exponent=ms.exponent, radius=ms.radius,
+                              falloff=profile_curves.read(ms, "falloff"), strands=strands, dynamic=dynamic))
+    return magnets
+
+
+def read_settings(s, dynamics: bool = True) -> WigSettings:
+    secondary = None
+    if s.use_secondary and dynamics:
+        secondary = SecondarySettings(stiffness=s.secondary_stiffness, damping=s.secondary_damping,
+                                      random=s.secondary_random, seed=s.secondary_seed,
+                                      dynablend=s.secondary_dynablend,
+                                      blend_profile=profile_curves.read(s, "secondary_blend"))
+    compression = None
+    if s.compression > 0:     # α(t) = 1 − amount · c(t): 1 keeps the inward motion, 0 holds it all
+        c = profile_curves.read(s, "compression")
+        compression = Profile(np.stack([np.linspace(0, 1, len(c.lut)), 1.0 - s.compression * c.lut], 1),
+                              "LINEAR", "compression")
+    return WigSettings(
+        normalisation=s.normalisation, secondary=secondary, compression=compression,
+        flex=profile_curves.read(s, "flex"), length_profile=profile_curves.read(s, "length"),
+        attachment=profile_curves.read(s, "attachment"),
+        use_length=s.use_length, elasticity=s.elasticity, length_mode=s.length_mode,
+        use_collision=s.use_collision, collision_offset=s.collision_offset)
+
+
+class Surface:
+    """The hair's surface as scalp space sees it: head-local positions and corner normals."""
+
+    def __init__(self, surface, head):
+        self.surface = surface
+        self.head = head
+
+    def to_head(self, mesh, depsgraph):
+        m = np.linalg.solve(blender_io.evaluated_matrix(self.head, depsgraph),
+                            blender_io.evaluated_matrix(self.surface, depsgraph))
+        pos = mesh.positions @ m[:3, :3].T + m[:3, 3]
+        nrm = mesh.normals @ np.linalg.inv(m[:3, :3])
+        nrm /= np.maximum(np.linalg.norm(nrm, axis=1, keepdims=True), 1e-12)
+        return pos, nrm
+
+    def bind(self, source, depsgraph):
+        rest = blender_io.read_mesh(self.surface, None, source.surface_uv_map)
+        pos, nrm = self.to_head(rest, depsgraph)
+        self.vertex_count = len(rest.positions)
+        return ScalpSpace(rest.tri_verts, rest.tri_corners, rest.tri_uv, pos, nrm,
+                          source.hair.surface_uv, source.hair.name)
+
+    def now(self, depsgraph):
+        mesh = blender_io.read_mesh(self.surface, depsgraph, topology=False)
+        if len(mesh.positions) != self.vertex_count:
+            raise HairWigError(
+                f"'{self.surface.name}': its modifiers change its vertex count; the hair can only "
+                f"follow a surface that deforms (shape keys, armature) — turn off Follow Skin")
+        return self.to_head(mesh, depsgraph)
+
+
+def bind(context, ob, rest_points=None, dynamics: bool = True):
+    """The wig of ``ob`` bound to its rest pose: the captured one (Set Rest Pose), else the one at
+    its rest frame (the scene's current frame is then left there). ``rest_points`` (P, 3) stands in
+    for the hair's own positions (live preview keeps them while it writes over them);
+    ``dynamics=False`` leaves out the secondary springs (live preview shows no dynamics)."""
+    s = ob.hair_wig
+    head = require_head(ob)
+    scene = context.scene
+    depsgraph = context.evaluated_depsgraph_get()
+    empties = magnet_objects(scene, ob)
+    if not s.rest_captured:
+        scene.frame_set(s.rest_frame)
+    source = blender_io.read_source(ob, s.selection_attribute, depsgraph)
+    if rest_points is not None:
+        if len(rest_points) != source.hair.num_points:
+            raise HairWigError(f"'{ob.name}' was edited while previewed: it has {source.hair.num_points} "
+                               f"points, its rest pose {len(rest_points)}")
+        source = replace(source, hair=replace(source.hair, points=rest_points))
+    keyed = None
+    if s.use_key_poses and len(s.key_poses):
+        keyed, styled = build_style(ob, source.hair)
+        source = replace(source, hair=styled)
+    if s.rest_captured:
+        hair_rest = blender_io.stored_matrix(s, "hair_rest_matrix")
+        head_rest = blender_io.stored_matrix(s, "head_rest_matrix")
+    else:
+        hair_rest = source.matrix
+        head_rest = blender_io.evaluated_matrix(head, depsgraph)
+    gravity = float(np.linalg.norm(scene.gravity)) if scene.use_gravity else 0.0
+    magnets = read_magnets(ob, empties, head_rest, depsgraph, source.hair.selection, gravity, s.rest_captured)
+    head_mesh = None
+    if s.use_collision:
+        mesh = blender_io.read_mesh(head, depsgraph)
+        head_mesh = (mesh.positions, mesh.tri_verts)
+    surface = None
+    scalp = None
+    if (s.use_scalp and source.surface is not None and source.surface_uv_map
+            and source.hair.surface_uv is not None):
+        surface = Surface(source.surface, head)
+        scalp = surface.bind(source, depsgraph)
+    wig = Wig(source.hair, hair_rest, head_rest, magnets, read_settings(s, dynamics), head_mesh, scalp=scalp,
+              threads=THREADS, head_name=head.name)
+    wig.keyed = keyed          # the keyframed hairstyle (seed 002) giving each frame's rest pose
+    return wig, head, empties, surface
+
+
+def frame_input(context, ob, head, empties, surface, frame: int, depsgraph=None, wig=None) -> FrameInput:
+    """What the wig needs from the scene at ``frame`` (already set and evaluated; pass the
+    depsgraph from inside a handler). With ``wig``, keyed settings (magnet weights and dynablends)
+    are read at this frame too."""
+    scene = context.scene
+    depsgraph = context.evaluated_depsgraph_get() if depsgraph is None else depsgraph
+    fps = scene.render.fps / scene.render.fps_base
+    gravity = np.array(scene.gravity, dtype=np.float64) if scene.use_gravity else np.zeros(3)
+    mats = np.array([blender_io.evaluated_matrix(e, depsgraph) for e in empties]).reshape(-1, 4, 4)
+    inp = FrameInput(blender_io.evaluated_matrix(ob, depsgraph),
+                     blender_io.evaluated_matrix(head, depsgraph), mats, dt=1.0 / fps,
+                     time=frame / fps, gravity=gravity, winds=blender_io.read_winds(scene, depsgraph))
+    # Keyable settings, as the animation has them at this frame.
+    if wig is not None:
+        bound = np.array([m.multiplier for m in wig.magnets])
+        now = np.array([e.hair_wig_magnet.multiplier for e in empties])
+        if not np.array_equal(bound, now):
+            inp.magnet_strength = np.divide(now, bound, out=np.zeros_like(now), where=bound > 0)
+        inp.magnet_dynablend = np.array([empties[i].hair_wig_magnet.dynablend for i in wig.dynamic_index])
+        inp.secondary_dynablend = ob.hair_wig.secondary_dynablend
+    if surface is not None:
+        inp.surface_positions, inp.surface_normals = surface.now(depsgraph)
+    if wig is not None and wig.keyed is not None:
+        inp.rest_points = wig.keyed.pose(frame)
+    return inp
+
+
+# ----------------------------------------------------------------------- key poses (seed 002)
+
+def curve_attribute(cv, name: str, dtype, default):
+    a = cv.attributes.get(name)
+    if a is None or a.domain != "CURVE":
+        return np.full(len(cv.curves), default, dtype)
+    out = np.empty(len(cv.curves), dtype)
+    a.data.foreach_get("value", out)
+    return out
+
+
+def read_key_poses(ob, leaders_only: bool = False) -> list[KeyPose]:
+    """The key poses of ``ob`` as core key poses, by frame; only their leader curves if asked."""
+    out = []
+    for item in ob.hair_wig.key_poses:
+        what = f"{ob.name} key pose at frame {item.frame}"
+        if item.curves is None:
+            raise HairWigError(f"'{what}' has lost its curves; re-record it")
+        hair = blender_io.read_curves_data(item.curves, what)
+        if leaders_only:
+            keep = curve_attribute(item.curves, LEADER, bool, False)
+            if not keep.any():
+                raise HairWigError(f"'{what}' has no leader curves; mark leaders (Make Wisps or Mark "
+                                   f"Leaders) before recording, or turn off Key Leaders Only")
+            idx = np.flatnonzero(keep)
+            uv = None if hair.surface_uv is None else hair.surface_uv[idx]
+            out.append(KeyPose(item.frame, hair.points[curve_point_index(hair.offsets, idx)], hair.counts[idx],
+                               uv, what))
+        else:
+            out.append(KeyPose(item.frame, hair.points, hair.counts, hair.surface_uv, what))
+    return out
+
+
+def style_settings(s) -> StyleSettings:
+    return StyleSettings(path=s.key_path, slow_in_out=s.key_slow_in_out, unmatched=s.key_unmatched,
+                         noise=s.key_noise, noise_period=s.key_noise_period, noise_seed=s.key_noise_seed)
+
+
+def build_style(ob, hair: HairSet):
+    """The keyed style of ``ob`` for the bind: ``(style, hair)`` where ``style.pose(frame)`` gives
+    each frame's rest pose and ``hair`` is its topology posed at the first key (the hair itself
+    when only leaders are keyed)."""
+    s = ob.hair_wig
+    if not s.use_key_leaders:
+        style = KeyedStyle(read_key_poses(ob), style_settings(s), ob.name)
+        # a selection attribute picks the hair's own curves: it holds when the tracks are them
+        same = np.array_equal(style.counts, hair.counts) and (
+            style.roots_uv is None or hair.surface_uv is None or np.array_equal(style.roots_uv, hair.surface_uv))
+        return style, HairSet(style.shapes[0], style.counts, name=ob.name,
+                              selection=hair.selection if same else None, surface_uv=style.roots_uv)
+    style = KeyedStyle(read_key_poses(ob, leaders_only=True), style_settings(s), ob.name)
+    leader_of = leaders_of(ob, hair)
+    # each of the hair's leader curves to the track that starts nearest it
+    track_roots = style.shapes[0][style.offsets[:-1]]
+    own = np.flatnonzero(curve_attribute(ob.data, LEADER, bool, False))
+    track_of = np.full(hair.num_strands, -1)
+    track_of[own] = nearest(hair.points[hair.offsets[own]], track_roots)
+    return LeaderFollow(style, hair, track_of[leader_of]), hair
+
+
+def leaders_of(ob, hair: HairSet) -> np.ndarray:
+    """(N,) the leader curve every curve follows: itself for a leader, its wisp's leader for an
+    imitator, else the leader whose root is nearest (in UV when the hair has UVs)."""
+    lead = curve_attribute(ob.data, LEADER, bool, False)
+    if not lead.any():
+        raise HairWigError(f"'{ob.name}' has no leader curves; select curves in Sculpt Mode and use "
+                           f"Mark Leaders or Make Wisps")
+    wisp = curve_attribute(ob.data, WISP, np.int32, -1)
+    idx = np.flatnonzero(lead)
+    sites = hair.surface_uv if hair.surface_uv is not None else hair.points[hair.offsets[:-1]]
+    out = idx[nearest(sites, sites[idx])]
+    ok = (wisp >= 0) & (wisp < hair.num_strands)
+    out[ok] = wisp[ok]
+    out[idx] = idx
+    return out
