@@ -11,13 +11,14 @@ from .hairset import HairSet
 from .magnets import Magnet, MagnetWeights
 from .pipeline import FrameInput, SecondarySettings, Wig, WigSettings, WigState
 from .profiles import Profile
+from .collision import Collider, ColliderMesh, MeshField
 from .refinement import LengthControl, RadiusMap, compensate_compression
 from .scalp import ScalpSpace, locate_uv
 from .spaces import transform_points, transform_rows
 
 __all__ = [
     "BakeCache", "DynamicMagnet", "FrameInput", "HairSet", "HairWigError", "LengthControl",
-    "Magnet", "MagnetWeights", "Profile", "RadiusMap", "SecondarySettings", "ScalpSpace", "SecondarySprings", "locate_uv",
+    "Collider", "ColliderMesh", "Magnet", "MagnetWeights", "MeshField", "Profile", "RadiusMap", "SecondarySettings", "ScalpSpace", "SecondarySprings", "locate_uv",
     "Wig", "WigSettings", "WigState", "WindSource", "compensate_compression",
     "check_memory", "spring_step_coefficients", "transform_points", "transform_rows",
 ]

@@ -35,6 +35,10 @@ class BakeCache:
         self.magnet_paths: dict[str, np.ndarray] = {}
         # What the artist should know though the bake succeeded (Wig.warnings).
         self.warnings: list[str] = []
+        # Collision (SPEC §6.4): what the hair collided with, and the deepest any point was left
+        # inside its collision surface over the bake (world units).
+        self.colliders: list[str] = []
+        self.penetration = 0.0
 
     @classmethod
     def from_positions(cls, hair: HairSet, first: int, positions: np.ndarray) -> "BakeCache":

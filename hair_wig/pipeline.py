@@ -19,7 +19,8 @@ from .errors import HairWigError
 from .hairset import HairSet
 from .magnets import Magnet, MagnetWeights
 from .profiles import Profile
-from .refinement import LengthControl, RadiusMap, compensate_compression_rows, compression_vectors
+from .collision import Collider, ColliderMesh
+from .refinement import LengthControl, compensate_compression_rows, compression_vectors
 from .scalp import ScalpSpace
 from .spaces import as_matrix, transform_points, transform_rows
 
@@ -51,9 +52,13 @@ class WigSettings:
     compression: Profile | None = None       # α(t); None: no compensation
     use_length: bool = True
     elasticity: float = 0.0
-    length_mode: str = "STRAND"
+    # Per segment by default: the whole-strand scale keeps a strand's length while single
+    # segments stretch under dynamics and collision (SPEC §6.4).
+    length_mode: str = "SEGMENT"
     use_collision: bool = True
-    collision_offset: float = 0.0
+    collision_offset: float = 0.0            # world units, kept from the head
+    collision_method: str = "FIELD"          # FIELD (SPEC §6.3) or RAY (the patent's ray test)
+    collision_iterations: int = 8            # at most, per point: collision then length again
 
 
 @dataclass
@@ -73,6 +78,9 @@ class FrameInput:
     surface_positions: np.ndarray | None = None     # (V, 3) head-local, for scalp space
     surface_normals: np.ndarray | None = None       # (C, 3) face-corner normals, head-local
     rest_points: np.ndarray | None = None           # (P, 3) this frame's rest pose (a keyed style), hair space
+    collider_matrices: np.ndarray | None = None     # (K, 4, 4) world matrices of the extra colliders
+    collider_vertices: list | None = None           # per collider (head first when it collides): its
+                                                    # deformed vertices in its own space, or None
 
 
 @dataclass
@@ -115,6 +123,9 @@ class Wig:
         Rest matrices in head-local space.
     head_mesh : ((V, 3), (T, 3)) or None
         The head's vertices (head-local) and triangles, for collision.
+    colliders : list of ColliderMesh
+        Other meshes the hair collides with (body, shoulders, a ground plane); their matrices
+        are world matrices at rest, and each frame's come in ``FrameInput.collider_matrices``.
     head_name : str or None
         The head's name, for messages.
     head_centre : (3,) or None
@@ -131,7 +142,7 @@ class Wig:
 
     def __init__(self, hair: HairSet, hair_matrix, head_matrix, magnets=(), settings=None,
                  head_mesh=None, head_centre=None, scalp: ScalpSpace | None = None, threads: int = 1,
-                 head_name: str | None = None):
+                 head_name: str | None = None, colliders=()):
         self.hair = hair
         self.settings = settings = settings or WigSettings()
         self.hair_rest = as_matrix(hair_matrix, f"'{hair.name}' rest matrix")
@@ -153,18 +164,31 @@ class Wig:
             self.secondary = SecondarySprings(
                 hair.strand_of_point(), hair.num_strands, t, s.stiffness, s.damping, s.mass,
                 s.random, s.seed, s.stiffness_profile, s.blend_profile, s.dynablend)
-        self.collider = None
-        if head_mesh is not None and settings.use_collision:
-            self.collider = RadiusMap(head_mesh[0], head_mesh[1], head_centre, name=head_name or f"{hair.name}'s head")
         if head_centre is not None:
             self.centre = np.asarray(head_centre, dtype=np.float64)
-        elif self.collider is not None:
-            self.centre = self.collider.centre
         elif head_mesh is not None:
             v = np.asarray(head_mesh[0], np.float64)
             self.centre = (v.min(axis=0) + v.max(axis=0)) / 2
         else:
             self.centre = np.zeros(3)
+        self.colliders: list[Collider] = []
+        self.extra_colliders = 0
+        if settings.use_collision:
+            # Offsets are world distances; refinement works in head-local units.
+            scale = self.head_scale
+            meshes = []
+            if head_mesh is not None:
+                meshes.append(ColliderMesh(head_name or f"{hair.name}'s head", head_mesh[0], head_mesh[1],
+                                           self.head_rest, settings.collision_offset,
+                                           settings.collision_method, self.centre))
+            meshes += list(colliders)
+            self.extra_colliders = len(colliders)
+            head_inv = np.linalg.inv(self.head_rest)
+            for mesh in meshes:
+                c = Collider(mesh, head_inv @ mesh.matrix, mesh.offset / scale)
+                c.bind(rest_local.T)
+                self.colliders.append(c)
+        self.residual = 0.0          # the deepest point left inside a collision surface, last frame
         self.alpha = None if settings.compression is None else settings.compression(t)
         self.length = LengthControl(hair, settings.elasticity, settings.length_mode) if settings.use_length else None
         self.not_root = t > 0
@@ -180,6 +204,17 @@ class Wig:
         self._keyed_rest = None
         self.keyed = None             # set by the caller: a keyed style (seed 002) whose pose(frame) is each frame's rest
         self.threads = threads        # also plans the blocks
+
+    @property
+    def head_scale(self) -> float:
+        """World units per head-local unit (the head's rest scale)."""
+        return float(abs(np.linalg.det(self.head_rest[:3, :3]))) ** (1 / 3) or 1.0
+
+    @property
+    def penetration(self) -> float:
+        """The deepest any point was left inside its collision surface in the last step, in
+        world units (SPEC §6.4: measured, not assumed)."""
+        return self.residual * self.head_scale
 
     # One thread: blocks whose rows stay in cache through the whole pipeline. Several: bigger
     # blocks, so each thread's numpy passes are long enough to run outside the GIL (measured on
@@ -232,8 +267,9 @@ class Wig:
         reaches no hair, and what the head's shape keeps the ray-test collision from doing."""
         out = [f"magnet '{m.name}' reaches no hair (radius {m.radius:g}); move it closer or widen it"
                for m, n in zip(self.magnets, self.weights.reached) if n == 0]
-        if self.collider is not None:
-            out += self.collider.warnings()
+        for c in self.colliders:
+            if c.mesh.method == "RAY":
+                out += c.field.map.warnings()
         return out
 
     @property
@@ -350,6 +386,9 @@ class Wig:
             if self.length is not None:
                 self.length.set_rest_rows(rest)
 
+        self._set_colliders(inp, head)
+        self._residuals = []
+
         def run(block):
             span, first_strand = block
             self._step_block(span, first_strand, scalp, motions, head, head_inv, inp.dt, state,
@@ -365,7 +404,31 @@ class Wig:
         else:
             for block in self.blocks:
                 run(block)
+        self.residual = max(self._residuals, default=0.0)
         return out, state
+
+    def _set_colliders(self, inp: FrameInput, head: np.ndarray) -> None:
+        """Where each collider is this frame, relative to the head (SPEC §6.3): the head's own
+        field never moves in head-local space; another collider's map is
+        ``L_0⁻¹ C_0 C_f⁻¹ L_f``; a deforming one's field is rebuilt on its vertices."""
+        if not self.colliders:
+            return
+        verts = inp.collider_vertices or [None] * len(self.colliders)
+        if len(verts) != len(self.colliders):
+            raise HairWigError(f"'{self.hair.name}': expected {len(self.colliders)} collider shapes, got {len(verts)}")
+        mats = inp.collider_matrices
+        extra = self.extra_colliders
+        if extra and (mats is None or np.shape(mats) != (extra, 4, 4)):
+            raise HairWigError(f"'{self.hair.name}': expected {extra} collider matrices, got "
+                               f"{None if mats is None else np.shape(mats)}")
+        first = len(self.colliders) - extra
+        head_rest_inv = np.linalg.inv(self.head_rest)
+        for k, c in enumerate(self.colliders):
+            to_field = None
+            if k >= first:
+                now = as_matrix(mats[k - first], f"collider '{c.name}' matrix")
+                to_field = head_rest_inv @ c.mesh.matrix @ np.linalg.solve(now, head)
+            c.set_frame(to_field, verts[k])
 
     def _step_block(self, span, first_strand, scalp, motions, head, head_inv, dt, state, first,
                     to_object, out, timings=None, rest=None):
@@ -410,8 +473,8 @@ class Wig:
     def refine(self, p: np.ndarray, base: np.ndarray, span: slice = slice(None),
                first_strand: int = 0, at_rest: bool = False, clock=None, ws=None) -> np.ndarray:
         """Refinement in head-local space, in the seed's order (SPEC §6): compression (of the
-        displacement from ``base``, this frame's rest pose), length, collision, length again on
-        the strands the collision touched, and a final collision pass on them. Points as rows
+        displacement from ``base``, this frame's rest pose), length, then collision and length
+        together on the strands the collision touched (``_collide_and_keep_length``). Points as rows
         (3, P) — or the block ``span`` of them, starting at strand ``first_strand`` — in place.
         ``at_rest``: ``base`` is the bound rest pose, whose compression vectors were kept.
         ``ws``: the thread's scratch buffers."""
@@ -427,19 +490,186 @@ class Wig:
         if self.length is not None:
             self.length.apply_rows(p, None, first_strand, work, row)
         clock.lap("length")
-        if self.collider is not None:
-            offset = self.settings.collision_offset
-            not_root = self.not_root[span]
-            moved = self.collider.push_out_rows(p, offset, not_root, work, row)
-            if self.length is not None and moved.size:
-                strand = self.strand_of_point[span]
-                touched = np.unique(strand[moved]) - first_strand
-                self.length.apply_rows(p, touched, first_strand)
-                hit = np.zeros(int(strand[-1]) - first_strand + 1, dtype=bool)
-                hit[touched] = True
-                self.collider.push_out_rows(p, offset, hit[strand - first_strand] & not_root, work, row)
+        if self.colliders:
+            self._collide_and_keep_length(p, span, first_strand, work, row)
         clock.lap("collision")
         return p
+
+
+    def _collide_and_keep_length(self, p, span, first_strand, work, row) -> None:
+        """Collision and length as constraints together (SPEC §6.4): push every non-root point
+        out of every collider; then re-walk the strands that were touched from root to tip,
+        placing each point at its segment's length from the one before (follow-the-leader)
+        and out of every collider, so collision never stretches hair. With the whole-strand
+        length mode, length (the strand's scale) and collision alternate instead, ending on
+        length. What is left inside a collision surface is measured (``residual``)."""
+        not_root = self.not_root[span]
+        moved = self._collide(p, span, not_root)
+        if moved.size == 0:
+            return
+        strand = self.strand_of_point[span] - first_strand
+        touched = np.unique(strand[moved])
+        length = self.length
+        if length is not None and length.mode == "SEGMENT" and length.uniform:
+            depth = self._walk(p, span, first_strand, touched)
+        else:
+            hit = np.zeros(int(strand[-1]) + 1, dtype=bool)
+            hit[touched] = True
+            mask = hit[strand] & not_root
+            if length is not None:
+                for _ in range(max(1, self.settings.collision_iterations)):
+                    length.apply_rows(p, touched, first_strand)
+                    moved = self._collide(p, span, mask)
+                    if moved.size == 0:
+                        break
+                else:
+                    length.apply_rows(p, touched, first_strand)
+            local = np.flatnonzero(mask)
+            q = p[:, local]
+            depth = max(c.penetration_at(q, local + span.start) for c in self.colliders)
+        self._residuals.append(depth)
+
+    def _walk(self, p, span, first_strand, touched) -> float:
+        """Follow-the-leader with collision, root to tip, on the ``touched`` strands (block
+        numbering) of one point count (SPEC §6.4): ``p'_j = p'_{j−1} + s (p_j − p'_{j−1})``
+        with the segment's length factor, then pushed out of every collider and set back on its
+        segment's length, ``collision_iterations`` times. Returns the deepest point left inside."""
+        length = self.length
+        n = length.uniform
+        count = p.shape[1] // n
+        view = p.reshape(3, count, n)
+        q = np.ascontiguousarray(view[:, touched].transpose(0, 2, 1))          # (3, n, S)
+        rest = length.rest_segments.reshape(-1, n)[first_strand + touched].T.astype(np.float32)
+        index = (span.start + touched * n).astype(np.int64)                    # each strand's root
+        depth = 0.0
+        every = np.arange(len(touched))
+        for j in range(1, n):
+            q[:, j] = length.follow(q[:, j - 1], q[:, j], rest[j])
+            at = every
+            for _ in range(max(1, self.settings.collision_iterations)):
+                qa = q[:, j, at]
+                pushed = np.zeros(len(at), bool)
+                for c in self.colliders:
+                    pushed[c.project_at(qa, index[at] + j)] = True
+                if not pushed.any():
+                    break
+                before = q[:, j, at[pushed]]
+                at = at[pushed]
+                q[:, j, at] = _onto_circle(q[:, j - 1, at], before, qa[:, pushed])
+            self._swing_out(q, j, index + j)
+            qj = np.ascontiguousarray(q[:, j])
+            depth = max(depth, max(c.penetration_at(qj, index + j) for c in self.colliders))
+        view[:, touched] = q.transpose(0, 2, 1)
+        return depth
+
+    def _depth(self, q: np.ndarray, index: np.ndarray) -> np.ndarray:
+        """How far each point ``q`` (3, S) — wig points ``index`` — is inside its collision
+        surface, over every collider (0 outside)."""
+        depth = np.zeros(q.shape[1])
+        for c in self.colliders:
+            pick = c.candidates(q, index)
+            if pick.size:
+                x = q[:, pick].T.astype(np.float64)
+                if c.to_field is not None:
+                    x = x @ c.to_field[:3, :3].T + c.to_field[:3, 3]
+                np.maximum.at(depth, pick, c.limit[index[pick]] - c.field.signed_distance(x) - c.tolerance)
+        return depth
+
+    def _swing_out(self, q: np.ndarray, j: int, index: np.ndarray, steps: int = 10) -> None:
+        """Points j (of the walked strands ``q`` (3, n, S)) still inside after the tangent-plane
+        steps (a crease — an ear against the head — bends the surface away from the plane):
+        swing each round point j − 1, at its segment's length, between where it is (inside)
+        and straight out along the surface's outward direction (outside), bisecting the angle
+        ``steps`` times, and keep the outside end."""
+        deep = np.flatnonzero(self._depth(q[:, j], index) > 0)
+        if deep.size == 0:
+            return
+        at = index[deep]
+        inside = np.ascontiguousarray(q[:, j, deep])
+        c = q[:, j - 1, deep]
+        pushed = inside.copy()
+        for col in self.colliders:
+            col.project_at(pushed, at)
+        out = pushed - inside
+        out /= np.maximum(np.sqrt(np.einsum("ks,ks->s", out, out)), 1e-30)
+        seg = inside - c
+        length = np.sqrt(np.einsum("ks,ks->s", seg, seg))
+        lo = seg / np.maximum(length, 1e-30)
+        # Where "out" is: the surface's outward direction at the contact, else on along the
+        # strand's previous segment, else away from the collider at j − 1 (a pocket under an
+        # ear can close the first way); the first that is outside.
+        ways = [out]
+        if j > 1:
+            prev = c - q[:, j - 2, deep]
+            ways.append(prev / np.maximum(np.sqrt(np.einsum("ks,ks->s", prev, prev)), 1e-30))
+        for col in self.colliders:
+            x = c.T.astype(np.float64)
+            if col.to_field is not None:
+                x = x @ col.to_field[:3, :3].T + col.to_field[:3, 3]
+            g = np.asarray(col.field.gradient(x), np.float64).T if hasattr(col.field, "gradient") else None
+            if g is not None:
+                if col.from_field is not None:
+                    g = col.from_field[:3, :3] @ g
+                ways.append(g / np.maximum(np.sqrt(np.einsum("ks,ks->s", g, g)), 1e-30))
+        hi = out.copy()
+        found = np.zeros(len(deep), bool)
+        for way in ways:
+            free = ~found & (self._depth((c + way * length).astype(np.float32), at) <= 0)
+            hi[:, free] = way[:, free]
+            found |= free
+        if not found.all():
+            # A pocket (between an eye and a brow, under an ear): the outside direction nearest
+            # to where the point is, among 26 round point j − 1.
+            rest = np.flatnonzero(~found)
+            best = np.full(len(rest), -np.inf)
+            for way in _AROUND:
+                w = np.broadcast_to(way[:, None], (3, len(rest)))
+                free = self._depth((c[:, rest] + w * length[rest]).astype(np.float32), at[rest]) <= 0
+                score = np.where(free, np.einsum("k,ks->s", way, lo[:, rest]), -np.inf)
+                better = score > best
+                best[better] = score[better]
+                hi[:, rest[better]] = way[:, None]
+        for _ in range(steps):
+            mid = lo + hi
+            mid /= np.maximum(np.sqrt(np.einsum("ks,ks->s", mid, mid)), 1e-30)
+            bad = self._depth((c + mid * length).astype(np.float32), at) > 0
+            lo = np.where(bad, mid, lo)
+            hi = np.where(bad, hi, mid)
+        q[:, j, deep] = c + hi * length
+
+    def _collide(self, p, span, mask) -> np.ndarray:
+        moved = [c.project_rows(p, span, mask) for c in self.colliders]
+        return moved[0] if len(moved) == 1 else np.unique(np.concatenate(moved))
+
+
+_AROUND = np.array([(x, y, z) for x in (-1, 0, 1) for y in (-1, 0, 1) for z in (-1, 0, 1)
+                    if (x, y, z) != (0, 0, 0)], np.float64)
+_AROUND /= np.linalg.norm(_AROUND, axis=1, keepdims=True)
+
+
+def _onto_circle(c: np.ndarray, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """Where a point ``before`` (3, S), at its segment's length from ``c``, goes when a
+    collider pushed it to ``after``: the point at that same distance from ``c`` that lies on the
+    collision surface's tangent plane there (normal along the push), nearest ``before`` — the
+    circle where the segment's sphere meets the plane. Where the sphere misses the plane, the
+    point is set on the segment's length along ``after − c`` instead (follow-the-leader)."""
+    n = after - before
+    n /= np.maximum(np.sqrt(np.einsum("ks,ks->s", n, n)), 1e-30)
+    seg = before - c
+    length2 = np.einsum("ks,ks->s", seg, seg)
+    hc = np.einsum("ks,ks->s", n, c - after)           # height of c above the plane
+    rho2 = length2 - hc * hc
+    m = c - hc * n
+    w = before - m
+    w -= np.einsum("ks,ks->s", n, w) * n
+    wn = np.sqrt(np.einsum("ks,ks->s", w, w))
+    out = m + w * (np.sqrt(np.maximum(rho2, 0)) / np.maximum(wn, 1e-30))
+    fallback = (rho2 < 0) | (wn <= 1e-12 * np.sqrt(length2))
+    if fallback.any():
+        d = after[:, fallback] - c[:, fallback]
+        dn = np.sqrt(np.einsum("ks,ks->s", d, d))
+        out[:, fallback] = c[:, fallback] + d * (np.sqrt(length2[fallback]) / np.maximum(dn, 1e-30))
+    return out
 
 
 class _Workspace:

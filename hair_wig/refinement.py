@@ -99,7 +99,7 @@ class LengthControl:
     @property
     def blockable(self) -> bool:
         """Whether blocks of whole strands can be corrected on their own (``first_strand``)."""
-        return self.mode == "STRAND" and bool(self.uniform)
+        return bool(self.uniform)
 
     def apply_rows(self, p: np.ndarray, strands: np.ndarray | None = None,
                    first_strand: int = 0, work: np.ndarray | None = None,
@@ -115,7 +115,42 @@ class LengthControl:
             return self._strand_uniform(p, strands, first_strand)
         if self.mode == "STRAND":
             return self._strand(p, strands)
+        if self.uniform:
+            return self._segment_uniform(p, strands, first_strand)
         return self._segment(p, strands)
+
+    def follow(self, leader: np.ndarray, point: np.ndarray, rest: np.ndarray) -> np.ndarray:
+        """One follow-the-leader step (rows (3, S)): ``point`` moved along its segment from
+        ``leader`` to ``s`` times its length, ``s = e + (L / |point − leader|)(1 − e)``."""
+        d = point - leader
+        length = np.sqrt(np.einsum("ks,ks->s", d, d))
+        s = np.divide(rest, length, out=np.ones_like(length), where=length > 0)
+        e = np.float32(self.elasticity)
+        if e:
+            s = e + s * (1 - e)
+        d *= s
+        d += leader
+        return d
+
+    def _segment_uniform(self, p: np.ndarray, strands, first: int = 0) -> np.ndarray:
+        """Follow-the-leader on strands of one point count, root to tip (SPEC §6.4; Müller, Kim,
+        Chentanez 2012): ``p'_j = p'_{j−1} + s_j (p_j − p'_{j−1})`` with the segment's own
+        ``s_j = e + (L_j / |p_j − p'_{j−1}|)(1 − e)`` — with ``e = 0`` every segment ends exactly
+        its rest length in one pass. The block is turned point-major once, so each of the
+        strand's few steps is one pass over contiguous rows."""
+        n = self.uniform
+        count = p.shape[1] // n
+        view = p.reshape(3, count, n)
+        sel = slice(None) if strands is None else strands
+        q = np.ascontiguousarray(view[:, sel].transpose(0, 2, 1))          # (3, n, S)
+        rest = self.rest_segments.reshape(-1, n)[first:first + count][sel].T.astype(np.float32)  # (n, S)
+        for j in range(1, n):
+            q[:, j] = self.follow(q[:, j - 1], q[:, j], rest[j])
+        if strands is None:
+            view[...] = q.transpose(0, 2, 1)
+        else:
+            view[:, strands] = q.transpose(0, 2, 1)
+        return p
 
     def _strand_uniform_all(self, p: np.ndarray, first: int, work: np.ndarray | None,
                             row: np.ndarray | None) -> np.ndarray:

@@ -57,7 +57,10 @@ class HAIRWIG_OT_bake(bpy.types.Operator):
         for cache in job.caches:
             for warning in cache.warnings:
                 self.report({"WARNING"}, warning)
-        self.report({"INFO"}, f"Baked {len(job.obs)} wig(s), {frames} frames")
+        deepest = max((c.penetration for c in job.caches), default=0.0)
+        collided = any(c.colliders for c in job.caches)
+        self.report({"INFO"}, f"Baked {len(job.obs)} wig(s), {frames} frames"
+                              + (f"; deepest point left inside a collider: {deepest:.2g} m" if collided else ""))
         return {"FINISHED"}
 
     def execute(self, context):

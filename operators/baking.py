@@ -41,6 +41,8 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
         cache = BakeCache(wig.hair, first, last)
         cache.new_topology = wig.keyed is not None      # key poses may have other curves than the hair
         cache.warnings = [f"'{ob.name}': {w}" for w in wig.warnings()]
+        cache.penetration = 0.0
+        cache.colliders = [c.name for c in wig.colliders]
         total = cache.num_frames + preroll
         state = None
         scratch = np.empty_like(wig.hair.points)
@@ -52,6 +54,7 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
                                 keep_state=False)
             if f >= first:
                 cache.check_finite(f)
+                cache.penetration = max(cache.penetration, wig.penetration)
                 for k, i in enumerate(wig.dynamic_index):
                     path = cache.magnet_paths.setdefault(wig.magnets[i].name, np.empty((cache.num_frames, 3)))
                     path[f - first] = state.magnet_shown[k]

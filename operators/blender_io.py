@@ -230,6 +230,20 @@ def read_mesh(ob, depsgraph=None, uv_map: str = "", topology: bool = True) -> Me
                       tri_verts, tri_corners, tri_uv)
 
 
+def read_positions(ob, depsgraph) -> np.ndarray:
+    """The evaluated vertex positions (V, 3) of a mesh object, in its own space."""
+    mesh = ob.evaluated_get(depsgraph).data
+    v = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
+    mesh.vertices.foreach_get("co", v)
+    return v.reshape(-1, 3).astype(np.float64)
+
+
+def deforms(ob) -> bool:
+    """Whether a mesh object's shape can change from frame to frame: shape keys, or modifiers
+    (armature, lattice, cloth …) other than the Collision modifier."""
+    return ob.data.shape_keys is not None or any(m.type != "COLLISION" for m in ob.modifiers)
+
+
 def read_winds(scene, depsgraph) -> list:
     """The scene's Wind force fields as core wind sources (world space)."""
     winds = []

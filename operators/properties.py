@@ -155,14 +155,28 @@ class HairWigSettings(bpy.types.PropertyGroup):
         name="Elasticity", description="0: strands keep their length exactly; 1: they stretch freely",
         default=0.0, min=0.0, max=1.0, subtype="FACTOR", options=set())
     length_mode: EnumProperty(
-        name="Length Mode", items=[("STRAND", "Whole Strand", "Scale each strand back to its rest length"),
-                                   ("SEGMENT", "Per Segment", "Keep every segment's own length, root to tip")],
-        default="STRAND", options=set())
-    use_collision: BoolProperty(name="Collide with Head", description="Push hair out of the head mesh",
-                                default=True, options=set())
+        name="Length Mode",
+        items=[("SEGMENT", "Per Segment", "Every segment keeps its own length, root to tip: nothing "
+                                          "stretches, not even under dynamics or collision"),
+               ("STRAND", "Whole Strand", "Scale each strand back to its rest length (the patent's): the "
+                                          "strand keeps its length while single segments may stretch")],
+        default="SEGMENT", options=set())
+    use_collision: BoolProperty(
+        name="Collide", description="Keep hair out of the head and out of every mesh with Collision physics "
+                                    "(Physics tab; its Outer thickness is the distance kept). Hair the groom "
+                                    "already has closer, or inside, stays where it is",
+        default=True, options=set())
     collision_offset: FloatProperty(
-        name="Offset", description="Extra distance kept from the head", default=0.0, min=0.0,
+        name="Head Offset", description="Distance kept from the head (hair the groom has closer stays as "
+                                        "close)", default=0.0, min=0.0,
         soft_max=0.1, subtype="DISTANCE", unit="LENGTH", options=set())
+    collision_method: EnumProperty(
+        name="Head Shape",
+        items=[("FIELD", "Any Shape", "The distance to the head's surface, whatever its shape (ears, nose, "
+                                      "neck): hair is pushed out the shortest way"),
+               ("RAY", "Ray (patent)", "The patent's test along rays from the head's centre: only for heads "
+                                       "round enough to see all of their surface from the centre")],
+        default="FIELD", options=set())
     # Keyframed hairstyles (seed 002)
     key_poses: CollectionProperty(type=HairWigKeyPose, name="Key Poses", options=set())
     key_pose_index: IntProperty(name="Active Key Pose", default=0, options=set())

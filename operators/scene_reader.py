@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..hair_wig import (DynamicMagnet, FrameInput, HairSet, HairWigError, Magnet, Profile, ScalpSpace,
+from ..hair_wig import (ColliderMesh, DynamicMagnet, FrameInput, HairSet, HairWigError, Magnet, Profile, ScalpSpace,
                         SecondarySettings, Wig, WigSettings)
 from ..hair_wig.keyposes import (KeyedStyle, KeyPose, LeaderFollow, StyleSettings, curve_point_index,
                                  nearest)
@@ -64,6 +64,27 @@ def frame_range(scene, ob, first=None, last=None) -> tuple[int, int]:
     if int(last) < int(first):
         raise HairWigError(f"'{ob.name}': frame range {first}..{last} is empty (end before start)")
     return int(first), int(last)
+
+
+def collider_objects(scene, ob) -> list:
+    """The meshes the wig of ``ob`` collides with besides its head: every mesh in the scene with
+    Collision physics switched on (Physics tab), by name."""
+    head = head_of(ob)
+    return sorted((o for o in scene.objects
+                   if o.type == "MESH" and o != head and o != ob and o.collision is not None and o.collision.use),
+                  key=lambda o: o.name)
+
+
+def read_colliders(scene, ob, depsgraph) -> tuple[list, list[ColliderMesh]]:
+    """The extra colliders as the core takes them: shape, world matrix now (the rest frame) and
+    the Collision settings' Outer thickness as the distance kept."""
+    obs = collider_objects(scene, ob)
+    meshes = []
+    for o in obs:
+        mesh = blender_io.read_mesh(o, depsgraph)
+        meshes.append(ColliderMesh(o.name, mesh.positions, mesh.tri_verts, blender_io.evaluated_matrix(o, depsgraph),
+                                   offset=o.collision.thickness_outer))
+    return obs, meshes
 
 
 def magnet_objects(scene, ob) -> list:
@@ -149,7 +170,8 @@ def read_settings(s, dynamics: bool = True) -> WigSettings:
         flex=profile_curves.read(s, "flex"), length_profile=profile_curves.read(s, "length"),
         attachment=profile_curves.read(s, "attachment"),
         use_length=s.use_length, elasticity=s.elasticity, length_mode=s.length_mode,
-        use_collision=s.use_collision, collision_offset=s.collision_offset)
+        use_collision=s.use_collision, collision_offset=s.collision_offset,
+        collision_method=s.collision_method)
 
 
 class Surface:
@@ -214,9 +236,11 @@ def bind(context, ob, rest_points=None, dynamics: bool = True):
     gravity = float(np.linalg.norm(scene.gravity)) if scene.use_gravity else 0.0
     magnets = read_magnets(ob, empties, head_rest, depsgraph, source.hair.selection, gravity, s.rest_captured)
     head_mesh = None
+    collider_obs, colliders = [], []
     if s.use_collision:
         mesh = blender_io.read_mesh(head, depsgraph)
         head_mesh = (mesh.positions, mesh.tri_verts)
+        collider_obs, colliders = read_colliders(scene, ob, depsgraph)
     surface = None
     scalp = None
     if (s.use_scalp and source.surface is not None and source.surface_uv_map
@@ -224,7 +248,9 @@ def bind(context, ob, rest_points=None, dynamics: bool = True):
         surface = Surface(source.surface, head)
         scalp = surface.bind(source, depsgraph)
     wig = Wig(source.hair, hair_rest, head_rest, magnets, read_settings(s, dynamics), head_mesh, scalp=scalp,
-              threads=THREADS, head_name=head.name)
+              threads=THREADS, head_name=head.name, colliders=colliders)
+    # Each frame's input reads these again: where they are, and their shape if they deform.
+    wig.collider_objects = ([head] if head_mesh is not None else []) + collider_obs
     wig.keyed = keyed          # the keyframed hairstyle (seed 002) giving each frame's rest pose
     return wig, head, empties, surface
 
@@ -251,6 +277,12 @@ def frame_input(context, ob, head, empties, surface, frame: int, depsgraph=None,
         inp.secondary_dynablend = ob.hair_wig.secondary_dynablend
     if surface is not None:
         inp.surface_positions, inp.surface_normals = surface.now(depsgraph)
+    if wig is not None and wig.colliders:
+        obs = wig.collider_objects
+        inp.collider_matrices = np.array([blender_io.evaluated_matrix(o, depsgraph)
+                                          for o in obs[len(obs) - wig.extra_colliders:]]).reshape(-1, 4, 4)
+        inp.collider_vertices = [blender_io.read_positions(o, depsgraph) if blender_io.deforms(o) else None
+                                 for o in obs]
     if wig is not None and wig.keyed is not None:
         inp.rest_points = wig.keyed.pose(frame)
     return inp

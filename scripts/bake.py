@@ -121,8 +121,10 @@ def run(argv: list[str], file_is_open: bool) -> int:
             caches.append((ob, cache))
             for warning in cache.warnings:
                 print(f"bake.py: warning: {warning}", file=sys.stderr, flush=True)
+            collided = (f", collision with {', '.join(cache.colliders)}: deepest point left inside "
+                        f"{cache.penetration:.2g}" if cache.colliders else "")
             print(f"{ob.name}: {cache.num_frames}/{cache.num_frames} frames ({f0}..{f1}), "
-                  f"{rate.fps(cache.num_frames):.1f} frames/s", flush=True)
+                  f"{rate.fps(cache.num_frames):.1f} frames/s{collided}", flush=True)
         for ob, cache in caches:
             blender_io.write_bake(ob, cache)
     except errors.HairWigError as err:

@@ -179,6 +179,8 @@ def test_warnings_for_magnets_out_of_reach_and_heads_the_ray_test_cannot_handle(
              for i in range(7) for j in range(16)]
     bowl.from_pydata(v, [], faces)
     head.data = bowl
+    assert len(baking.compute(bpy.context, ob, 1, 2).warnings) == 1   # any shape collides by its surface
+    ob.hair_wig.collision_method = "RAY"                                # the patent's ray test cannot
     warnings = baking.compute(bpy.context, ob, 1, 2).warnings
     assert any("'Head' does not enclose its centre in" in w and "not collided" in w for w in warnings)
     bpy.data.objects.remove(head)
@@ -241,28 +243,32 @@ def _edited_mesh(mesh, extra_vertices=(), extra_faces=(), drop=None):
 
 
 def test_non_manifold_heads(scene, io, addon):
-    """Doubled faces change nothing; a fin into the head changes nothing either (the ray test keeps
-    the farthest hit) but is named, as any surface crossed twice from the centre is; an open neck is
-    named by how much of the head the ray test misses, and the hair above it collides as on the
-    closed head."""
+    """Doubled faces change nothing; a fin into the head changes nothing either, but the
+    patent's ray test names it, as any surface crossed twice from the centre; an open neck is
+    named by the ray test by how much of the head it misses, and the hair above it collides as
+    on the closed head with either method."""
     from hair_wig_addon.operators import baking
 
     ob, head, magnet = wig_scene()
     ob.hair_wig.use_collision = True
     bpy.ops.hair_wig.set_rest_pose()
-    clean = baking.compute(bpy.context, ob, 1, 10)
     sphere = head.data
     a, b, c = tuple(sphere.polygons[0].vertices)[:3]
     centre = len(sphere.vertices)
-    head.data = _edited_mesh(sphere, extra_faces=[(a, b, c), (a, b, c)])
-    got = baking.compute(bpy.context, ob, 1, 10)
-    assert got.warnings == [] and np.array_equal(got.positions, clean.positions)
-    head.data = _edited_mesh(sphere, [(0.0, 0.0, 0.0)], [(a, b, centre)])
-    got = baking.compute(bpy.context, ob, 1, 10)
-    assert np.array_equal(got.positions, clean.positions)
-    assert [w for w in got.warnings if "'Head' is not star-shaped from its centre" in w], got.warnings
-
-    head.data = _edited_mesh(sphere, drop=lambda c: c[2] < -0.6)      # an open neck
-    got = baking.compute(bpy.context, ob, 1, 10)
-    assert [w for w in got.warnings if "'Head' does not enclose its centre in" in w], got.warnings
-    np.testing.assert_allclose(got.positions, clean.positions, atol=1e-6)
+    for method in ("FIELD", "RAY"):
+        ob.hair_wig.collision_method = method
+        head.data = sphere
+        clean = baking.compute(bpy.context, ob, 1, 10)
+        head.data = _edited_mesh(sphere, extra_faces=[(a, b, c), (a, b, c)])
+        got = baking.compute(bpy.context, ob, 1, 10)
+        assert got.warnings == [] and np.allclose(got.positions, clean.positions, atol=1e-6)
+        head.data = _edited_mesh(sphere, [(0.0, 0.0, 0.0)], [(a, b, centre)])
+        got = baking.compute(bpy.context, ob, 1, 10)
+        assert np.allclose(got.positions, clean.positions, atol=1e-6)
+        if method == "RAY":
+            assert [w for w in got.warnings if "'Head' is not star-shaped from its centre" in w], got.warnings
+        head.data = _edited_mesh(sphere, drop=lambda c: c[2] < -0.6)      # an open neck
+        got = baking.compute(bpy.context, ob, 1, 10)
+        if method == "RAY":
+            assert [w for w in got.warnings if "'Head' does not enclose its centre in" in w], got.warnings
+        np.testing.assert_allclose(got.positions, clean.positions, atol=1e-6)

@@ -1,0 +1,714 @@
+"""Collision as a layer of its own (SPEC §6.3): colliders bound once in their own space, queried
+by whoever needs them — refinement today, the strand solvers of SPEC §8 next.
+
+A collider is a triangle mesh (the head, a body, shoulders, a ground plane, a hat). Its signed
+distance is kept on a regular grid built at bind (``MeshField``): exact point-to-triangle
+distances in a narrow band round the surface, carried to every other node by sweeping closest
+points through the grid, and signed by the angle-weighted pseudo-normal of the closest feature
+(Bærentzen & Aanæs 2005), which is exact for a closed mesh — it has an inside — and makes an open
+mesh (a ground plane, a scalp patch) one-sided: its normals say where outside is.
+
+A point is pushed out along the distance gradient, never along a ray from a centre. Near the
+surface the push is exact: each grid node keeps the triangles within its band, and the point goes
+to its closest point on them plus its allowed clearance along the outward direction.
+
+**The groom is sacred** (SPEC §6.3): at bind each vertex records its rest clearance ``d0`` to
+every collider; its collision surface is ``min(offset, d0)``, so nothing moves at the rest frame.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import HairWigError
+from .refinement import RadiusMap
+
+# Feature codes of a closest point on a triangle (a, b, c): which pseudo-normal signs it.
+FACE, VERT_A, VERT_B, VERT_C, EDGE_AB, EDGE_BC, EDGE_CA = range(7)
+
+
+def _dot(x, y):
+    """Row-wise dot products of points stored as rows (3, N)."""
+    out = x[0] * y[0]
+    out += x[1] * y[1]
+    out += x[2] * y[2]
+    return out
+
+
+def closest_on_triangles(p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray):
+    """Closest point on triangle ``(a, b, c)`` to ``p``, pairwise over rows (N, 3) (see
+    ``closest_rows``). Returns ``bary (N, 3)`` and ``feature (N,) int8``."""
+    bary, feature = closest_rows(*(np.ascontiguousarray(np.asarray(x).T) for x in (p, a, b, c)))
+    return bary.T, feature
+
+
+def closest_rows(p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray):
+    """Closest point on triangle ``(a, b, c)`` to ``p``, pairwise, points as rows (3, N): the
+    plane's foot when it falls inside the triangle, else the nearest of the three edges' clamped
+    feet (the Voronoi regions of Ericson, *Real-Time Collision Detection* §5.1.5).
+
+    Returns ``bary (3, N)`` (weights of a, b, c) and ``feature (N,) int8`` (FACE, VERT_*, EDGE_*).
+    """
+    ab, ac, bc = b - a, c - a, c - b
+    ap = p - a
+    d00, d01, d11 = _dot(ab, ab), _dot(ab, ac), _dot(ac, ac)
+    d1, d2 = _dot(ab, ap), _dot(ac, ap)
+    den = d00 * d11 - d01 * d01
+    den[den == 0] = 1
+    v = (d11 * d1 - d01 * d2) / den
+    w = (d00 * d2 - d01 * d1) / den
+    face = (v >= 0) & (w >= 0) & (v + w <= 1)
+    # the three edges' clamped feet: ab from a, bc from b, ca from a (towards c)
+    one = p.dtype.type(1)
+    d00[d00 == 0] = 1
+    d11[d11 == 0] = 1
+    t_ab = np.clip(d1 / d00, 0, one)
+    t_ca = np.clip(d2 / d11, 0, one)
+    ll = _dot(bc, bc)
+    ll[ll == 0] = 1
+    bp = ap - ab
+    t_bc = np.clip(_dot(bc, bp) / ll, 0, one)
+    e = ap - t_ab * ab
+    dist_ab = _dot(e, e)
+    e = ap - t_ca * ac
+    dist_ca = _dot(e, e)
+    e = bp - t_bc * bc
+    dist_bc = _dot(e, e)
+    which = np.where(dist_bc < dist_ab, 1, 0)
+    which[dist_ca < np.minimum(dist_ab, dist_bc)] = 2
+    t = np.choose(which, (t_ab, t_bc, t_ca))
+    s = 1 - t
+    bary = np.zeros((3,) + t.shape, p.dtype)
+    is_ab, is_bc = which == 0, which == 1
+    bary[0] = np.where(is_bc, 0, s)
+    bary[1] = np.where(is_ab, t, np.where(is_bc, s, 0))
+    bary[2] = np.where(is_ab, 0, t)
+    feature = np.choose(which, (EDGE_AB, EDGE_BC, EDGE_CA)).astype(np.int8)
+    at = t <= 0
+    feature[at] = np.array([VERT_A, VERT_B, VERT_A], np.int8)[which[at]]
+    at = t >= 1
+    feature[at] = np.array([VERT_B, VERT_C, VERT_C], np.int8)[which[at]]
+    bary[0] = np.where(face, 1 - v - w, bary[0])
+    bary[1] = np.where(face, v, bary[1])
+    bary[2] = np.where(face, w, bary[2])
+    feature[face] = FACE
+    return bary, feature
+
+
+def pseudo_normals(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
+    """Angle-weighted pseudo-normals (T, 7, 3) of every triangle's features, in feature-code
+    order: the face, its three vertices (angle-weighted sum of the faces round each vertex) and
+    its three edges (sum of the faces on each edge; a boundary edge has its one face's)."""
+    v = np.asarray(vertices, np.float64)
+    tri = np.asarray(triangles, np.int64)
+    a, b, c = v[tri[:, 0]], v[tri[:, 1]], v[tri[:, 2]]
+    n = np.cross(b - a, c - a)
+    n /= np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-300)
+    vn = np.zeros_like(v)
+    for k in range(3):
+        p, q, r = v[tri[:, k]], v[tri[:, (k + 1) % 3]], v[tri[:, (k + 2) % 3]]
+        e1, e2 = q - p, r - p
+        cos = np.einsum("ij,ij->i", e1, e2) / np.maximum(
+            np.linalg.norm(e1, axis=1) * np.linalg.norm(e2, axis=1), 1e-300)
+        np.add.at(vn, tri[:, k], n * np.arccos(np.clip(cos, -1, 1))[:, None])
+    edges = np.stack([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]], axis=1).reshape(-1, 2)
+    key = np.sort(edges, axis=1)
+    _, inverse = np.unique(key[:, 0] * (len(v) + 1) + key[:, 1], return_inverse=True)
+    en = np.zeros((inverse.max() + 1, 3))
+    np.add.at(en, inverse, np.repeat(n, 3, axis=0))
+    out = np.empty((len(tri), 7, 3))
+    out[:, FACE] = n
+    out[:, VERT_A:VERT_C + 1] = vn[tri]
+    out[:, EDGE_AB:EDGE_CA + 1] = en[inverse].reshape(-1, 3, 3)
+    return out
+
+
+def is_closed(triangles: np.ndarray) -> bool:
+    """Whether every edge of the mesh has exactly two faces (the mesh has an inside)."""
+    tri = np.asarray(triangles, np.int64)
+    key = np.sort(np.stack([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]], 1).reshape(-1, 2), axis=1)
+    _, count = np.unique(key[:, 0] * (int(tri.max()) + 2) + key[:, 1], return_counts=True)
+    return bool(np.all(count == 2))
+
+
+def exact_signed_distance(points, vertices, triangles, normals=None, chunk: int = 1 << 20):
+    """Signed distance of ``points`` (N, 3) to the mesh by brute force over every triangle: the
+    closest point, signed by its feature's pseudo-normal. For checks and small meshes."""
+    p = np.asarray(points, np.float64)
+    v = np.asarray(vertices, np.float64)
+    tri = np.asarray(triangles, np.int64)
+    normals = pseudo_normals(v, tri) if normals is None else normals
+    best = np.full(len(p), np.inf)
+    sd = np.zeros(len(p))
+    per = max(1, chunk // max(len(tri), 1))
+    for s in range(0, len(p), per):
+        q = p[s:s + per]
+        qi = np.repeat(np.arange(len(q)), len(tri))
+        ti = np.tile(np.arange(len(tri)), len(q))
+        a, b, c = v[tri[ti, 0]], v[tri[ti, 1]], v[tri[ti, 2]]
+        bary, feat = closest_on_triangles(q[qi], a, b, c)
+        cp = bary[:, :1] * a + bary[:, 1:2] * b + bary[:, 2:] * c
+        diff = q[qi] - cp
+        d = np.sqrt(np.einsum("ij,ij->i", diff, diff)).reshape(len(q), len(tri))
+        k = d.argmin(axis=1)
+        pick = np.arange(len(q)) * len(tri) + k
+        sign = np.where(np.einsum("ij,ij->i", diff[pick], normals[ti[pick], feat[pick]]) < 0, -1.0, 1.0)
+        best[s:s + per] = d[np.arange(len(q)), k]
+        sd[s:s + per] = sign * best[s:s + per]
+    return sd
+
+
+class MeshField:
+    """A triangle mesh's signed distance on a regular grid, in the mesh's own space (SPEC §6.3).
+
+    Parameters
+    ----------
+    vertices : (V, 3), triangles : (T, 3)
+        The collider (any units; the grid follows its size).
+    resolution : int or None
+        Grid nodes along the mesh's longest side; by default about one cell per triangle edge
+        (between 48 and 160). Precision near the surface does not depend on it (pushes there
+        are exact); it sets how far the exact band reaches and the cost.
+    margin : float
+        How far beyond the mesh the grid reaches (at least the largest offset asked for).
+    name : str
+        The collider, for messages.
+    """
+
+    _side = "NORMAL"
+    NODE_BAND = 1.0      # nodes whose distance is computed exactly: within this many cells
+    LIST_CELL = 2        # nodes per side of the cells that keep triangle lists
+    LIST_BAND = 1.5      # a cell keeps the triangles within this many grid cells of it
+
+    def __init__(self, vertices, triangles, resolution: int | None = None, margin: float = 0.0,
+                 name: str = "collider", cell: float | None = None):
+        v = np.asarray(vertices, np.float64)
+        tri = np.asarray(triangles, np.int64)
+        if tri.ndim != 2 or tri.shape[1] != 3 or len(tri) == 0:
+            raise HairWigError(f"'{name}' has no faces to collide with")
+        a, b, c = v[tri[:, 0]], v[tri[:, 1]], v[tri[:, 2]]
+        area2 = np.linalg.norm(np.cross(b - a, c - a), axis=1)
+        tri = tri[area2 > 1e-12 * max(float(area2.max()), 1e-300)]      # degenerate faces: no normal
+        if len(tri) == 0:
+            raise HairWigError(f"'{name}' has only degenerate faces")
+        self.name = name
+        used = v[np.unique(tri)]
+        lo, hi = used.min(axis=0), used.max(axis=0)
+        self.size = float(max((hi - lo).max(), 1e-12))
+        self.box = (lo, hi)
+        if cell:
+            h = float(cell)
+        elif resolution:
+            h = self.size / max(int(resolution) - 1, 2)
+        else:
+            ta, tb = v[tri[:, 0]], v[tri[:, 1]]
+            edge = float(np.median(np.linalg.norm(tb - ta, axis=1)))
+            h = float(np.clip(edge, self.size / 160, self.size / 48))
+        pad = max(3 * h, 0.05 * self.size, float(margin) + 3 * h)
+        self.cell = h
+        self.origin = lo - pad
+        self.dims = np.ceil((hi + pad - self.origin) / h).astype(np.int64) + 1
+        self.triangles = tri
+        self.vertices = v
+        self.closed = is_closed(tri)
+        normals = pseudo_normals(v, tri)
+        # A closed mesh modelled inside out: its inside is still its inside.
+        self.flipped = self.closed and _signed_volume(v, tri) < 0
+        if self.flipped:
+            normals = -normals
+        self.normals = normals.astype(np.float32)
+        rel = v - self.origin
+        self._rel = rel
+        self._corners = rel[tri].astype(np.float32)                  # (T, 3, 3), grid-relative
+        self._build_lists()
+        self._build_grid()
+
+    def _pairs(self, lo: np.ndarray, hi: np.ndarray, dims: np.ndarray):
+        """Every (triangle, node) with the node in the triangle's box [lo, hi] (T, 3) of node
+        indices (clipped to ``dims``): the triangle of each pair and the node's three indices."""
+        i0 = np.clip(lo, 0, dims - 1).astype(np.int32)
+        i1 = np.clip(hi, 0, dims - 1).astype(np.int32)
+        span = np.maximum(i1 - i0 + 1, 0)
+        per = span.prod(axis=1)
+        t_of = np.repeat(np.arange(len(per), dtype=np.int32), per)
+        k = np.arange(len(t_of), dtype=np.int32) - np.repeat((np.cumsum(per) - per).astype(np.int32), per)
+        sy, sz = span[t_of, 1], span[t_of, 2]
+        syz = sy * sz
+        ix = i0[t_of, 0] + k // syz
+        rem = k % syz
+        iy = i0[t_of, 1] + rem // sz
+        iz = i0[t_of, 2] + rem % sz
+        return t_of, ix, iy, iz
+
+    def _build_lists(self):
+        """Triangles per list cell (CSR): those whose box, grown by LIST_BAND cells, meets the
+        cell. A point within LIST_BAND cells of the surface finds its closest triangle there."""
+        h = self.cell * self.LIST_CELL
+        grow = self.LIST_BAND * self.cell
+        tmin = self._corners.min(axis=1)
+        tmax = self._corners.max(axis=1)
+        self.list_dims = np.floor((self.dims - 1) / self.LIST_CELL).astype(np.int64) + 1
+        lo = np.floor((tmin - grow) / h).astype(np.int64)
+        hi = np.floor((tmax + grow) / h).astype(np.int64)
+        t_of, ix, iy, iz = self._pairs(lo, hi, self.list_dims)
+        ny, nz = int(self.list_dims[1]), int(self.list_dims[2])
+        cell = (ix.astype(np.int64) * ny + iy) * nz + iz
+        order = np.argsort(cell, kind="stable")
+        self.list_tri = t_of[order]
+        self.list_start = np.zeros(int(self.list_dims.prod()) + 1, np.int64)
+        np.cumsum(np.bincount(cell, minlength=len(self.list_start) - 1), out=self.list_start[1:])
+
+    def _build_grid(self):
+        """Signed distance at every node: exact for the nodes within NODE_BAND cells of the
+        surface, then closest points swept to every other node, each signed by the pseudo-normal
+        of its closest point's feature."""
+        h = np.float32(self.cell)
+        nx, ny, nz = (int(d) for d in self.dims)
+        band = np.float32(self.NODE_BAND * self.cell)
+        tc = self._corners
+        a, b, c = tc[:, 0], tc[:, 1], tc[:, 2]
+        lo = np.ceil((tc.min(axis=1) - band) / h).astype(np.int64)
+        hi = np.floor((tc.max(axis=1) + band) / h).astype(np.int64)
+        fn = np.cross(b - a, c - a)
+        fn /= np.linalg.norm(fn, axis=1, keepdims=True)
+        fnr = np.ascontiguousarray(fn.T)
+        tcr = np.ascontiguousarray(tc.transpose(1, 2, 0))           # (corner, xyz, T)
+        total = nx * ny * nz
+        best = np.full(total, np.inf, np.float32)
+        pieces = []
+        per = np.prod(np.clip(hi, 0, self.dims - 1) - np.clip(lo, 0, self.dims - 1) + 1, axis=1)
+        cum = np.cumsum(per)
+        start, budget = 0, 1 << 21
+        while start < len(tc):
+            base = int(cum[start - 1]) if start else 0
+            stop = max(int(np.searchsorted(cum, base + budget, side="right")), start + 1)
+            t_of, ix, iy, iz = self._pairs(lo[start:stop], hi[start:stop], self.dims)
+            t_of = t_of + np.int32(start)
+            x = np.stack([ix, iy, iz]).astype(np.float32)
+            x *= h
+            ta = tcr[0][:, t_of]
+            keep = np.abs(_dot(x - ta, fnr[:, t_of])) <= band
+            t_of, x, ta = t_of[keep], x[:, keep], ta[:, keep]
+            node = (ix[keep].astype(np.int64) * ny + iy[keep]) * nz + iz[keep]
+            tb, tcc = tcr[1][:, t_of], tcr[2][:, t_of]
+            bary, feat = closest_rows(x, ta, tb, tcc)
+            cp = bary[0] * ta
+            cp += bary[1] * tb
+            cp += bary[2] * tcc
+            diff = x - cp
+            d = np.sqrt(_dot(diff, diff))
+            near = d <= band
+            node, d = node[near], d[near]
+            cp = cp[:, near].T
+            np.minimum.at(best, node, d)
+            pieces.append((node, d, t_of[near], cp, feat[near]))
+            start = stop
+        grid_cp = np.full((3, total), 1e18, np.float32)     # "none yet"; its square still fits
+        src = np.full(total, -1, np.int32)
+        band_side, band_n = [], []
+        count = 0
+        for node, d, t_of, cp, feat in pieces:
+            win = np.flatnonzero(d == best[node])
+            nodes = node[win]
+            grid_cp[:, nodes] = cp[win].T
+            src[nodes] = np.arange(len(win), dtype=np.int32) + count
+            count += len(win)
+            # which side of the surface each band node is, by its exact closest point
+            at = np.stack([nodes // (ny * nz), (nodes // nz) % ny, nodes % nz]).astype(np.float32) * h
+            n = self.normals[t_of[win], feat[win]]
+            band_side.append(np.where(np.einsum("kp,pk->p", at - cp[win].T, n) < 0, -1, 1).astype(np.int8))
+            band_n.append(n)
+        band_side = np.concatenate(band_side + [np.ones(1, np.int8)])
+        band_n = np.concatenate(band_n + [np.zeros((1, 3), np.float32)])
+        self.band_nodes = int(np.isfinite(best).sum())
+        grid_cp = grid_cp.reshape(3, nx, ny, nz)
+        src = src.reshape(nx, ny, nz)
+        _sweep(grid_cp, src, float(h))
+        dist = np.empty((nx, ny, nz), np.float32)
+        ys = np.arange(ny, dtype=np.float32) * h
+        zs = np.arange(nz, dtype=np.float32) * h
+        for i in range(nx):                      # a slab at a time: no (N, 3) temporaries
+            dx = np.float32(i) * h - grid_cp[0, i]
+            dy = ys[:, None] - grid_cp[1, i]
+            dz = zs[None, :] - grid_cp[2, i]
+            dist[i] = np.sqrt(dx * dx + dy * dy + dz * dz)
+        # A node beyond the band is on the side of the band node its closest point came from:
+        # on a messy mesh (ears through the head, eyes in sockets) the pseudo-normal at a swept,
+        # approximate closest point can face the other way; the band node's side is exact.
+        side = self._side
+        if side == "BAND":
+            dist *= band_side[src]
+        else:
+            for i in range(nx):
+                n = band_n[src[i]]
+                dot = ((np.float32(i) * h - grid_cp[0, i]) * n[..., 0] + (ys[:, None] - grid_cp[1, i]) * n[..., 1]
+                       + (zs[None, :] - grid_cp[2, i]) * n[..., 2])
+                dist[i][dot < 0] *= -1
+        self.distance_grid = dist.ravel()
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.distance_grid.nbytes + self.list_start.nbytes + self.list_tri.nbytes)
+
+    # ------------------------------------------------------------------ queries
+    def lookup(self, p: np.ndarray):
+        """Trilinear signed distance (N,) and its gradient (N, 3) at points ``p`` (N, 3); points
+        beyond the grid get +inf (they are farther than any clearance asked for)."""
+        h = self.cell
+        g = (np.asarray(p, np.float64) - self.origin) / h
+        dims = self.dims
+        inside = np.all((g >= 0) & (g <= dims - 1), axis=1)
+        i = np.clip(np.floor(g).astype(np.int64), 0, dims - 2)
+        f = (g - i).astype(np.float32)
+        ny, nz = int(dims[1]), int(dims[2])
+        base = (i[:, 0] * ny + i[:, 1]) * nz + i[:, 2]
+        D = self.distance_grid
+        sx, sy = ny * nz, nz
+        c = [D[base + ox * sx + oy * sy + oz] for ox in (0, 1) for oy in (0, 1) for oz in (0, 1)]
+        fx, fy, fz = f[:, 0], f[:, 1], f[:, 2]
+        c00 = c[0] + (c[4] - c[0]) * fx
+        c01 = c[1] + (c[5] - c[1]) * fx
+        c10 = c[2] + (c[6] - c[2]) * fx
+        c11 = c[3] + (c[7] - c[3]) * fx
+        c0 = c00 + (c10 - c00) * fy
+        c1 = c01 + (c11 - c01) * fy
+        d = c0 + (c1 - c0) * fz
+        # gradient of the trilinear interpolant
+        gx0 = (c[4] - c[0]) + ((c[6] - c[2]) - (c[4] - c[0])) * fy
+        gx1 = (c[5] - c[1]) + ((c[7] - c[3]) - (c[5] - c[1])) * fy
+        gx = gx0 + (gx1 - gx0) * fz
+        gy0 = (c10 - c00)
+        gy1 = (c11 - c01)
+        gy = gy0 + (gy1 - gy0) * fz
+        gz = c1 - c0
+        grad = np.stack([gx, gy, gz], 1) / np.float32(h)
+        d = np.where(inside, d, np.inf)
+        return d, grad
+
+    def gradient(self, p: np.ndarray) -> np.ndarray:
+        """The direction (N, 3) in which the distance grows fastest at ``p``: away from the
+        surface (the trilinear gradient; zero beyond the grid)."""
+        d, g = self.lookup(p)
+        g[~np.isfinite(d)] = 0
+        return g
+
+    def exact(self, p: np.ndarray):
+        """Exact signed distance (N,) of points ``p`` (N, 3), their closest points (N, 3) and the
+        outward direction there (N, 3), from the triangles listed for each point's cell: exact
+        where ``|d| ≤ exact_reach``, an upper bound beyond; ``known`` (N,) is False where the
+        cell lists no triangle (far from the surface)."""
+        p = np.asarray(p, np.float64)
+        ci = np.clip(np.floor((p - self.origin) / (self.cell * self.LIST_CELL)).astype(np.int64), 0,
+                     self.list_dims - 1)
+        node = (ci[:, 0] * int(self.list_dims[1]) + ci[:, 1]) * int(self.list_dims[2]) + ci[:, 2]
+        s0, s1 = self.list_start[node], self.list_start[node + 1]
+        cnt = s1 - s0
+        known = cnt > 0
+        q_of = np.repeat(np.arange(len(p)), cnt)
+        j = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        t = self.list_tri[s0[q_of] + j]
+        tri = self.triangles[t]
+        rel = self._rel
+        q = p[q_of] - self.origin
+        a, b, c = rel[tri[:, 0]], rel[tri[:, 1]], rel[tri[:, 2]]
+        bary, feat = closest_on_triangles(q, a, b, c)
+        cp = bary[:, :1] * a + bary[:, 1:2] * b + bary[:, 2:] * c
+        diff = q - cp
+        d2 = np.einsum("ij,ij->i", diff, diff)
+        sd = np.full(len(p), np.inf)
+        closest = np.zeros((len(p), 3))
+        outward = np.zeros((len(p), 3))
+        if len(q_of):
+            starts = np.cumsum(cnt) - cnt
+            best = np.minimum.reduceat(d2, starts[known])
+            full = np.full(len(p), np.inf)
+            full[known] = best
+            pick_mask = d2 == full[q_of]
+            pick = np.full(len(p), -1, np.int64)
+            rows = np.flatnonzero(pick_mask)
+            pick[q_of[rows[::-1]]] = rows[::-1]        # the first tie in each point's list
+            k = pick[known]
+            n = self.normals[t[k], feat[k]].astype(np.float64)
+            dist = np.sqrt(d2[k])
+            side = np.einsum("ij,ij->i", diff[k], n)
+            sign = np.where(side < 0, -1.0, 1.0)
+            sd[known] = sign * dist
+            closest[known] = cp[k] + self.origin
+            safe = dist > 1e-9 * self.size
+            nn = n / np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-300)
+            outward[known] = np.where(safe[:, None], diff[k] * (sign / np.where(safe, dist, 1))[:, None], nn)
+        return sd, closest, outward, known
+
+    def signed_distance(self, p: np.ndarray) -> np.ndarray:
+        """The signed distance (N,) as the collider sees it: exact near the surface, the grid's
+        beyond (the same rule ``project`` decides by, so rest clearances and pushes agree), and
+        beyond the grid the distance to the mesh's box (a lower bound, and more than any offset)."""
+        d, _ = self.lookup(p)
+        beyond = ~np.isfinite(d)
+        if beyond.any():
+            lo, hi = self.box
+            gap = np.maximum(np.maximum(lo - p[beyond], p[beyond] - hi), 0)
+            d[beyond] = np.sqrt((gap * gap).sum(axis=1))
+        near = np.abs(d) < self.exact_reach
+        if near.any():
+            sd, _, _, known = self.exact(p[near])
+            idx = np.flatnonzero(near)
+            d[idx[known]] = sd[known]
+        return d
+
+    @property
+    def exact_reach(self) -> float:
+        """How far from the surface (grid distance) pushes are exact."""
+        return self.LIST_BAND * self.cell
+
+    def project(self, p: np.ndarray, limit: np.ndarray, tolerance: float = 0.0):
+        """Push every point of ``p`` (N, 3) whose signed distance is below ``limit`` (N,) out to
+        that distance: exactly from its closest point near the surface, along the grid's gradient
+        beyond. Returns the new positions (N, 3) of the points moved, and their indices."""
+        d, grad = self.lookup(p)
+        reach = self.exact_reach
+        maybe = np.flatnonzero(d < limit + 0.5 * self.cell)     # the grid may be off by that near the surface
+        if maybe.size == 0:
+            return np.zeros((0, 3)), maybe
+        p = np.asarray(p, np.float64)
+        dm = d[maybe]
+        lim = np.asarray(limit, np.float64)[maybe]
+        near = np.abs(dm) < reach
+        new = p[maybe].copy()
+        moved = np.zeros(len(maybe), bool)
+        if near.any():
+            ni = np.flatnonzero(near)
+            sd, cp, out, known = self.exact(p[maybe[ni]])
+            push = known & (sd < lim[ni] - tolerance)
+            k = ni[push]
+            new[k] = cp[push] + out[push] * lim[ni][push, None]
+            moved[k] = True
+            far = ni[~known]
+            dm[far] = np.inf
+        far = ~near & (dm < lim - tolerance)
+        if far.any():
+            g = grad[maybe][far].astype(np.float64)
+            gn = np.linalg.norm(g, axis=1, keepdims=True)
+            g = np.where(gn > 1e-12, g / np.maximum(gn, 1e-300), 0.0)
+            new[far] += g * (lim[far] - dm[far])[:, None]
+            moved |= far
+        return new[moved], maybe[moved]
+
+
+def _signed_volume(v, tri) -> float:
+    a, b, c = v[tri[:, 0]], v[tri[:, 1]], v[tri[:, 2]]
+    return float(np.einsum("ij,ij->i", a, np.cross(b, c)).sum() / 6)
+
+
+def _sweep(cp: np.ndarray, src: np.ndarray, h: float, rounds: int = 2) -> None:
+    """Carry closest points from node to node along each axis, both ways (a fast-sweeping
+    closest-point transform), in place: each node keeps the nearer of its own and its
+    neighbour's closest point. ``cp`` (3, nx, ny, nz) planar float32, ``src`` (nx, ny, nz) int32
+    says which band node each closest point came from (for its pseudo-normal)."""
+    dims = src.shape
+    coords = [np.arange(d, dtype=np.float32) * np.float32(h) for d in dims]
+    for axis in list(range(3)) * rounds:
+        # the swept axis first, so every slice is contiguous
+        c = [np.ascontiguousarray(np.moveaxis(cp[k], axis, 0)) for k in range(3)]
+        s = np.ascontiguousarray(np.moveaxis(src, axis, 0))
+        oth = [k for k in range(3) if k != axis]
+        shape = s.shape[1:]
+        fixed = {oth[0]: coords[oth[0]][:, None], oth[1]: coords[oth[1]][None, :]}
+        count = s.shape[0]
+
+        def dist2(i, j):
+            """Squared distance from the nodes of slice i to the closest points of slice j."""
+            out = np.zeros(shape, np.float32)
+            for k in range(3):
+                x = coords[axis][i] if k == axis else fixed[k]
+                d = np.subtract(x, c[k][j])
+                d *= d
+                out += d
+            return out
+
+        dist = np.empty(s.shape, np.float32)
+        for i in range(count):
+            dist[i] = dist2(i, i)
+        for order, step in ((range(1, count), -1), (range(count - 2, -1, -1), 1)):
+            for i in order:
+                dd = dist2(i, i + step)
+                better = dd < dist[i]
+                if better.any():
+                    for k in range(3):
+                        np.copyto(c[k][i], c[k][i + step], where=better)
+                    np.copyto(s[i], s[i + step], where=better)
+                    np.copyto(dist[i], dd, where=better)
+        for k in range(3):
+            cp[k] = np.moveaxis(c[k], 0, axis)
+        src[...] = np.moveaxis(s, 0, axis)
+
+
+class RayField:
+    """The patent's ray test (seed 000, "Refinement"; SPEC §6.3 *Ray (patent)*) behind the same
+    queries as ``MeshField``: the signed distance is measured along the ray from the head's
+    centre, ``|q − l| − r(direction)``, and a point is pushed out along that ray."""
+
+    def __init__(self, radius_map):
+        self.map = radius_map
+        self.name = radius_map.name
+        self.size = 2 * radius_map.outer
+        self.cell = self.size / max(radius_map.shape)
+
+    def _polar(self, p):
+        rel = np.asarray(p, np.float64) - self.map.centre
+        r = np.linalg.norm(rel, axis=1)
+        dirs = np.where(r[:, None] > 0, rel / np.where(r > 0, r, 1)[:, None], np.array([0.0, 0.0, 1.0]))
+        return r, dirs, self.map.radius(dirs.astype(np.float32)).astype(np.float64)
+
+    def signed_distance(self, p: np.ndarray) -> np.ndarray:
+        r, _, radius = self._polar(p)
+        return r - radius
+
+    def project(self, p: np.ndarray, limit: np.ndarray, tolerance: float = 0.0):
+        r, dirs, radius = self._polar(p)
+        moved = np.flatnonzero(r - radius < np.asarray(limit, np.float64) - tolerance)
+        new = self.map.centre + dirs[moved] * (radius[moved] + limit[moved])[:, None]
+        return new, moved
+
+
+class ColliderMesh:
+    """A collider as the scene gives it: ``vertices`` (V, 3) in the collider's own space,
+    ``triangles`` (T, 3), its world ``matrix`` (4, 4) at the rest pose, an ``offset`` (world
+    units: how far hair keeps from it), and ``method`` FIELD or RAY (the patent's, for a head:
+    ``centre`` then in the collider's space)."""
+
+    def __init__(self, name, vertices, triangles, matrix=None, offset: float = 0.0, method: str = "FIELD",
+                 centre=None, resolution: int | None = None):
+        if method not in ("FIELD", "RAY"):
+            raise HairWigError(f"collider '{name}': method must be FIELD or RAY, got {method!r}")
+        self.name = name
+        self.vertices = np.asarray(vertices, np.float64)
+        self.triangles = np.asarray(triangles, np.int64)
+        self.matrix = np.eye(4) if matrix is None else np.asarray(matrix, np.float64)
+        self.offset = float(offset)
+        self.method = method
+        self.centre = centre
+        self.resolution = resolution
+
+
+class Collider:
+    """One collider bound to a hair set (SPEC §6.3).
+
+    The field lives in *field space*: the head's local space at the rest pose, so every distance
+    is in head-local units and the collider's own scale does not matter. ``set_frame`` gives this
+    frame's map from head-local points into field space — the identity for the head itself and
+    for anything that moves with it, so the common case transforms nothing — and, for a
+    collider that deforms, its current vertices (the field is then rebuilt on them).
+
+    At bind every vertex records its rest clearance ``d0``; its collision surface is
+    ``limit = min(offset, d0)`` (the groom is sacred). A point that has moved less than
+    ``skip`` from its rest position (half of ``d0 − limit``: distances are 1-Lipschitz, and the
+    grid's far values are within a few tenths of a cell per cell of distance) cannot have
+    reached its limit and is not looked up while the collider has not moved.
+    """
+
+    def __init__(self, mesh: ColliderMesh, rest_to_field: np.ndarray, offset: float):
+        self.name = mesh.name
+        self.mesh = mesh
+        self.rest_to_field = rest_to_field           # collider's own space -> field space
+        v = mesh.vertices @ rest_to_field[:3, :3].T + rest_to_field[:3, 3]
+        if mesh.method == "RAY":
+            centre = None if mesh.centre is None else (rest_to_field[:3, :3] @ mesh.centre + rest_to_field[:3, 3])
+            self.field = RayField(RadiusMap(v, mesh.triangles, centre, name=mesh.name))
+        else:
+            self.field = MeshField(v, mesh.triangles, mesh.resolution, margin=offset, name=mesh.name)
+        self.bound_field = self.field
+        self.offset = float(offset)
+        self.to_field = None
+        self.from_field = None
+        self.tolerance = 1e-7 * self.field.size
+
+    @property
+    def moved(self) -> bool:
+        return self.to_field is not None or self.field is not self.bound_field
+
+    def bind(self, rest_rows: np.ndarray) -> None:
+        """Record every vertex's rest clearance; ``rest_rows`` (3, P) in field space."""
+        self.rest_rows = rest_rows
+        d = self.field.signed_distance(np.ascontiguousarray(rest_rows.T, np.float64))
+        self.clearance = d.astype(np.float32)
+        self.limit = np.minimum(np.float32(self.offset), self.clearance)
+        # Skip lookups for a point while it has moved less than half its room (distances are
+        # 1-Lipschitz). The room is trusted where the clearance is exact (near the surface);
+        # farther, the grid's swept distance can be too large on a messy mesh, so only the
+        # distance to the collider's box (a true lower bound) counts.
+        room = self.clearance - self.limit
+        if isinstance(self.field, MeshField):
+            far = np.abs(self.clearance) >= self.field.exact_reach
+            if far.any():
+                lo, hi = self.field.box
+                x = rest_rows.T[far]
+                gap = np.maximum(np.maximum(lo - x, x - hi), 0)
+                room[far] = np.maximum(np.sqrt((gap * gap).sum(axis=1)) - np.maximum(self.limit[far], 0), 0)
+        skip = 0.5 * room
+        self.skip2 = (skip * skip).astype(np.float32)
+
+    def set_frame(self, to_field: np.ndarray | None, vertices: np.ndarray | None = None) -> None:
+        """This frame's head-local -> field-space map (``None``: identity) and, for a deforming
+        collider, its vertices in its own space (``None``: as bound)."""
+        if to_field is not None and np.allclose(to_field, np.eye(4), rtol=0, atol=1e-9):
+            to_field = None
+        self.to_field = to_field
+        self.from_field = None if to_field is None else np.linalg.inv(to_field)
+        if vertices is None or self.mesh.method == "RAY":
+            self.field = self.bound_field
+            return
+        if np.shape(vertices) == self.mesh.vertices.shape and np.array_equal(vertices, self.mesh.vertices):
+            self.field = self.bound_field
+            return
+        v = np.asarray(vertices, np.float64) @ self.rest_to_field[:3, :3].T + self.rest_to_field[:3, 3]
+        f = self.bound_field
+        self.field = MeshField(v, f.triangles, cell=f.cell, margin=self.offset, name=self.name)
+
+    def candidates(self, q: np.ndarray, index: np.ndarray, row: np.ndarray | None = None) -> np.ndarray:
+        """Which of the points ``q`` (3, S) — wig points ``index`` (S,) — may be within their
+        limit: positions into ``q``."""
+        if not self.moved:
+            diff = q - self.rest_rows[:, index]
+            dist2 = _dot(diff, diff)
+            return np.flatnonzero(dist2 >= self.skip2[index])
+        return np.arange(q.shape[1])
+
+    def project_at(self, q: np.ndarray, index: np.ndarray) -> np.ndarray:
+        """Push points ``q`` (3, S, head-local) — the wig's points ``index`` (S,) — out to their
+        collision surface, in place. Returns the positions into ``q`` that moved."""
+        pick = self.candidates(q, index)
+        if pick.size == 0:
+            return pick
+        x = q[:, pick].T.astype(np.float64)
+        if self.to_field is not None:
+            x = x @ self.to_field[:3, :3].T + self.to_field[:3, 3]
+        new, moved = self.field.project(x, self.limit[index[pick]], self.tolerance)
+        if moved.size == 0:
+            return moved
+        if self.from_field is not None:
+            new = new @ self.from_field[:3, :3].T + self.from_field[:3, 3]
+        pick = pick[moved]
+        q[:, pick] = new.T
+        return pick
+
+    def project_rows(self, p: np.ndarray, span: slice, mask: np.ndarray | None = None) -> np.ndarray:
+        """``project_at`` on a block of points (3, C), the wig's points ``span``, only where
+        ``mask`` (C,) is set. Returns the block positions moved."""
+        local = np.arange(p.shape[1]) if mask is None else np.flatnonzero(mask)
+        q = p[:, local]
+        moved = self.project_at(q, local + span.start)
+        p[:, local[moved]] = q[:, moved]
+        return local[moved]
+
+    def penetration_at(self, q: np.ndarray, index: np.ndarray) -> float:
+        """How far (head-local units) points ``q`` (3, S) — wig points ``index`` — lie inside
+        their collision surface at most (0 when none does)."""
+        pick = self.candidates(q, index)
+        if pick.size == 0:
+            return 0.0
+        x = q[:, pick].T.astype(np.float64)
+        if self.to_field is not None:
+            x = x @ self.to_field[:3, :3].T + self.to_field[:3, 3]
+        depth = self.limit[index[pick]] - self.field.signed_distance(x)
+        return float(max(depth.max(), 0.0))
