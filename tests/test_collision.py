@@ -1,0 +1,172 @@
+"""The collision layer without Blender (SPEC §6.3): distances against analytic answers and an
+exact closest-triangle check that does not use the field; one-sided open meshes; the groom is
+sacred; length and collision together."""
+
+import numpy as np
+
+from hair_wig import FrameInput, HairSet, Magnet, Wig, WigSettings
+from hair_wig.collision import MeshField, closest_on_triangles, exact_signed_distance
+
+
+def sphere(radius=1.0, rings=48, segments=96):
+    th = np.linspace(0, np.pi, rings + 1)[1:-1]
+    ph = np.linspace(0, 2 * np.pi, segments, endpoint=False)
+    v = np.concatenate([[[0, 0, radius]],
+                        radius * np.stack([np.outer(np.sin(th), np.cos(ph)), np.outer(np.sin(th), np.sin(ph)),
+                                           np.outer(np.cos(th), np.ones_like(ph))], -1).reshape(-1, 3),
+                        [[0, 0, -radius]]])
+    tris = [(0, 1 + (j + 1) % segments, 1 + j) for j in range(segments)]
+    for i in range(rings - 2):
+        for j in range(segments):
+            a, b = 1 + i * segments + j, 1 + i * segments + (j + 1) % segments
+            tris += [(a, b, a + segments), (b, b + segments, a + segments)]
+    last = len(v) - 1
+    base = 1 + (rings - 2) * segments
+    tris += [(base + j, base + (j + 1) % segments, last) for j in range(segments)]
+    return v, np.array(tris)[:, ::-1]          # outward normals
+
+
+def box(half=(1.0, 0.6, 0.4), n=8):
+    """A closed box, each face a grid of n × n quads."""
+    verts, tris = [], []
+    h = np.asarray(half)
+    s = np.linspace(-1, 1, n + 1)
+    for axis in range(3):
+        for sign in (-1, 1):
+            u, v = [k for k in range(3) if k != axis]
+            base = len(verts)
+            for a in s:
+                for b in s:
+                    p = np.zeros(3)
+                    p[axis], p[u], p[v] = sign, a, b
+                    verts.append(p * h)
+            for i in range(n):
+                for j in range(n):
+                    q = base + i * (n + 1) + j
+                    quad = (q, q + n + 1, q + n + 2, q + 1)
+                    t1, t2 = (quad[0], quad[1], quad[2]), (quad[0], quad[2], quad[3])
+                    if (sign > 0) != ((u, v) == ((axis + 1) % 3, (axis + 2) % 3)):
+                        t1, t2 = t1[::-1], t2[::-1]
+                    tris += [t1, t2]
+    return np.array(verts), np.array(tris)
+
+
+def box_distance(p, half):
+    q = np.abs(p) - half
+    return np.linalg.norm(np.maximum(q, 0), axis=1) + np.minimum(q.max(axis=1), 0)
+
+
+def test_closest_point_is_no_farther_than_any_point_of_the_triangle():
+    rng = np.random.default_rng(1)
+    n = 3000
+    a, b, c = (rng.normal(size=(n, 3)) for _ in range(3))
+    p = rng.normal(size=(n, 3)) * 2
+    bary, _ = closest_on_triangles(p, a, b, c)
+    d = np.linalg.norm(p - (bary[:, :1] * a + bary[:, 1:2] * b + bary[:, 2:] * c), axis=1)
+    s = np.linspace(0, 1, 31)
+    u, v = np.meshgrid(s, s)
+    keep = u + v <= 1
+    u, v = u[keep], v[keep]
+    for i in range(0, n, 15):
+        samples = a[i] + u[:, None] * (b[i] - a[i]) + v[:, None] * (c[i] - a[i])
+        assert d[i] <= np.linalg.norm(samples - p[i], axis=1).min() + 1e-12
+    np.testing.assert_allclose(bary.sum(axis=1), 1.0)
+    assert (bary >= -1e-12).all()
+
+
+def test_sphere_distances_exact_near_the_surface_and_signed_everywhere():
+    v, t = sphere()
+    field = MeshField(v, t)
+    assert field.closed and not field.flipped
+    rng = np.random.default_rng(0)
+    d = rng.normal(size=(4000, 3))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    p = d * rng.uniform(0.0, 1.3, (4000, 1))
+    got = field.signed_distance(p)
+    exact = exact_signed_distance(p, v, t)
+    near = np.abs(exact) < 0.5 * field.exact_reach        # the grid decides who is near: with margin
+    np.testing.assert_allclose(got[near], exact[near], atol=1e-9)
+    assert np.array_equal(np.sign(got), np.sign(exact))
+    # the faceted sphere against the analytic one: within the facets' sag
+    sag = 1 - np.cos(np.pi / 48)
+    assert np.abs(got[near] - (np.linalg.norm(p[near], axis=1) - 1)).max() < sag + 1e-9
+
+
+def test_ellipsoid_and_box_against_exact_distances():
+    v, t = sphere()
+    v = v * (1.0, 0.7, 1.3)
+    field = MeshField(v, t)
+    rng = np.random.default_rng(2)
+    p = rng.uniform(-1.4, 1.4, (3000, 3)) * (1.0, 0.7, 1.3)
+    exact = exact_signed_distance(p, v, t)
+    near = np.abs(exact) < 0.5 * field.exact_reach        # the grid decides who is near: with margin
+    np.testing.assert_allclose(field.signed_distance(p)[near], exact[near], atol=1e-9)
+    half = np.array([1.0, 0.6, 0.4])
+    bv, bt = box(half)
+    field = MeshField(bv, bt)
+    p = rng.uniform(-1.3, 1.3, (3000, 3)) * half
+    got = field.signed_distance(p)
+    analytic = box_distance(p, half)
+    near = np.abs(analytic) < 0.5 * field.exact_reach
+    np.testing.assert_allclose(got[near], analytic[near], atol=1e-9)
+    assert np.array_equal(np.sign(got[np.abs(analytic) > 1e-6]), np.sign(analytic[np.abs(analytic) > 1e-6]))
+
+
+def test_an_open_plane_is_one_sided_its_normal_says_where_outside_is():
+    s = np.linspace(-1, 1, 9)
+    x, y = np.meshgrid(s, s)
+    v = np.stack([x.ravel(), y.ravel(), np.zeros(x.size)], 1)
+    t = []
+    for i in range(8):
+        for j in range(8):
+            q = i * 9 + j
+            t += [(q, q + 1, q + 10), (q, q + 10, q + 9)]          # normals up (+z)
+    field = MeshField(v, np.array(t))
+    assert not field.closed
+    p = np.array([[0.1, 0.2, 0.05], [0.1, 0.2, -0.05], [-0.3, 0.4, -0.02]])
+    np.testing.assert_allclose(field.signed_distance(p), [0.05, -0.05, -0.02], atol=1e-9)
+    new, moved = field.project(p, np.zeros(3))
+    assert list(moved) == [1, 2]
+    np.testing.assert_allclose(new, [[0.1, 0.2, 0.0], [-0.3, 0.4, 0.0]], atol=1e-9)
+
+
+def _hair_on_sphere(n=60, k=12, lift=0.004, length=0.6, seed=3):
+    """Strands lying close over the unit sphere (each ``lift`` above it), combed down."""
+    rng = np.random.default_rng(seed)
+    z = rng.uniform(0.3, 0.95, n)
+    phi = rng.uniform(0, 2 * np.pi, n)
+    theta = np.arccos(z)
+    s = np.linspace(0, length, k)
+    th = theta[:, None] + s[None, :]                       # down the sphere, along the meridian
+    r = 1 + lift * (s[None, :] > 0)
+    pts = np.stack([r * np.sin(th) * np.cos(phi)[:, None], r * np.sin(th) * np.sin(phi)[:, None],
+                    r * np.cos(th)], -1)
+    return HairSet(pts.reshape(-1, 3).astype(np.float32), [k] * n, name="Hair")
+
+
+def _wig(hair, scale=1.0, shift=(0, 0, 0)):
+    v, t = sphere(1.0, 32, 64)
+    m = np.eye(4)
+    m[:3, :3] *= scale
+    m[:3, 3] = shift
+    magnet = Magnet("M", m @ np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 1.5], [0, 0, 0, 1.0]]), radius=3.0 * scale)
+    return Wig(hair, m, m, [magnet], WigSettings(), head_mesh=(v, t)), magnet, m
+
+
+def test_the_groom_does_not_move_at_rest_and_a_pulled_groom_keeps_length_and_stays_out():
+    hair = _hair_on_sphere()
+    v, t = sphere(1.0, 32, 64)
+    wig, magnet, m = _wig(hair)
+    rest, _ = wig.step(FrameInput(m, m, np.array([magnet.rest_matrix])))
+    assert np.abs(rest - hair.points).max() <= 1e-6 * 2.0
+    pull = magnet.rest_matrix.copy()
+    pull[:3, 3] += (0.3, 0.0, -1.2)                        # into the head
+    p, _ = wig.step(FrameInput(m, m, np.array([pull])))
+    assert np.abs(p - hair.points).max() > 0.1
+    seg = np.linalg.norm(np.diff(p.reshape(60, 12, 3), axis=1), axis=2)
+    seg0 = np.linalg.norm(np.diff(hair.points.reshape(60, 12, 3), axis=1), axis=2)
+    assert np.abs(seg / seg0 - 1).max() < 1e-4
+    d = exact_signed_distance(p, v, t)
+    d0 = exact_signed_distance(hair.points, v, t)
+    assert (d >= np.minimum(0, d0) - 1e-3 * 2.0).all()
+    assert wig.residual <= 1e-3 * 2.0
