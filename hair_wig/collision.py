@@ -175,7 +175,6 @@ class MeshField:
         The collider, for messages.
     """
 
-    _side = "NORMAL"
     NODE_BAND = 1.0      # nodes whose distance is computed exactly: within this many cells
     LIST_CELL = 2        # nodes per side of the cells that keep triangle lists
     LIST_BAND = 1.5      # a cell keeps the triangles within this many grid cells of it
@@ -305,7 +304,7 @@ class MeshField:
             start = stop
         grid_cp = np.full((3, total), 1e18, np.float32)     # "none yet"; its square still fits
         src = np.full(total, -1, np.int32)
-        band_side, band_n = [], []
+        band_n = []
         count = 0
         for node, d, t_of, cp, feat in pieces:
             win = np.flatnonzero(d == best[node])
@@ -313,12 +312,7 @@ class MeshField:
             grid_cp[:, nodes] = cp[win].T
             src[nodes] = np.arange(len(win), dtype=np.int32) + count
             count += len(win)
-            # which side of the surface each band node is, by its exact closest point
-            at = np.stack([nodes // (ny * nz), (nodes // nz) % ny, nodes % nz]).astype(np.float32) * h
-            n = self.normals[t_of[win], feat[win]]
-            band_side.append(np.where(np.einsum("kp,pk->p", at - cp[win].T, n) < 0, -1, 1).astype(np.int8))
-            band_n.append(n)
-        band_side = np.concatenate(band_side + [np.ones(1, np.int8)])
+            band_n.append(self.normals[t_of[win], feat[win]])
         band_n = np.concatenate(band_n + [np.zeros((1, 3), np.float32)])
         self.band_nodes = int(np.isfinite(best).sum())
         grid_cp = grid_cp.reshape(3, nx, ny, nz)
@@ -332,18 +326,9 @@ class MeshField:
             dy = ys[:, None] - grid_cp[1, i]
             dz = zs[None, :] - grid_cp[2, i]
             dist[i] = np.sqrt(dx * dx + dy * dy + dz * dz)
-        # A node beyond the band is on the side of the band node its closest point came from:
-        # on a messy mesh (ears through the head, eyes in sockets) the pseudo-normal at a swept,
-        # approximate closest point can face the other way; the band node's side is exact.
-        side = self._side
-        if side == "BAND":
-            dist *= band_side[src]
-        else:
-            for i in range(nx):
-                n = band_n[src[i]]
-                dot = ((np.float32(i) * h - grid_cp[0, i]) * n[..., 0] + (ys[:, None] - grid_cp[1, i]) * n[..., 1]
-                       + (zs[None, :] - grid_cp[2, i]) * n[..., 2])
-                dist[i][dot < 0] *= -1
+            # signed by the pseudo-normal of the feature its closest point came from
+            n = band_n[src[i]]
+            dist[i][dx * n[..., 0] + dy * n[..., 1] + dz * n[..., 2] < 0] *= -1
         self.distance_grid = dist.ravel()
 
     @property
