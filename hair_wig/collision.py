@@ -176,7 +176,7 @@ class MeshField:
     """
 
     NODE_BAND = 1.0      # nodes whose distance is computed exactly: within this many cells
-    LIST_CELL = 2        # nodes per side of the cells that keep triangle lists
+    LIST_CELL = 1        # nodes per side of the cells that keep triangle lists
     LIST_BAND = 1.5      # a cell keeps the triangles within this many grid cells of it
 
     def __init__(self, vertices, triangles, resolution: int | None = None, margin: float = 0.0,
@@ -250,6 +250,26 @@ class MeshField:
         lo = np.floor((tmin - grow) / h).astype(np.int64)
         hi = np.floor((tmax + grow) / h).astype(np.int64)
         t_of, ix, iy, iz = self._pairs(lo, hi, self.list_dims)
+        # Only the triangles that come within the band of some point of the cell: within
+        # band + half the cell's diagonal of its centre (exactly, triangle by triangle).
+        reach = np.float32(grow + 0.5 * np.sqrt(3.0) * h)
+        keep = np.empty(len(t_of), bool)
+        tcr = np.ascontiguousarray(self._corners.transpose(1, 2, 0))    # (corner, xyz, T)
+        fn = np.cross(self._corners[:, 1] - self._corners[:, 0], self._corners[:, 2] - self._corners[:, 0])
+        fnr = np.ascontiguousarray((fn / np.linalg.norm(fn, axis=1, keepdims=True)).T)
+        step = 1 << 20
+        for s in range(0, len(t_of), step):
+            tt = t_of[s:s + step]
+            x = (np.stack([ix[s:s + step], iy[s:s + step], iz[s:s + step]]).astype(np.float32) + 0.5) * np.float32(h)
+            ta = tcr[0][:, tt]
+            near = np.abs(_dot(x - ta, fnr[:, tt])) <= reach          # the plane first: cheap
+            x, tt, ta = x[:, near], tt[near], ta[:, near]
+            tb, tc = tcr[1][:, tt], tcr[2][:, tt]
+            bary, _ = closest_rows(x, ta, tb, tc)
+            diff = x - (bary[0] * ta + bary[1] * tb + bary[2] * tc)
+            near[near] = _dot(diff, diff) <= reach * reach
+            keep[s:s + step] = near
+        t_of, ix, iy, iz = t_of[keep], ix[keep], iy[keep], iz[keep]
         ny, nz = int(self.list_dims[1]), int(self.list_dims[2])
         cell = (ix.astype(np.int64) * ny + iy) * nz + iz
         order = np.argsort(cell, kind="stable")
@@ -434,43 +454,53 @@ class MeshField:
             lo, hi = self.box
             gap = np.maximum(np.maximum(lo - p[beyond], p[beyond] - hi), 0)
             d[beyond] = np.sqrt((gap * gap).sum(axis=1))
-        near = np.abs(d) < self.exact_reach
-        if near.any():
-            sd, _, _, known = self.exact(p[near])
-            idx = np.flatnonzero(near)
-            d[idx[known]] = sd[known]
+        near = np.flatnonzero(np.abs(d) < self.check_reach)
+        if near.size:
+            sd, _, _, ok = self._exact_in_band(p[near])
+            d[near[ok]] = sd[ok]
         return d
 
     @property
     def exact_reach(self) -> float:
-        """How far from the surface (grid distance) pushes are exact."""
+        """How far from the surface distances and pushes are exact."""
         return self.LIST_BAND * self.cell
+
+    @property
+    def check_reach(self) -> float:
+        """Grid distances below this are checked exactly: the grid is off by up to about a cell
+        and a half near the surface, most where it is thinner than a cell (an ear, an eyelid),
+        whose inside the grid cannot see."""
+        return (self.LIST_BAND + 1.0) * self.cell
+
+    def _exact_in_band(self, p: np.ndarray):
+        """``exact`` with ``ok`` (N,): where the distance is exact (within the band)."""
+        sd, cp, out, known = self.exact(p)
+        return sd, cp, out, known & (np.abs(sd) <= self.exact_reach)
 
     def project(self, p: np.ndarray, limit: np.ndarray, tolerance: float = 0.0):
         """Push every point of ``p`` (N, 3) whose signed distance is below ``limit`` (N,) out to
         that distance: exactly from its closest point near the surface, along the grid's gradient
         beyond. Returns the new positions (N, 3) of the points moved, and their indices."""
         d, grad = self.lookup(p)
-        reach = self.exact_reach
-        maybe = np.flatnonzero(d < limit + 0.5 * self.cell)     # the grid may be off by that near the surface
+        lim = np.asarray(limit, np.float64)
+        maybe = np.flatnonzero(d < lim + self.check_reach)
         if maybe.size == 0:
             return np.zeros((0, 3)), maybe
         p = np.asarray(p, np.float64)
-        dm = d[maybe]
-        lim = np.asarray(limit, np.float64)[maybe]
-        near = np.abs(dm) < reach
+        dm = d[maybe].astype(np.float64)
+        lim = lim[maybe]
         new = p[maybe].copy()
         moved = np.zeros(len(maybe), bool)
-        if near.any():
-            ni = np.flatnonzero(near)
-            sd, cp, out, known = self.exact(p[maybe[ni]])
-            push = known & (sd < lim[ni] - tolerance)
-            k = ni[push]
-            new[k] = cp[push] + out[push] * lim[ni][push, None]
+        grid = np.ones(len(maybe), bool)                 # decided by the grid
+        check = np.flatnonzero(np.abs(dm) < self.check_reach)
+        if check.size:
+            sd, cp, out, ok = self._exact_in_band(p[maybe[check]])
+            push = ok & (sd < lim[check] - tolerance)
+            k = check[push]
+            new[k] = cp[push] + out[push] * lim[check][push, None]
             moved[k] = True
-            far = ni[~known]
-            dm[far] = np.inf
-        far = ~near & (dm < lim - tolerance)
+            grid[check[ok]] = False
+        far = grid & (dm < lim - tolerance)
         if far.any():
             g = grad[maybe][far].astype(np.float64)
             gn = np.linalg.norm(g, axis=1, keepdims=True)
@@ -631,6 +661,8 @@ class Collider:
                 gap = np.maximum(np.maximum(lo - x, x - hi), 0)
                 room[far] = np.maximum(np.sqrt((gap * gap).sum(axis=1)) - np.maximum(self.limit[far], 0), 0)
         skip = 0.5 * room
+        if not isinstance(self.field, MeshField):
+            skip[:] = 0          # a distance along rays is not 1-Lipschitz: nothing can be skipped
         self.skip2 = (skip * skip).astype(np.float32)
 
     def set_frame(self, to_field: np.ndarray | None, vertices: np.ndarray | None = None) -> None:
@@ -659,15 +691,34 @@ class Collider:
             return np.flatnonzero(dist2 >= self.skip2[index])
         return np.arange(q.shape[1])
 
+    def _in_field(self, q: np.ndarray, index: np.ndarray):
+        """The candidates among ``q`` (3, S) (``candidates``) and their points (K, 3) in field
+        space."""
+        pick = self.candidates(q, index)
+        x = q[:, pick].T.astype(np.float64)
+        if self.to_field is not None and pick.size:
+            x = x @ self.to_field[:3, :3].T + self.to_field[:3, 3]
+        return pick, x
+
+    def near_at(self, q: np.ndarray, index: np.ndarray) -> np.ndarray:
+        """Which of the points ``q`` (3, S) — wig points ``index`` — may be within their limit,
+        by the grid alone (no exact distances): positions into ``q``. Every point ``project_at``
+        would move is among them."""
+        pick, x = self._in_field(q, index)
+        if pick.size == 0:
+            return pick
+        limit = self.limit[index[pick]]
+        if isinstance(self.field, MeshField):
+            d, _ = self.field.lookup(x)
+            return pick[d < limit + self.field.check_reach]
+        return pick[self.field.signed_distance(x) < limit + self.tolerance]
+
     def project_at(self, q: np.ndarray, index: np.ndarray) -> np.ndarray:
         """Push points ``q`` (3, S, head-local) — the wig's points ``index`` (S,) — out to their
         collision surface, in place. Returns the positions into ``q`` that moved."""
-        pick = self.candidates(q, index)
+        pick, x = self._in_field(q, index)
         if pick.size == 0:
             return pick
-        x = q[:, pick].T.astype(np.float64)
-        if self.to_field is not None:
-            x = x @ self.to_field[:3, :3].T + self.to_field[:3, 3]
         new, moved = self.field.project(x, self.limit[index[pick]], self.tolerance)
         if moved.size == 0:
             return moved
@@ -689,11 +740,8 @@ class Collider:
     def penetration_at(self, q: np.ndarray, index: np.ndarray) -> float:
         """How far (head-local units) points ``q`` (3, S) — wig points ``index`` — lie inside
         their collision surface at most (0 when none does)."""
-        pick = self.candidates(q, index)
+        pick, x = self._in_field(q, index)
         if pick.size == 0:
             return 0.0
-        x = q[:, pick].T.astype(np.float64)
-        if self.to_field is not None:
-            x = x @ self.to_field[:3, :3].T + self.to_field[:3, 3]
         depth = self.limit[index[pick]] - self.field.signed_distance(x)
         return float(max(depth.max(), 0.0))

@@ -37,6 +37,7 @@ import numpy as np
 
 from .errors import HairWigError
 from .hairset import HairSet
+from .scalp import locate_uv
 
 
 @dataclass
@@ -361,8 +362,8 @@ class KeyedStyle:
         self.point_track = np.repeat(np.arange(len(self.counts)), self.counts)
         self._bind_paths()
         self._bind_noise()
-        self.collider = None
-        self.collision_offset = 0.0
+        self.colliders = []
+        self.surface = None
         self._not_root = np.ones(self.num_points, bool)
         self._not_root[self.offsets[:-1]] = False
 
@@ -433,11 +434,98 @@ class KeyedStyle:
         self._noise_rows = np.ascontiguousarray(values.transpose(1, 0, 2)).reshape(-1, 3)
         self._noise_base = (self.point_track * self.noise_knots).astype(np.int64)
 
-    def set_collider(self, collider, offset: float = 0.0) -> None:
-        """Collide in-betweens with the head: ``collider`` a ``RadiusMap`` in this hair's space
-        (thesis §4.2.5 uses three spheres; this is the core's ray test, SPEC §6.3)."""
-        self.collider = collider
-        self.collision_offset = float(offset)
+    def _key_root_uvs(self) -> np.ndarray:
+        """(K, T, 2) each track's root UV at every key: its curve's there; where a track shows no
+        curve (grown from or shrunk onto a root), the nearest earlier key's, else the next one's."""
+        uv = np.full((len(self.keys), self.tracks.num_tracks, 2), np.nan)
+        for k, key in enumerate(self.keys):
+            c = self.tracks.curve[k]
+            uv[k, c >= 0] = key.roots_uv[c[c >= 0]]
+        for order in (range(1, len(uv)), range(len(uv) - 2, -1, -1)):
+            for k in order:
+                gap = np.isnan(uv[k, :, 0])
+                uv[k, gap] = uv[k - 1 if order.step > 0 else k + 1, gap]
+        return uv
+
+    def set_surface(self, tri_uv: np.ndarray, tri_verts: np.ndarray, positions: np.ndarray) -> None:
+        """Keep in-between roots on the scalp (seed 002: a root "does not change its location"
+        on the head; SPEC §7): a root moving between two key poses travels in the surface's UV
+        map, from one key's root UV to the next, and is placed on the surface there, its strand
+        moved with it (segment lengths kept). ``tri_uv`` (T, 3, 2), ``tri_verts`` (T, 3): the
+        surface's triangles; ``positions`` (V, 3) its rest vertices in this hair's space. Without
+        root UVs in every key pose, roots keep their straight path."""
+        if self.roots_uv is None or len(self.keys) < 2:
+            return
+        uv = self._key_root_uvs()
+        moving = np.any(uv[1:] != uv[:-1], axis=(0, 2))          # tracks whose root travels
+        if not moving.any():
+            return
+        self.surface = (np.asarray(tri_uv, np.float64), np.asarray(tri_verts, np.int64),
+                        np.asarray(positions, np.float64), uv, np.flatnonzero(moving))
+
+    def set_collider(self, fields, to_field: np.ndarray, offsets) -> None:
+        """Collide in-betweens with the head and body (SPEC §6): ``fields`` are the colliders'
+        signed-distance fields (``collision.MeshField`` or ``RayField``) in field space,
+        ``to_field`` (4, 4) maps this hair's rest space there, ``offsets`` the distance each keeps
+        (field units). Every key pose is a groom: a point's collision surface is
+        ``min(offset, its clearance)``, the clearance interpolated between the two key poses
+        around the frame, so each key pose comes back exactly at its frame."""
+        to_field = np.asarray(to_field, np.float64)
+        self.colliders = []
+        for f, offset in zip(fields, offsets):
+            clear = np.stack([f.signed_distance(shape.astype(np.float64) @ to_field[:3, :3].T + to_field[:3, 3])
+                              for shape in self.shapes])
+            self.colliders.append((f, float(offset), clear.astype(np.float32)))
+        self._to_field = to_field
+        self._from_field = np.linalg.inv(to_field)
+
+    def _interval(self, frame: float):
+        """The key interval of an in-between ``frame``: (k, u in (0, 1)), or None on or outside
+        the keys."""
+        frames = self.frames
+        if len(frames) == 1 or frame <= frames[0] or frame >= frames[-1]:
+            return None
+        k = int(np.searchsorted(frames, frame, side="right") - 1)
+        u = (frame - frames[k]) / (frames[k + 1] - frames[k])
+        return (k, u) if u > 0 else None
+
+    def _roots_on_surface(self, out: np.ndarray, k: int, u: float) -> None:
+        tri_uv, tri_verts, positions, uv, moving = self.surface
+        w = u
+        if self.settings.slow_in_out:
+            ease_in = self.ease[k][moving].all(axis=1)
+            ease_out = self.ease[k + 1][moving].all(axis=1)
+            w = hermite_warp(np.float64(u), ease_in, ease_out)
+        w = np.broadcast_to(np.asarray(w, np.float64), moving.shape)[:, None]
+        now = uv[k, moving] + w * (uv[k + 1, moving] - uv[k, moving])
+        tri, bary = locate_uv(tri_uv, now, self.name, strict=False)
+        ok = tri >= 0                                 # a root whose UV path leaves the map keeps its own
+        if not ok.any():
+            return
+        on = np.einsum("nk,nkd->nd", bary[ok], positions[tri_verts[tri[ok]]])
+        track = moving[ok]
+        shift = (on - out[self.offsets[track]]).astype(np.float32)
+        delta = np.zeros((len(self.counts), 3), np.float32)
+        delta[track] = shift
+        out += delta[self.point_track]
+
+    def _collide(self, out: np.ndarray, k: int, u: float) -> None:
+        to, back = self._to_field, self._from_field
+        pts = np.flatnonzero(self._not_root)
+        x = out[pts].astype(np.float64) @ to[:3, :3].T + to[:3, 3]
+        hit = np.zeros(len(pts), bool)
+        for f, offset, clear in self.colliders:
+            c = clear[k][pts]
+            c = c + np.float32(u) * (clear[k + 1][pts] - c)
+            limit = np.minimum(offset, c)
+            for _ in range(3):         # a push along the grid's gradient lands near: then exactly
+                new, moved = f.project(x, limit)
+                x[moved] = new
+                hit[moved] = True
+                if moved.size == 0:
+                    break
+        x = x[hit]
+        out[pts[hit]] = (x @ back[:3, :3].T + back[:3, 3]).astype(np.float32)
 
     def noise(self, frame: float) -> np.ndarray:
         """The air-drag noise (P, 3) at ``frame`` (module docstring): a uniform cubic B-spline in
@@ -483,8 +571,11 @@ class KeyedStyle:
             out += c[0]
         if noise and s.noise:
             out += self.noise(frame)
-        if self.collider is not None:
-            self.collider.push_out(out, self.collision_offset, self._not_root)
+        between = self._interval(frame)
+        if between is not None and self.surface is not None:
+            self._roots_on_surface(out, *between)
+        if between is not None and self.colliders:
+            self._collide(out, *between)
         return out
 
 

@@ -385,6 +385,8 @@ class Wig:
             rest = transform_rows(self.to_local, np.asarray(inp.rest_points, np.float32).T, self._keyed_rest)
             if self.length is not None:
                 self.length.set_rest_rows(rest)
+            for c in self.colliders:          # this frame's hairstyle is the groom to keep
+                c.bind(rest)
 
         self._set_colliders(inp, head)
         self._residuals = []
@@ -504,15 +506,22 @@ class Wig:
         length mode, length (the strand's scale) and collision alternate instead, ending on
         length. What is left inside a collision surface is measured (``residual``)."""
         not_root = self.not_root[span]
-        moved = self._collide(p, span, not_root)
-        if moved.size == 0:
-            return
-        strand = self.strand_of_point[span] - first_strand
-        touched = np.unique(strand[moved])
         length = self.length
+        strand = self.strand_of_point[span] - first_strand
         if length is not None and length.mode == "SEGMENT" and length.uniform:
-            depth = self._walk(p, span, first_strand, touched)
+            # Walk the strands the grid says may touch a collider; pushes are decided on the walk.
+            local = np.flatnonzero(not_root)
+            q = p[:, local]
+            near = [local[c.near_at(q, local + span.start)] for c in self.colliders]
+            near = near[0] if len(near) == 1 else np.concatenate(near)
+            if near.size == 0:
+                return
+            depth = self._walk(p, span, first_strand, np.unique(strand[near]))
         else:
+            moved = self._collide(p, span, not_root)
+            if moved.size == 0:
+                return
+            touched = np.unique(strand[moved])
             hit = np.zeros(int(strand[-1]) + 1, dtype=bool)
             hit[touched] = True
             mask = hit[strand] & not_root
@@ -541,7 +550,7 @@ class Wig:
         q = np.ascontiguousarray(view[:, touched].transpose(0, 2, 1))          # (3, n, S)
         rest = length.rest_segments.reshape(-1, n)[first_strand + touched].T.astype(np.float32)
         index = (span.start + touched * n).astype(np.int64)                    # each strand's root
-        depth = 0.0
+        depth = 0.0          # what is left inside: every other point was placed outside
         every = np.arange(len(touched))
         for j in range(1, n):
             q[:, j] = length.follow(q[:, j - 1], q[:, j], rest[j])
@@ -551,14 +560,15 @@ class Wig:
                 pushed = np.zeros(len(at), bool)
                 for c in self.colliders:
                     pushed[c.project_at(qa, index[at] + j)] = True
-                if not pushed.any():
-                    break
-                before = q[:, j, at[pushed]]
                 at = at[pushed]
-                q[:, j, at] = _onto_circle(q[:, j - 1, at], before, qa[:, pushed])
-            self._swing_out(q, j, index + j)
-            qj = np.ascontiguousarray(q[:, j])
-            depth = max(depth, max(c.penetration_at(qj, index + j) for c in self.colliders))
+                if at.size == 0:
+                    break
+                q[:, j, at] = _onto_circle(q[:, j - 1, at], q[:, j, at], qa[:, pushed])
+            if at.size:
+                # still unresolved after the last tangent-plane step (a crease or a pocket)
+                self._swing_out(q, j, index + j, at)
+                qj = np.ascontiguousarray(q[:, j, at])
+                depth = max(depth, max(c.penetration_at(qj, index[at] + j) for c in self.colliders))
         view[:, touched] = q.transpose(0, 2, 1)
         return depth
 
@@ -575,13 +585,13 @@ class Wig:
                 np.maximum.at(depth, pick, c.limit[index[pick]] - c.field.signed_distance(x) - c.tolerance)
         return depth
 
-    def _swing_out(self, q: np.ndarray, j: int, index: np.ndarray, steps: int = 10) -> None:
+    def _swing_out(self, q: np.ndarray, j: int, index: np.ndarray, among: np.ndarray, steps: int = 10) -> None:
         """Points j (of the walked strands ``q`` (3, n, S)) still inside after the tangent-plane
         steps (a crease — an ear against the head — bends the surface away from the plane):
         swing each round point j − 1, at its segment's length, between where it is (inside)
         and straight out along the surface's outward direction (outside), bisecting the angle
         ``steps`` times, and keep the outside end."""
-        deep = np.flatnonzero(self._depth(q[:, j], index) > 0)
+        deep = among[self._depth(q[:, j, among], index[among]) > 0]
         if deep.size == 0:
             return
         at = index[deep]

@@ -252,7 +252,23 @@ def bind(context, ob, rest_points=None, dynamics: bool = True):
     # Each frame's input reads these again: where they are, and their shape if they deform.
     wig.collider_objects = ([head] if head_mesh is not None else []) + collider_obs
     wig.keyed = keyed          # the keyframed hairstyle (seed 002) giving each frame's rest pose
+    if keyed is not None:
+        surface_rest = head_rest if source.surface == head else blender_io.matrix(source.surface or head)
+        bind_style(keyed, wig, source, hair_rest, surface_rest)
     return wig, head, empties, surface
+
+
+def bind_style(keyed, wig, source, hair_rest, surface_rest) -> None:
+    """In-betweens of the keyed style on the scalp and out of the colliders: roots travel on the
+    hair's surface by their UVs, every other point keeps out of the wig's colliders (its fields,
+    in the wig's field space, with their offsets)."""
+    style = getattr(keyed, "style", keyed)           # leaders only: their own keyed style
+    if source.surface is not None and source.surface_uv_map:
+        mesh = blender_io.read_mesh(source.surface, None, source.surface_uv_map)
+        to_hair = np.linalg.solve(hair_rest, surface_rest)
+        style.set_surface(mesh.tri_uv, mesh.tri_verts, mesh.positions @ to_hair[:3, :3].T + to_hair[:3, 3])
+    if wig.colliders:
+        style.set_collider([c.bound_field for c in wig.colliders], wig.to_local, [c.offset for c in wig.colliders])
 
 
 def frame_input(context, ob, head, empties, surface, frame: int, depsgraph=None, wig=None) -> FrameInput:

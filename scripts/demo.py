@@ -55,14 +55,7 @@ def triangles(mesh):
 
 def grow_hair(head, count: int, points: int = 12, seed: int = 1):
     """Strands rooted at random points of the head's upper half, combed outward and down."""
-    mesh = head.data
-    co = np.empty(len(mesh.vertices) * 3, np.float32)
-    mesh.vertices.foreach_get("co", co)
-    co = co.reshape(-1, 3)
-    uv_all = np.empty(len(mesh.loops) * 2, np.float32)
-    mesh.uv_layers.active.data.foreach_get("uv", uv_all)
-    uv_all = uv_all.reshape(-1, 2)
-    verts, loops, area, normal = triangles(mesh)
+    verts, loops, area, normal, co, uv_all = scenes.surface_arrays(head.data)
     centre = co[verts].mean(axis=1)
     scalp = (centre[:, 2] > 0.15) & (normal[:, 2] > -0.2) & (centre[:, 1] > -0.55)
     weight = np.where(scalp, area, 0.0)

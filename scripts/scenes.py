@@ -119,17 +119,22 @@ def keyed_wig(strands: int = 40, points: int = 6, radius: float = 0.5, travel: f
     return ob, head, magnet
 
 
-def grow(head, count, points=6, length=0.3, seed=0):
-    """Strands on ``head``'s faces along their normals, with their surface UVs."""
+def surface_arrays(mesh):
+    """What growing hair on ``mesh`` needs: its triangles (``demo.triangles``: corner vertex
+    ids, loop ids, areas, normals), vertex positions (V, 3) and the active UV map per loop."""
     import demo
 
-    verts, loops, area, normal = demo.triangles(head.data)
-    co = np.empty(len(head.data.vertices) * 3, np.float32)
-    head.data.vertices.foreach_get("co", co)
-    co = co.reshape(-1, 3)
-    uv_all = np.empty(len(head.data.loops) * 2, np.float32)
-    head.data.uv_layers.active.data.foreach_get("uv", uv_all)
-    uv_all = uv_all.reshape(-1, 2)
+    verts, loops, area, normal = demo.triangles(mesh)
+    co = np.empty(len(mesh.vertices) * 3, np.float32)
+    mesh.vertices.foreach_get("co", co)
+    uv_all = np.empty(len(mesh.loops) * 2, np.float32)
+    mesh.uv_layers.active.data.foreach_get("uv", uv_all)
+    return verts, loops, area, normal, co.reshape(-1, 3), uv_all.reshape(-1, 2)
+
+
+def grow(head, count, points=6, length=0.3, seed=0):
+    """Strands on ``head``'s faces along their normals, with their surface UVs."""
+    verts, loops, area, normal, co, uv_all = surface_arrays(head.data)
     rng = np.random.default_rng(seed)
     tri = rng.choice(len(area), size=count, p=area / area.sum())
     r1, r2 = rng.uniform(0.05, 0.95, count), rng.uniform(0.05, 0.95, count)

@@ -4,7 +4,7 @@ slow-out with the direction check, air-drag noise, collision, leaders and imitat
 import numpy as np
 import pytest
 
-from hair_wig import RadiusMap
+from hair_wig.collision import MeshField, exact_signed_distance
 from hair_wig.keyposes import (KeyedStyle, KeyPose, LeaderFollow, StyleSettings, build_tracks, imitate,
                                imitator_roots_uv, match_wisps, resample)
 
@@ -167,10 +167,23 @@ def sphere(radius=1.0, n=24):
     quads = [(i * m + j, i * m + (j + 1) % m, (i + 1) * m + (j + 1) % m, (i + 1) * m + j)
              for i in range(n - 1) for j in range(m)]
     tris = [(a, b, c) for a, b, c, d in quads] + [(a, c, d) for a, b, c, d in quads]
-    return v, np.array(tris)
+    return v, np.array(tris)[:, ::-1]               # faces outward
+
+
+def sphere_uv(n=24):
+    """The ``sphere`` mesh's UV map as ``strands`` reads it: u = θ / (π/2), v = φ / 2π, one
+    column past the seam so that no triangle wraps round."""
+    m = 2 * n
+    ij = [((i, j), (i, j + 1), (i + 1, j + 1), (i + 1, j)) for i in range(n - 1) for j in range(m)]
+    uv = lambda c: (c[0] / (n - 1) * 2.0, c[1] / m)
+    quads = [[uv(c) for c in q] for q in ij]
+    return np.array([(a, b, c) for a, b, c, d in quads] + [(a, c, d) for a, b, c, d in quads])[:, ::-1]
 
 
 def test_no_in_between_vertex_ends_inside_the_head():
+    """Strands swept from one side to the other through a sphere head: every in-between point
+    stays outside (exact distances to the mesh, not the collider's field), and the key poses
+    come back exactly at their frames."""
     pts, uv = strands(40, 8, length=1.2)
     pts[:, :, 2] = np.abs(pts[:, :, 2]) + 0.02
     left = pts.copy()
@@ -179,16 +192,52 @@ def test_no_in_between_vertex_ends_inside_the_head():
     keys = [key(1, left, uv), key(11, right, uv)]
     style = KeyedStyle(keys)
     v, tri = sphere()
-    collider = RadiusMap(v, tri, centre=np.zeros(3))
-    inside = lambda p: (np.linalg.norm(p, axis=1) < 0.99)
     raw = np.concatenate([style.pose(f) for f in range(1, 12)])
-    assert inside(raw).any()                                                   # the path does cross
-    style.set_collider(collider)
+    assert (exact_signed_distance(raw, v, tri) < -0.1).any()                   # the path does cross
+    field = MeshField(v, tri)
+    style.set_collider([field], np.eye(4), [0.0])
     for f in np.arange(1, 11.01, 0.5):
         p = style.pose(f)
-        r = np.linalg.norm(p, axis=1)
-        assert r[style._not_root].min() >= 0.999 * collider.radius(p[style._not_root] / r[style._not_root, None]).min()
-        assert not inside(p).any()
+        d = exact_signed_distance(p[style._not_root], v, tri)
+        assert d.min() >= -1e-6, (f, d.min())
+    for k in keys:
+        assert np.array_equal(style.pose(k.frame), k.points)
+
+
+def test_in_between_roots_travel_on_the_scalp():
+    """Seed 002: a root does not leave the head. Between two key poses whose roots differ (the
+    hair turned 0.3 rad about the head's axis, roots and all) a straight path sinks the roots
+    (radius cos 0.15 = 0.9888 halfway); on the surface by UV, every in-between root lies on the
+    mesh, its strand keeps its segments, and the keys come back exactly."""
+    pts, uv = strands(40, 8)
+    a = 0.3
+    rot = np.array([[np.cos(a), -np.sin(a), 0], [np.sin(a), np.cos(a), 0], [0, 0, 1]], np.float32)
+    turned = pts @ rot.T
+    uv2 = uv + np.array([0.0, a / (2 * np.pi)], np.float32)
+    keys = [key(1, pts, uv), key(11, turned, uv2)]
+    style = KeyedStyle(keys, StyleSettings(slow_in_out=False))
+    roots = style.offsets[:-1]
+    halfway = np.linalg.norm(style.pose(6)[roots], axis=1)
+    assert halfway.min() < 0.99                                               # a straight path sinks
+    straight = KeyedStyle(keys, StyleSettings(slow_in_out=False))
+    v, tri = sphere()
+    style.set_surface(sphere_uv(), tri, v)
+    segments = lambda p: np.linalg.norm(np.diff(p.reshape(40, 8, 3), axis=1), axis=2)
+    for f in (2, 4.5, 6, 8, 10.5):
+        p = style.pose(f)
+        d = exact_signed_distance(p[roots], v, tri)
+        assert np.abs(d).max() <= 1e-5, (f, np.abs(d).max())
+        # the strand moves with its root: the in-between's own segments
+        np.testing.assert_allclose(segments(p), segments(straight.pose(f)), rtol=1e-5)
+    # halfway, each root sits halfway between its two key roots' longitudes (UV v is φ / 2π)
+    mid = style.pose(6)[roots]
+    phi = np.arctan2(mid[:, 1], mid[:, 0])
+    c0, c1 = style.tracks.curve
+    want = np.pi * (uv[c0, 1] + uv2[c1, 1])
+    # (to within the flat triangles' own map: a column of this mesh spans 0.13 rad)
+    assert np.abs(np.angle(np.exp(1j * (phi - want)))).max() < 0.03
+    for k in keys:
+        assert np.array_equal(style.pose(k.frame), straight.pose(k.frame))
 
 
 def test_followers_and_imitators_keep_their_offset_from_the_leader():

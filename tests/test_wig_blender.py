@@ -94,7 +94,11 @@ def test_collision_keeps_hair_out_of_suzanne(scene, glue, reader, method):
             limit = np.minimum(offset, rest_d[t > 0])
             # Issue 13 asks for 1e-3 x head size; with an offset, pockets between Suzanne's eyes,
             # brows and ears leave up to 0.0144 today (measured): this bounds that, not the goal.
-            assert (d >= limit - (2e-3 if offset == 0 else 0.02)).all(), (offset, (limit - d).max())
+            # Hair the groom has deeper inside than the exact band keeps its depth as the grid
+            # measures it, within a tenth of a cell of the exact one.
+            field = wig.colliders[0].field
+            tol = np.where(rest_d[t > 0] < -field.exact_reach, 0.1 * field.cell, 2e-3 if offset == 0 else 0.02)
+            assert (d >= limit - tol).all(), (offset, (limit - d).max())
             # the bake measures what is left with its own field: near the surface, where its
             # distances are exact, it does not under-report
             near = rest_d[t > 0] > -wig.colliders[0].field.exact_reach

@@ -1,0 +1,475 @@
+"""The groom scenes every feature must survive, built in Blender, baked with the default
+settings (collision on) and measured; optionally rendered as one picture.
+
+    python scripts/grooms.py [--scenes long_hair quick_fur grass flat] [--small] [--render DIR]
+
+* ``long_hair``: 3000 strands x 36 points combed 5 mm over a subdivided Suzanne, ears and all,
+  falling onto a capsule "shoulders" collider; the head turns, a magnet pulls, secondary dynamics.
+* ``quick_fur``: Blender's own Quick Fur (guides + Interpolate Hair Curves children) on a
+  subdivided Suzanne bent by an armature; a dynamic magnet.
+* ``grass``: blades on a subdivided ground plane under a Wind field; a dynamic magnet.
+* ``flat``: hair lying 5 mm over an ellipsoid scalp; nothing moves.
+
+For each: the largest move at the rest frame (relative to the head's size), the worst segment
+stretch over the bake, and the deepest point inside a collision surface (exact point-to-triangle
+distances against each collider as Blender evaluates it at that frame, relative to the head's
+size), with what the bake itself reported. The tests build the same scenes smaller.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import addon  # noqa: E402
+import bpy  # noqa: E402
+import numpy as np  # noqa: E402
+import scenes  # noqa: E402
+
+FRAMES = (1, 24)
+
+
+@dataclass
+class Groom:
+    name: str
+    hair: object
+    head: object
+    colliders: list = field(default_factory=list)     # extra collider objects
+    frames: tuple = FRAMES
+
+
+def _core():
+    return addon.load().hair_wig
+
+
+def _mesh_world(ob):
+    """The evaluated mesh of ``ob`` in world space: vertices (V, 3) float64, triangles (T, 3)."""
+    from hair_wig_addon.operators import blender_io
+
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    m = blender_io.read_mesh(ob, depsgraph)
+    mat = np.array(ob.evaluated_get(depsgraph).matrix_world)
+    v = np.asarray(m.positions, np.float64) @ mat[:3, :3].T + mat[:3, 3]
+    return v, np.asarray(m.tri_verts, np.int64)
+
+
+def comb(vertices, triangles, roots, normals, points: int, length: float, height: float,
+         down=(0.0, 0.2, -1.0), seed: int = 0):
+    """Strands (S * points, 3) combed from ``roots`` along the surface at ``height`` above it,
+    towards ``down`` (a brush stroke), leaving the surface where it falls away (under an ear,
+    past the chin) and hanging from there. Segment lengths exactly ``length / (points − 1)``."""
+    col = _core().collision
+    f = col.MeshField(vertices, triangles, margin=height)
+    rng = np.random.default_rng(seed)
+    s = len(roots)
+    seg = length / (points - 1)
+    down = np.asarray(down, np.float64)
+    down = down / np.linalg.norm(down)
+    p = np.empty((s, points, 3))
+    p[:, 0] = roots
+    direction = normals.astype(np.float64).copy()
+    jitter = rng.normal(0, 0.15, (s, 3))
+    for j in range(1, points):
+        prev = p[:, j - 1]
+        d, _, out, known = f.exact(prev)
+        close = known & (d < 4 * height)
+        n = np.where(close[:, None], out, 0.0)
+        want = 0.6 * direction + 0.4 * (down + 0.3 * jitter)
+        want -= np.einsum("ij,ij->i", want, n)[:, None] * n       # along the surface where it is close
+        want /= np.linalg.norm(want, axis=1, keepdims=True)
+        q = prev + seg * want
+        d, _, out, known = f.exact(q)
+        sd = f.signed_distance(q)
+        g = f.gradient(q)
+        out = np.where(known[:, None], out, g / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-12))
+        # still over the surface: keep the height; never below it (a shoulder met while hanging)
+        hold = (known & (d < 4 * height)) | (sd < height)
+        q = np.where(hold[:, None], q + (height - sd)[:, None] * out, q)
+        v = q - prev
+        v *= seg / np.linalg.norm(v, axis=1, keepdims=True)
+        p[:, j] = prev + v
+        direction = v / seg
+    return p.reshape(-1, 3).astype(np.float32)
+
+
+def _scalp_roots(head, count, keep, seed=0):
+    """Roots on ``head``'s faces where ``keep(centre, normal)`` holds: positions, normals, UVs."""
+    verts, loops, area, normal, co, uv_all = scenes.surface_arrays(head.data)
+    weight = np.where(keep(co[verts].mean(axis=1), normal), area, 0.0)
+    rng = np.random.default_rng(seed)
+    tri = rng.choice(len(area), size=count, p=weight / weight.sum())
+    r1, r2 = rng.uniform(0.02, 0.98, count), rng.uniform(0.02, 0.98, count)
+    s = np.sqrt(r1)
+    bary = np.stack([1 - s, s * (1 - r2), s * r2], 1)
+    roots = np.einsum("nk,nkd->nd", bary, co[verts[tri]])
+    uv = np.einsum("nk,nkd->nd", bary, uv_all[loops[tri]])
+    return roots, normal[tri].astype(np.float64), uv.astype(np.float32)
+
+
+def _attach(head, pts, counts, uv, name="Hair"):
+    ob = scenes.curves_hair(name, pts, counts)
+    cv = ob.data
+    cv.surface = head
+    cv.surface_uv_map = head.data.uv_layers.active.name
+    cv.attributes.new("surface_uv_coordinate", "FLOAT2", "CURVE").data.foreach_set("vector", uv.ravel())
+    bpy.context.view_layer.objects.active = ob
+    bpy.ops.hair_wig.enable()
+    return ob
+
+
+def _subdivided_suzanne(levels=2):
+    bpy.ops.mesh.primitive_monkey_add(size=2.0, calc_uvs=True)
+    head = bpy.context.active_object
+    head.name = "Head"
+    sub = head.modifiers.new("Subdivision", "SUBSURF")
+    sub.levels = levels
+    bpy.ops.object.modifier_apply(modifier=sub.name)
+    bpy.ops.object.shade_smooth()
+    return head
+
+
+def _magnet(hair, where, move, frames, radius=1.0, dynamic=False, parent=None):
+    bpy.ops.object.empty_add(type="SPHERE", radius=0.1, location=where)
+    m = bpy.context.active_object
+    m.name = f"Magnet {len(hair.hair_wig.magnets) + 1}"
+    if parent is not None:
+        m.parent = parent
+    ms = m.hair_wig_magnet
+    ms.radius = radius
+    ms.dynamic = dynamic
+    if dynamic:
+        ms.stiffness, ms.damping, ms.mass = 30.0, 4.0, 1.0
+    m.keyframe_insert("location", frame=frames[0])
+    m.location = np.asarray(where) + np.asarray(move)
+    m.keyframe_insert("location", frame=(frames[0] + frames[1]) // 2)
+    hair.hair_wig.magnets.add().object = m
+    return m
+
+
+def shoulders(name="Shoulders"):
+    """A capsule lying across under the head (a body collider), Collision physics on."""
+    bpy.ops.mesh.primitive_uv_sphere_add(segments=48, ring_count=24, radius=1.0, location=(0, 0.1, -1.75))
+    body = bpy.context.active_object
+    body.name = name
+    body.scale = (2.4, 0.9, 0.6)
+    bpy.ops.object.transform_apply(scale=True)
+    bpy.ops.object.modifier_add(type="COLLISION")
+    body.collision.thickness_outer = 0.01
+    return body
+
+
+def long_hair(strands=3000, points=36, with_shoulders=True) -> Groom:
+    """Long hair combed 5 mm over a subdivided Suzanne and her ears, onto the shoulders."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = FRAMES
+    head = _subdivided_suzanne()
+    colliders = [shoulders()] if with_shoulders else []
+    roots, normals, uv = _scalp_roots(
+        head, strands, lambda c, n: (c[:, 2] > 0.25) & (n[:, 2] > 0.1) & (c[:, 1] > -0.5))
+    v, t = _mesh_world(head)
+    for body in colliders:                   # combed over the shoulders too
+        bv, bt = _mesh_world(body)
+        v, t = np.concatenate([v, bv]), np.concatenate([t, bt + len(v)])
+    pts = comb(v, t, roots, normals, points, length=1.9, height=0.005)
+    hair = _attach(head, pts, np.full(strands, points), uv)
+    scenes.keyed_head_turn(head, *FRAMES, angle=0.6, lift=0.05)
+    _magnet(hair, (0.0, 0.9, 0.4), (0.0, -0.5, -0.3), FRAMES, radius=1.2, parent=head)
+    s = hair.hair_wig
+    s.use_secondary = True
+    s.compression = 0.3
+    return Groom("long hair", hair, head, colliders)
+
+
+def quick_fur(density="MEDIUM") -> Groom:
+    """Blender's Quick Fur on a subdivided Suzanne whose head bone bends it (armature)."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = FRAMES
+    head = _subdivided_suzanne(1)
+    bpy.ops.object.armature_add(location=(0, 0, -1.2))
+    rig = bpy.context.active_object
+    rig.name = "Rig"
+    bpy.ops.object.mode_set(mode="EDIT")
+    bone = rig.data.edit_bones[0]
+    bone.name = "Neck"
+    bone.head, bone.tail = (0, 0, 0), (0, 0, 0.9)
+    top = rig.data.edit_bones.new("Skull")
+    top.head, top.tail, top.parent = (0, 0, 0.9), (0, 0, 2.0), bone
+    bpy.ops.object.mode_set(mode="OBJECT")
+    co = np.empty(len(head.data.vertices) * 3, np.float32)
+    head.data.vertices.foreach_get("co", co)
+    z = co.reshape(-1, 3)[:, 2]
+    w = np.clip((z + 0.6) / 0.9, 0, 1)                          # the skull bends, the jaw less
+    for name, weight in (("Skull", w), ("Neck", 1 - w)):
+        g = head.vertex_groups.new(name=name)
+        for value in np.unique(np.round(weight, 2)):
+            ids = np.flatnonzero(np.round(weight, 2) == value).tolist()
+            if value > 0:
+                g.add(ids, float(value), "REPLACE")
+    arm = head.modifiers.new("Armature", "ARMATURE")
+    arm.object = rig
+    pose = rig.pose.bones["Skull"]
+    pose.rotation_mode = "XYZ"
+    pose.keyframe_insert("rotation_euler", frame=FRAMES[0])
+    pose.rotation_euler = (0.35, 0.0, 0.25)
+    pose.keyframe_insert("rotation_euler", frame=FRAMES[1])
+    bpy.ops.object.select_all(action="DESELECT")
+    head.select_set(True)
+    bpy.context.view_layer.objects.active = head
+    assert bpy.ops.object.quick_fur(density=density) == {"FINISHED"}
+    hair = next(o for o in scene.objects if o.type == "CURVES")
+    bpy.context.view_layer.objects.active = hair
+    bpy.ops.hair_wig.enable()
+    _magnet(hair, (0.0, 0.6, 1.0), (0.5, 0.0, -0.2), FRAMES, radius=1.2, dynamic=True)
+    return Groom("Quick Fur", hair, head)
+
+
+def grass(blades=600, points=8) -> Groom:
+    """Blades on a subdivided ground plane, bent by a Wind field and a dynamic magnet."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = FRAMES
+    bpy.ops.mesh.primitive_plane_add(size=4.0)
+    ground = bpy.context.active_object
+    ground.name = "Ground"
+    bpy.ops.object.mode_set(mode="EDIT")
+    bpy.ops.mesh.subdivide(number_cuts=15)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    roots, normals, uv = _scalp_roots(ground, blades, lambda c, n: np.ones(len(c), bool), seed=3)
+    rng = np.random.default_rng(3)
+    t = np.linspace(0, 1, points)[None, :, None]
+    lean = np.c_[rng.normal(0, 0.25, (blades, 2)), np.zeros(blades)][:, None]
+    height = rng.uniform(0.25, 0.4, (blades, 1, 1))
+    pts = roots[:, None] + height * (normals[:, None] * t + lean * t * t)
+    hair = _attach(ground, pts.reshape(-1, 3).astype(np.float32), np.full(blades, points), uv, "Grass")
+    bpy.ops.object.effector_add(type="WIND", location=(-3, 0, 0.3), rotation=(0, np.pi / 2, 0))
+    wind = bpy.context.active_object
+    wind.field.strength = 40.0
+    wind.field.noise = 0.5
+    _magnet(hair, (0.0, 0.0, 0.3), (0.0, 0.0, -0.6), FRAMES, radius=1.5, dynamic=True)
+    s = hair.hair_wig
+    s.use_secondary = True
+    return Groom("grass", hair, ground)
+
+
+def flat(strands=400, points=12) -> Groom:
+    """Hair lying 5 mm over an ellipsoid scalp; nothing moves."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = FRAMES
+    bpy.ops.mesh.primitive_uv_sphere_add(segments=64, ring_count=32, radius=1.0)
+    head = bpy.context.active_object
+    head.name = "Scalp"
+    head.scale = (1.0, 0.8, 1.2)
+    bpy.ops.object.transform_apply(scale=True)
+    bpy.ops.object.shade_smooth()
+    roots, normals, uv = _scalp_roots(head, strands, lambda c, n: c[:, 2] > 0.3, seed=5)
+    v, t = _mesh_world(head)
+    pts = comb(v, t, roots, normals, points, length=0.5, height=0.005, down=(0.3, 0.2, -1.0))
+    hair = _attach(head, pts, np.full(strands, points), uv)
+    s = hair.hair_wig
+    s.use_secondary = True
+    return Groom("flat", hair, head)
+
+
+BUILDERS = {"long_hair": long_hair, "quick_fur": quick_fur, "grass": grass, "flat": flat}
+SMALL = {"long_hair": dict(strands=400, points=36), "quick_fur": dict(density="LOW"),
+         "grass": dict(blades=150), "flat": dict(strands=150)}
+
+
+def bake(g: Groom):
+    """Bake the groom with the Bake operator; its cache as the add-on computed it."""
+    from hair_wig_addon.operators import baking
+
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = g.frames
+    bpy.context.view_layer.objects.active = g.hair
+    t0 = time.perf_counter()
+    cache = baking.compute(bpy.context, g.hair, *g.frames)
+    return cache, time.perf_counter() - t0
+
+
+class _Exact:
+    """Signed distances to a collider as Blender evaluates it, in its own space, independent of
+    the add-on's field: the nearest triangle from Blender's own BVH tree (``mathutils``), the
+    exact closest point on it, the sign from its feature's angle-weighted pseudo-normal."""
+
+    def __init__(self, ob):
+        self.ob, self.key = ob, None
+
+    def __call__(self, world_points):
+        from mathutils.bvhtree import BVHTree
+
+        from hair_wig_addon.operators import blender_io
+
+        col = _core().collision
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        m = blender_io.read_mesh(self.ob, depsgraph)
+        mat = np.array(self.ob.evaluated_get(depsgraph).matrix_world)
+        v, t = np.asarray(m.positions, np.float64), np.asarray(m.tri_verts, np.int64)
+        if self.key is None or not np.array_equal(self.key, v):
+            self.key = v
+            self.tree = BVHTree.FromPolygons(v.tolist(), t.tolist(), epsilon=0.0)
+            self.normals = col.pseudo_normals(v, t)
+        local = np.linalg.solve(mat, np.c_[world_points, np.ones(len(world_points))].T).T[:, :3]
+        nearest = self.tree.find_nearest
+        idx = np.array([nearest(x)[2] for x in local.tolist()], np.int64)
+        a, b, c = v[t[idx, 0]], v[t[idx, 1]], v[t[idx, 2]]
+        bary, feat = col.closest_on_triangles(local, a, b, c)
+        diff = local - (bary[:, :1] * a + bary[:, 1:2] * b + bary[:, 2:] * c)
+        d = np.linalg.norm(diff, axis=1)
+        side = np.einsum("ij,ij->i", diff, self.normals[idx, feat])
+        return np.where(side < 0, -d, d)
+
+
+def _to_world(g: Groom, points, frame):
+    bpy.context.scene.frame_set(frame)
+    m = np.array(g.hair.evaluated_get(bpy.context.evaluated_depsgraph_get()).matrix_world)
+    return points @ m[:3, :3].T + m[:3, 3]
+
+
+def world_points(g: Groom, cache, frame):
+    """The baked points of ``frame`` in world space (N, 3) float64."""
+    return _to_world(g, cache.frame(frame).astype(np.float64), frame)
+
+
+def measure(g: Groom, cache, every: int = 3) -> dict:
+    """Rest move, stretch and penetration of a baked groom (see the module's docstring); the
+    penetration on every ``every``-th frame and the last."""
+    from hair_wig_addon.operators import blender_io
+
+    scene = bpy.context.scene
+    first, last = g.frames
+    scene.frame_set(first)
+    hair = blender_io.read_hair(g.hair)
+    groom = hair.points.astype(np.float64)
+    starts = hair.offsets[:-1]
+    first_of = np.zeros(len(groom), bool)
+    first_of[starts] = True
+    hv, _ = _mesh_world(g.head)
+    size = float((hv.max(0) - hv.min(0)).max())
+    seg0 = np.linalg.norm(np.diff(groom, axis=0), axis=1)
+    valid = ~first_of[1:] & (seg0 > 1e-6 * size)
+
+    def world(points, frame):
+        return _to_world(g, points, frame)
+
+    # Each collider's surface per point: min(offset, rest clearance), by exact distances.
+    settings = g.hair.hair_wig
+    bodies = [(_Exact(g.head), settings.collision_offset)]
+    bodies += [(_Exact(c), c.collision.thickness_outer) for c in g.colliders]
+    rest_world = world(groom, first)
+    limits = [np.minimum(offset, body(rest_world)) for body, offset in bodies]
+    rest = np.abs(cache.frame(first).astype(np.float64) - groom).max(axis=1)
+    out = {"scene": g.name, "strands": hair.num_strands, "points": len(groom), "size": size,
+           "rest_move": float(rest.max() / size),
+           "strands_moved_at_rest": int(np.unique(hair.strand_of_point()[rest > 0.01 * size]).size),
+           "stretch": 1.0, "penetration": 0.0, "reported": float(cache.penetration / size), "moved": 0.0}
+    for f in range(first, last + 1):
+        p = cache.frame(f).astype(np.float64)
+        seg = np.linalg.norm(np.diff(p, axis=0), axis=1)
+        out["stretch"] = max(out["stretch"], float((seg[valid] / seg0[valid]).max()))
+        out["moved"] = max(out["moved"], float(np.abs(p - groom).max() / size))
+        if (f - first) % every and f != last:
+            continue
+        pw = world(p, f)
+        for (body, _), limit in zip(bodies, limits):
+            d = body(pw)
+            out["penetration"] = max(out["penetration"], float((limit - d)[~first_of].max() / size))
+    return out
+
+
+def picture(g: Groom, path: Path, frame: int, size: int = 420) -> np.ndarray:
+    """Render the baked groom at ``frame`` with Workbench; the pixels (H, W, 4)."""
+    scene = bpy.context.scene
+    cam = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
+    scene.collection.objects.link(cam)
+    scene.camera = cam
+    target = np.array(g.head.matrix_world.translation)
+    lo, hi = _mesh_world(g.head)[0].min(0), _mesh_world(g.head)[0].max(0)
+    span = float((hi - lo).max())
+    view = np.array([0.75, -1.0, 0.35])
+    cam.location = target + view / np.linalg.norm(view) * span * 2.6
+    direction = target - np.array(cam.location)
+    cam.rotation_euler = _look(direction)
+    r = scene.render
+    r.engine = "BLENDER_WORKBENCH"
+    r.resolution_x = r.resolution_y = size
+    r.resolution_percentage = 100
+    r.image_settings.file_format = "PNG"
+    shading = scene.display.shading
+    shading.light = "STUDIO"
+    shading.color_type = "OBJECT"
+    g.head.color = (0.85, 0.75, 0.68, 1.0)
+    g.hair.color = (0.35, 0.18, 0.07, 1.0)
+    for c in g.colliders:
+        c.color = (0.55, 0.6, 0.7, 1.0)
+    scene.world = bpy.data.worlds.new("World")
+    scene.world.color = (0.9, 0.9, 0.92)
+    scene.frame_set(frame)
+    r.filepath = str(path)
+    bpy.ops.render.render(write_still=True)
+    img = bpy.data.images.load(str(path))
+    px = np.empty(img.size[0] * img.size[1] * 4, np.float32)
+    img.pixels.foreach_get(px)
+    out = px.reshape(img.size[1], img.size[0], 4)
+    bpy.data.images.remove(img)
+    return out
+
+
+def _look(direction):
+    from mathutils import Vector
+
+    return Vector(direction).to_track_quat("-Z", "Y").to_euler()
+
+
+def save_sheet(tiles, path: Path) -> None:
+    sheet = np.concatenate(tiles, axis=1)
+    img = bpy.data.images.new("grooms", sheet.shape[1], sheet.shape[0], alpha=True)
+    img.pixels.foreach_set(sheet.ravel())
+    img.filepath_raw = str(path)
+    img.file_format = "PNG"
+    img.save()
+    bpy.data.images.remove(img)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--scenes", nargs="+", default=list(BUILDERS), choices=list(BUILDERS))
+    p.add_argument("--small", action="store_true", help="the sizes the tests use")
+    p.add_argument("--render", default="", help="folder for grooms.png (each scene at --frame)")
+    p.add_argument("--frame", type=int, default=14)
+    args = p.parse_args(argv)
+    addon.ensure_registered()
+    tiles = []
+    print("| scene | strands x points | rest move / size | strands moved at rest | worst stretch "
+          "| deepest inside / size (exact) | bake reported | most moved / size | bake s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in args.scenes:
+        g = BUILDERS[name](**(SMALL[name] if args.small else {}))
+        cache, seconds = bake(g)
+        m = measure(g, cache)
+        print(f"| {m['scene']} | {m['strands']} x {m['points'] // m['strands']} | {m['rest_move']:.2e} | "
+              f"{m['strands_moved_at_rest']} | {m['stretch']:.5f} | {m['penetration']:.2e} | "
+              f"{m['reported']:.2e} | {m['moved']:.3f} | {seconds:.1f} |", flush=True)
+        if args.render:
+            out = Path(args.render)
+            out.mkdir(parents=True, exist_ok=True)
+            from hair_wig_addon.operators import blender_io
+
+            blender_io.write_bake(g.hair, cache)
+            tiles.append(picture(g, out / f"{name}.png", args.frame))
+    if tiles:
+        save_sheet(tiles, Path(args.render) / "grooms.png")
+        print(f"wrote {Path(args.render) / 'grooms.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
