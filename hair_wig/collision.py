@@ -178,6 +178,8 @@ class MeshField:
     NODE_BAND = 1.0      # nodes whose distance is computed exactly: within this many cells
     LIST_CELL = 1        # nodes per side of the cells that keep triangle lists
     LIST_BAND = 1.5      # a cell keeps the triangles within this many grid cells of it
+    COHERENT = 0.8       # a list cell whose unit normals sum to less than this per triangle is folded
+    FOLD_ERROR = 2.0     # how far (cells) the grid may be off where the surface folds
 
     def __init__(self, vertices, triangles, resolution: int | None = None, margin: float = 0.0,
                  name: str = "collider", cell: float | None = None):
@@ -217,7 +219,11 @@ class MeshField:
             normals = -normals
         self.normals = normals.astype(np.float32)
         rel = v - self.origin
-        self._rel = rel
+        self._rel_rows = np.ascontiguousarray(rel.T)
+        corners = rel[tri]                                             # (T, 3, 3)
+        centre = corners.mean(axis=1)
+        self._centres = np.ascontiguousarray(centre.T)
+        self._radii = np.linalg.norm(corners - centre[:, None], axis=2).max(axis=1)
         self._corners = rel[tri].astype(np.float32)                  # (T, 3, 3), grid-relative
         self._build_lists()
         self._build_grid()
@@ -250,8 +256,8 @@ class MeshField:
         lo = np.floor((tmin - grow) / h).astype(np.int64)
         hi = np.floor((tmax + grow) / h).astype(np.int64)
         t_of, ix, iy, iz = self._pairs(lo, hi, self.list_dims)
-        # Only the triangles that come within the band of some point of the cell: within
-        # band + half the cell's diagonal of its centre (exactly, triangle by triangle).
+        # Only the triangles that may come within the band of some point of the cell: whose
+        # plane passes within band + half the cell's diagonal of its centre.
         reach = np.float32(grow + 0.5 * np.sqrt(3.0) * h)
         keep = np.empty(len(t_of), bool)
         tcr = np.ascontiguousarray(self._corners.transpose(1, 2, 0))    # (corner, xyz, T)
@@ -261,14 +267,7 @@ class MeshField:
         for s in range(0, len(t_of), step):
             tt = t_of[s:s + step]
             x = (np.stack([ix[s:s + step], iy[s:s + step], iz[s:s + step]]).astype(np.float32) + 0.5) * np.float32(h)
-            ta = tcr[0][:, tt]
-            near = np.abs(_dot(x - ta, fnr[:, tt])) <= reach          # the plane first: cheap
-            x, tt, ta = x[:, near], tt[near], ta[:, near]
-            tb, tc = tcr[1][:, tt], tcr[2][:, tt]
-            bary, _ = closest_rows(x, ta, tb, tc)
-            diff = x - (bary[0] * ta + bary[1] * tb + bary[2] * tc)
-            near[near] = _dot(diff, diff) <= reach * reach
-            keep[s:s + step] = near
+            keep[s:s + step] = np.abs(_dot(x - tcr[0][:, tt], fnr[:, tt])) <= reach   # the triangle's plane
         t_of, ix, iy, iz = t_of[keep], ix[keep], iy[keep], iz[keep]
         ny, nz = int(self.list_dims[1]), int(self.list_dims[2])
         cell = (ix.astype(np.int64) * ny + iy) * nz + iz
@@ -276,6 +275,21 @@ class MeshField:
         self.list_tri = t_of[order]
         self.list_start = np.zeros(int(self.list_dims.prod()) + 1, np.int64)
         np.cumsum(np.bincount(cell, minlength=len(self.list_start) - 1), out=self.list_start[1:])
+        # How far the grid's distance may be off in each cell: half a cell where the surface is
+        # one sheet; where it folds back within the cell's reach (an ear, an eyelid, a thin
+        # brim: faces whose normals disagree), the grid cannot see the inside, and up to two.
+        count = np.diff(self.list_start)
+        filled = np.flatnonzero(count)
+        sums = np.add.reduceat(fnr.T[self.list_tri], self.list_start[filled], axis=0)
+        folded = np.linalg.norm(sums, axis=1) < self.COHERENT * count[filled]
+        self.grid_error = np.full(len(count), np.float32(0.5 * self.cell))
+        self.grid_error[filled[folded]] = np.float32(self.FOLD_ERROR * self.cell)
+        # for screen(): float32 columns and strides
+        self._origin_col = self.origin.astype(np.float32)[:, None]
+        self._inv_cell = np.float32(1.0 / self.cell)
+        self._top_col = (self.dims - 1).astype(np.float32)[:, None]
+        self._stride = (np.int32(self.dims[1] * self.dims[2]), np.int32(self.dims[2]))
+        self._slack = np.float32(0.5 * np.sqrt(3.0) * self.cell * 1.01 + self.grid_error.max())
 
     def _build_grid(self):
         """Signed distance at every node: exact for the nodes within NODE_BAND cells of the
@@ -397,51 +411,88 @@ class MeshField:
         g[~np.isfinite(d)] = 0
         return g
 
+    def screen(self, x: np.ndarray, limit: np.ndarray) -> np.ndarray:
+        """Which points ``x`` (3, S) float32 rows, field space, may lie within ``limit`` (S,) of
+        the surface: the nearest node's distance, less what the distance can change over half a
+        cell's diagonal and the grid's largest error, is a lower bound. One gather per point;
+        positions into ``x``."""
+        g = x - self._origin_col
+        g *= self._inv_cell
+        np.rint(g, out=g)
+        np.clip(g, 0, self._top_col, out=g)
+        gi = g.astype(np.int32)
+        node = gi[0] * self._stride[0]
+        node += gi[1] * self._stride[1]
+        node += gi[2]
+        lower = self.distance_grid[node]
+        lower -= self._slack
+        return np.flatnonzero(lower < limit)
+
+    def _list_cell(self, p: np.ndarray) -> np.ndarray:
+        ci = np.clip(np.floor((np.asarray(p, np.float64) - self.origin) / (self.cell * self.LIST_CELL)).astype(
+            np.int64), 0, self.list_dims - 1)
+        return (ci[:, 0] * int(self.list_dims[1]) + ci[:, 1]) * int(self.list_dims[2]) + ci[:, 2]
+
+    def error_at(self, p: np.ndarray) -> np.ndarray:
+        """How far (N,) the grid's distance at points ``p`` may be from the exact one."""
+        return self.grid_error[self._list_cell(p)]
+
     def exact(self, p: np.ndarray):
         """Exact signed distance (N,) of points ``p`` (N, 3), their closest points (N, 3) and the
         outward direction there (N, 3), from the triangles listed for each point's cell: exact
         where ``|d| ≤ exact_reach``, an upper bound beyond; ``known`` (N,) is False where the
         cell lists no triangle (far from the surface)."""
         p = np.asarray(p, np.float64)
-        ci = np.clip(np.floor((p - self.origin) / (self.cell * self.LIST_CELL)).astype(np.int64), 0,
-                     self.list_dims - 1)
-        node = (ci[:, 0] * int(self.list_dims[1]) + ci[:, 1]) * int(self.list_dims[2]) + ci[:, 2]
+        node = self._list_cell(p)
         s0, s1 = self.list_start[node], self.list_start[node + 1]
         cnt = s1 - s0
         known = cnt > 0
-        q_of = np.repeat(np.arange(len(p)), cnt)
-        j = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-        t = self.list_tri[s0[q_of] + j]
-        tri = self.triangles[t]
-        rel = self._rel
-        q = p[q_of] - self.origin
-        a, b, c = rel[tri[:, 0]], rel[tri[:, 1]], rel[tri[:, 2]]
-        bary, feat = closest_on_triangles(q, a, b, c)
-        cp = bary[:, :1] * a + bary[:, 1:2] * b + bary[:, 2:] * c
-        diff = q - cp
-        d2 = np.einsum("ij,ij->i", diff, diff)
         sd = np.full(len(p), np.inf)
         closest = np.zeros((len(p), 3))
         outward = np.zeros((len(p), 3))
-        if len(q_of):
-            starts = np.cumsum(cnt) - cnt
-            best = np.minimum.reduceat(d2, starts[known])
-            full = np.full(len(p), np.inf)
-            full[known] = best
-            pick_mask = d2 == full[q_of]
-            pick = np.full(len(p), -1, np.int64)
-            rows = np.flatnonzero(pick_mask)
-            pick[q_of[rows[::-1]]] = rows[::-1]        # the first tie in each point's list
-            k = pick[known]
-            n = self.normals[t[k], feat[k]].astype(np.float64)
-            dist = np.sqrt(d2[k])
-            side = np.einsum("ij,ij->i", diff[k], n)
-            sign = np.where(side < 0, -1.0, 1.0)
-            sd[known] = sign * dist
-            closest[known] = cp[k] + self.origin
-            safe = dist > 1e-9 * self.size
-            nn = n / np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-300)
-            outward[known] = np.where(safe[:, None], diff[k] * (sign / np.where(safe, dist, 1))[:, None], nn)
+        if not known.any():
+            return sd, closest, outward, known
+        q_of = np.repeat(np.arange(len(p)), cnt)
+        j = np.arange(len(q_of)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        t = self.list_tri[s0[q_of] + j]
+        q = np.ascontiguousarray((p - self.origin).T)                       # (3, N) rows
+        # Bounding spheres first: a triangle farther (at least) than another is (at most)
+        # cannot be the closest; most of a cell's list goes before the exact test.
+        diff = q[:, q_of] - self._centres[:, t]
+        dc = np.sqrt(_dot(diff, diff))
+        starts = np.cumsum(cnt) - cnt
+        upper = np.full(len(p), np.inf)
+        upper[known] = np.minimum.reduceat(dc + self._radii[t], starts[known])
+        keep = np.flatnonzero(dc - self._radii[t] <= upper[q_of] * (1 + 1e-9) + 1e-12 * self.size)
+        q_of, t = q_of[keep], t[keep]
+        tri = self.triangles[t]
+        rel = self._rel_rows
+        x = q[:, q_of]
+        a, b, c = rel[:, tri[:, 0]], rel[:, tri[:, 1]], rel[:, tri[:, 2]]
+        bary, feat = closest_rows(x, a, b, c)
+        cp = bary[0] * a
+        cp += bary[1] * b
+        cp += bary[2] * c
+        diff = x - cp
+        d2 = _dot(diff, diff)
+        cnt = np.bincount(q_of, minlength=len(p))
+        starts = np.cumsum(cnt) - cnt
+        best = np.full(len(p), np.inf)
+        best[known] = np.minimum.reduceat(d2, starts[known])
+        rows = np.flatnonzero(d2 == best[q_of])
+        pick = np.full(len(p), -1, np.int64)
+        pick[q_of[rows[::-1]]] = rows[::-1]        # the first tie in each point's list
+        k = pick[known]
+        n = self.normals[t[k], feat[k]].astype(np.float64)
+        dk = diff[:, k].T
+        dist = np.sqrt(d2[k])
+        side = np.einsum("ij,ij->i", dk, n)
+        sign = np.where(side < 0, -1.0, 1.0)
+        sd[known] = sign * dist
+        closest[known] = cp[:, k].T + self.origin
+        safe = dist > 1e-9 * self.size
+        nn = n / np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-300)
+        outward[known] = np.where(safe[:, None], dk * (sign / np.where(safe, dist, 1))[:, None], nn)
         return sd, closest, outward, known
 
     def signed_distance(self, p: np.ndarray) -> np.ndarray:
@@ -454,7 +505,7 @@ class MeshField:
             lo, hi = self.box
             gap = np.maximum(np.maximum(lo - p[beyond], p[beyond] - hi), 0)
             d[beyond] = np.sqrt((gap * gap).sum(axis=1))
-        near = np.flatnonzero(np.abs(d) < self.check_reach)
+        near = np.flatnonzero(np.abs(d) < self.exact_reach + self.error_at(p))
         if near.size:
             sd, _, _, ok = self._exact_in_band(p[near])
             d[near[ok]] = sd[ok]
@@ -464,13 +515,6 @@ class MeshField:
     def exact_reach(self) -> float:
         """How far from the surface distances and pushes are exact."""
         return self.LIST_BAND * self.cell
-
-    @property
-    def check_reach(self) -> float:
-        """Grid distances below this are checked exactly: the grid is off by up to about a cell
-        and a half near the surface, most where it is thinner than a cell (an ear, an eyelid),
-        whose inside the grid cannot see."""
-        return (self.LIST_BAND + 1.0) * self.cell
 
     def _exact_in_band(self, p: np.ndarray):
         """``exact`` with ``ok`` (N,): where the distance is exact (within the band)."""
@@ -483,7 +527,8 @@ class MeshField:
         beyond. Returns the new positions (N, 3) of the points moved, and their indices."""
         d, grad = self.lookup(p)
         lim = np.asarray(limit, np.float64)
-        maybe = np.flatnonzero(d < lim + self.check_reach)
+        err = self.error_at(p)
+        maybe = np.flatnonzero(d < lim + err)
         if maybe.size == 0:
             return np.zeros((0, 3)), maybe
         p = np.asarray(p, np.float64)
@@ -492,7 +537,7 @@ class MeshField:
         new = p[maybe].copy()
         moved = np.zeros(len(maybe), bool)
         grid = np.ones(len(maybe), bool)                 # decided by the grid
-        check = np.flatnonzero(np.abs(dm) < self.check_reach)
+        check = np.flatnonzero(np.abs(dm) < self.exact_reach + err[maybe])
         if check.size:
             sd, cp, out, ok = self._exact_in_band(p[maybe[check]])
             push = ok & (sd < lim[check] - tolerance)
@@ -700,18 +745,32 @@ class Collider:
             x = x @ self.to_field[:3, :3].T + self.to_field[:3, 3]
         return pick, x
 
-    def near_at(self, q: np.ndarray, index: np.ndarray) -> np.ndarray:
+    def near_at(self, q: np.ndarray, index) -> np.ndarray:
         """Which of the points ``q`` (3, S) — wig points ``index`` — may be within their limit,
         by the grid alone (no exact distances): positions into ``q``. Every point ``project_at``
-        would move is among them."""
+        would move is among them. ``index`` may be a slice (a block of the wig's points)."""
+        if isinstance(self.field, MeshField):
+            # one gather per point first: most of a groom is nowhere near a collider
+            x = q
+            if self.to_field is not None:
+                m = self.to_field.astype(np.float32)
+                x = m[:3, :3] @ q + m[:3, 3:4]
+            limit = self.limit[index]
+            pick = self.field.screen(x, limit)
+            if pick.size and not self.moved:               # then: moved less than half the room?
+                at = np.arange(index.start, index.stop)[pick] if isinstance(index, slice) else index[pick]
+                pick = pick[self.candidates(q[:, pick], at)]
+            if pick.size == 0:
+                return pick
+            x = x[:, pick].T.astype(np.float64)
+            d, _ = self.field.lookup(x)
+            return pick[d < limit[pick] + self.field.error_at(x)]
+        if isinstance(index, slice):
+            index = np.arange(index.start, index.stop)
         pick, x = self._in_field(q, index)
         if pick.size == 0:
             return pick
-        limit = self.limit[index[pick]]
-        if isinstance(self.field, MeshField):
-            d, _ = self.field.lookup(x)
-            return pick[d < limit + self.field.check_reach]
-        return pick[self.field.signed_distance(x) < limit + self.tolerance]
+        return pick[self.field.signed_distance(x) < self.limit[index[pick]] + self.tolerance]
 
     def project_at(self, q: np.ndarray, index: np.ndarray) -> np.ndarray:
         """Push points ``q`` (3, S, head-local) — the wig's points ``index`` (S,) — out to their

@@ -510,10 +510,10 @@ class Wig:
         strand = self.strand_of_point[span] - first_strand
         if length is not None and length.mode == "SEGMENT" and length.uniform:
             # Walk the strands the grid says may touch a collider; pushes are decided on the walk.
-            local = np.flatnonzero(not_root)
-            q = p[:, local]
-            near = [local[c.near_at(q, local + span.start)] for c in self.colliders]
+            block = slice(span.start, span.start + p.shape[1])
+            near = [c.near_at(p, block) for c in self.colliders]
             near = near[0] if len(near) == 1 else np.concatenate(near)
+            near = near[not_root[near]]
             if near.size == 0:
                 return
             depth = self._walk(p, span, first_strand, np.unique(strand[near]))

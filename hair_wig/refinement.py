@@ -323,39 +323,6 @@ class RadiusMap:
         top += (bottom - top) * x
         return top
 
-    def push_out(self, points: np.ndarray, offset: float = 0.0, mask: np.ndarray | None = None) -> np.ndarray:
-        """Move every point (P, 3) nearer the centre than the surface (+ offset) along its ray
-        out to it (seed 000, "Refinement": collision). In place; returns the indices moved."""
-        rows = np.ascontiguousarray(points.T)
-        moved = self.push_out_rows(rows, offset, mask)
-        points[moved] = rows[:, moved].T
-        return moved
-
-    def push_out_rows(self, p: np.ndarray, offset: float = 0.0, mask: np.ndarray | None = None,
-                      work: np.ndarray | None = None, row: np.ndarray | None = None) -> np.ndarray:
-        """``push_out`` on points stored as rows (3, P). Only points within the head's outermost
-        radius can be inside, so only they are looked up. ``work`` (3, P) and ``row`` (P,) are
-        scratch."""
-        c = self.centre.astype(np.float32)
-        rel = np.subtract(p, c[:, None], out=work)
-        d2 = np.einsum("kp,kp->p", rel, rel, out=row)
-        reach = np.float32(self.outer + offset)
-        near = d2 < reach * reach
-        if mask is not None:
-            near &= mask
-        cand = np.flatnonzero(near)
-        if cand.size == 0:
-            return cand
-        dist = np.sqrt(d2[cand])
-        r = rel[:, cand].T
-        safe = np.where(dist > 0, dist, 1)
-        dirs = np.where(dist[:, None] > 0, r / safe[:, None], np.array([0, 0, 1], np.float32))
-        limit = self.radius(dirs) + np.float32(offset)
-        inside = dist < limit
-        rows = cand[inside]
-        p[:, rows] = (c + dirs[inside] * limit[inside, None]).T
-        return rows
-
 
 def _directions(theta, phi):
     st, ct = np.sin(theta), np.cos(theta)
