@@ -419,6 +419,7 @@ class MeshField:
         g = x - self._origin_col
         g *= self._inv_cell
         np.rint(g, out=g)
+        np.nan_to_num(g, copy=False)             # a blown-up point: caught after refinement
         np.clip(g, 0, self._top_col, out=g)
         gi = g.astype(np.int32)
         node = gi[0] * self._stride[0]

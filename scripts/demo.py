@@ -2,12 +2,13 @@
 
     python scripts/demo.py [--output DIR] [--strands N]
 
-Builds Suzanne as the head, grows hair curves on her upper half attached to her surface (surface
-object, UV map and per-strand ``surface_uv_coordinate``, as Blender's own hair tools make them),
-keys a head turn and three magnets riding on the head (two sweeping the sides, one dynamic at the
-back), turns on secondary dynamics, compression and collision, bakes 48 frames with the Bake
-operator, saves ``DIR/demo.blend`` and renders six of the frames with Workbench into
-``DIR/demo_contact_sheet.png``.
+Builds a subdivided Suzanne as the head over a capsule of shoulders (a mesh with Collision
+physics: a collider of its own), combs long hair 5 mm over her head, her ears and the shoulders,
+attached to her surface (surface object, UV map and per-strand ``surface_uv_coordinate``, as
+Blender's own hair tools make them), keys a head turn and three magnets riding on the head (two
+sweeping the sides, one dynamic at the back), turns on secondary dynamics, compression and
+collision, bakes 48 frames with the Bake operator, saves ``DIR/demo.blend`` and renders six of the
+frames with Workbench into ``DIR/demo_contact_sheet.png``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import addon  # noqa: E402
 import bpy  # noqa: E402
+import grooms  # noqa: E402
 import numpy as np  # noqa: E402
 import scenes  # noqa: E402
 
@@ -75,6 +77,21 @@ def grow_hair(head, count: int, points: int = 12, seed: int = 1):
     return pts.reshape(-1, 3).astype(np.float32), np.full(count, points, np.int32), uv.astype(np.float32)
 
 
+def comb_hair(head, bodies, count: int, points: int = 24, seed: int = 1):
+    """Long hair combed 5 mm over the head, its ears and the shoulders (``grooms.comb``), from
+    roots on the head's upper half."""
+    roots, normals, uv = grooms.scalp_roots(
+        head, count, lambda c, n: (c[:, 2] > 0.2) & (n[:, 2] > -0.1) & (c[:, 1] > -0.3), seed=seed)
+    v, t = grooms.mesh_world(head)
+    for body in bodies:
+        bv, bt = grooms.mesh_world(body)
+        v, t = np.concatenate([v, bv]), np.concatenate([t, bt + len(v)])
+    # parted in the middle: combed back, and to each side from the parting
+    down = np.c_[0.5 * np.tanh(4 * roots[:, 0]), np.full(count, 0.5), np.full(count, -1.0)]
+    pts = grooms.comb(v, t, roots, normals, points, length=1.8, height=0.005, down=down, seed=seed)
+    return pts, np.full(count, points, np.int32), uv
+
+
 def build_scene(strands: int):
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
@@ -82,17 +99,21 @@ def build_scene(strands: int):
     bpy.ops.mesh.primitive_monkey_add(size=2.0, calc_uvs=True)
     head = bpy.context.active_object
     head.name = "Head"
+    sub = head.modifiers.new("Subdivision", "SUBSURF")
+    bpy.ops.object.modifier_apply(modifier=sub.name)
     bpy.ops.object.shade_smooth()
     head.data.uv_layers.active.name = "UVMap"
-    scenes.keyed_head_turn(head, FRAMES[0], FRAMES[1], angle=0.9, lift=0.25)
-    pts, counts, uv = grow_hair(head, strands)
+    body = grooms.shoulders()                  # a collider: Collision physics, Outer thickness 1 cm
+    body.color = (0.55, 0.6, 0.7, 1.0)
+    pts, counts, uv = comb_hair(head, [body], strands)
+    scenes.keyed_head_turn(head, FRAMES[0], FRAMES[1], angle=0.7, lift=0.1)
     hair = scenes.curves_hair("Hair", pts, counts)
     cv = hair.data
     cv.surface = head
     cv.surface_uv_map = "UVMap"
     cv.attributes.new("surface_uv_coordinate", "FLOAT2", "CURVE").data.foreach_set("vector", uv.ravel())
     radius = cv.attributes.get("radius") or cv.attributes.new("radius", "FLOAT", "POINT")
-    radius.data.foreach_set("value", np.full(len(pts), 0.004, np.float32))
+    radius.data.foreach_set("value", np.full(len(pts), 0.003, np.float32))
     head.color = (0.85, 0.75, 0.68, 1.0)
     hair.color = (0.35, 0.18, 0.07, 1.0)
     bpy.context.view_layer.objects.active = hair
@@ -131,9 +152,9 @@ def setup_render(size: int):
     cam_data = bpy.data.cameras.new("Camera")
     cam = bpy.data.objects.new("Camera", cam_data)
     scene.collection.objects.link(cam)
-    cam.location = (3.2, -6.0, 1.6)
-    cam.rotation_euler = (np.radians(80), 0.0, np.radians(28))
-    cam_data.lens = 75
+    cam.location = (4.6, -7.4, 1.0)
+    cam.rotation_euler = grooms.look(np.array([0.0, 0.1, -0.45]) - np.array(cam.location))
+    cam_data.lens = 62
     scene.camera = cam
     r = scene.render
     r.engine = "BLENDER_WORKBENCH"

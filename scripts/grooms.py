@@ -47,7 +47,7 @@ def _core():
     return addon.load().hair_wig
 
 
-def _mesh_world(ob):
+def mesh_world(ob):
     """The evaluated mesh of ``ob`` in world space: vertices (V, 3) float64, triangles (T, 3)."""
     from hair_wig_addon.operators import blender_io
 
@@ -56,6 +56,9 @@ def _mesh_world(ob):
     mat = np.array(ob.evaluated_get(depsgraph).matrix_world)
     v = np.asarray(m.positions, np.float64) @ mat[:3, :3].T + mat[:3, 3]
     return v, np.asarray(m.tri_verts, np.int64)
+
+
+_FALL = np.array([0.0, 0.1, -1.0])
 
 
 def comb(vertices, triangles, roots, normals, points: int, length: float, height: float,
@@ -68,8 +71,8 @@ def comb(vertices, triangles, roots, normals, points: int, length: float, height
     rng = np.random.default_rng(seed)
     s = len(roots)
     seg = length / (points - 1)
-    down = np.asarray(down, np.float64)
-    down = down / np.linalg.norm(down)
+    down = np.asarray(down, np.float64)                      # (3,), or (S, 3): one per strand
+    down = down / np.linalg.norm(down, axis=-1, keepdims=True)
     p = np.empty((s, points, 3))
     p[:, 0] = roots
     direction = normals.astype(np.float64).copy()
@@ -79,7 +82,9 @@ def comb(vertices, triangles, roots, normals, points: int, length: float, height
         d, _, out, known = f.exact(prev)
         close = known & (d < 4 * height)
         n = np.where(close[:, None], out, 0.0)
-        want = 0.6 * direction + 0.4 * (down + 0.3 * jitter)
+        # the brush's direction over the surface; hanging free, the hair falls
+        pull = np.where(close[:, None], down + 0.3 * jitter, _FALL + 0.1 * jitter)
+        want = 0.6 * direction + 0.4 * pull
         want -= np.einsum("ij,ij->i", want, n)[:, None] * n       # along the surface where it is close
         want /= np.linalg.norm(want, axis=1, keepdims=True)
         q = prev + seg * want
@@ -97,7 +102,7 @@ def comb(vertices, triangles, roots, normals, points: int, length: float, height
     return p.reshape(-1, 3).astype(np.float32)
 
 
-def _scalp_roots(head, count, keep, seed=0):
+def scalp_roots(head, count, keep, seed=0):
     """Roots on ``head``'s faces where ``keep(centre, normal)`` holds: positions, normals, UVs."""
     verts, loops, area, normal, co, uv_all = scenes.surface_arrays(head.data)
     weight = np.where(keep(co[verts].mean(axis=1), normal), area, 0.0)
@@ -153,7 +158,7 @@ def _magnet(hair, where, move, frames, radius=1.0, dynamic=False, parent=None):
 
 def shoulders(name="Shoulders"):
     """A capsule lying across under the head (a body collider), Collision physics on."""
-    bpy.ops.mesh.primitive_uv_sphere_add(segments=48, ring_count=24, radius=1.0, location=(0, 0.1, -1.75))
+    bpy.ops.mesh.primitive_uv_sphere_add(segments=48, ring_count=24, radius=1.0, location=(0, 0.25, -1.5))
     body = bpy.context.active_object
     body.name = name
     body.scale = (2.4, 0.9, 0.6)
@@ -170,11 +175,11 @@ def long_hair(strands=3000, points=36, with_shoulders=True) -> Groom:
     scene.frame_start, scene.frame_end = FRAMES
     head = _subdivided_suzanne()
     colliders = [shoulders()] if with_shoulders else []
-    roots, normals, uv = _scalp_roots(
+    roots, normals, uv = scalp_roots(
         head, strands, lambda c, n: (c[:, 2] > 0.25) & (n[:, 2] > 0.1) & (c[:, 1] > -0.5))
-    v, t = _mesh_world(head)
+    v, t = mesh_world(head)
     for body in colliders:                   # combed over the shoulders too
-        bv, bt = _mesh_world(body)
+        bv, bt = mesh_world(body)
         v, t = np.concatenate([v, bv]), np.concatenate([t, bt + len(v)])
     pts = comb(v, t, roots, normals, points, length=1.9, height=0.005)
     hair = _attach(head, pts, np.full(strands, points), uv)
@@ -241,7 +246,7 @@ def grass(blades=600, points=8) -> Groom:
     bpy.ops.object.mode_set(mode="EDIT")
     bpy.ops.mesh.subdivide(number_cuts=15)
     bpy.ops.object.mode_set(mode="OBJECT")
-    roots, normals, uv = _scalp_roots(ground, blades, lambda c, n: np.ones(len(c), bool), seed=3)
+    roots, normals, uv = scalp_roots(ground, blades, lambda c, n: np.ones(len(c), bool), seed=3)
     rng = np.random.default_rng(3)
     t = np.linspace(0, 1, points)[None, :, None]
     lean = np.c_[rng.normal(0, 0.25, (blades, 2)), np.zeros(blades)][:, None]
@@ -269,8 +274,8 @@ def flat(strands=400, points=12) -> Groom:
     head.scale = (1.0, 0.8, 1.2)
     bpy.ops.object.transform_apply(scale=True)
     bpy.ops.object.shade_smooth()
-    roots, normals, uv = _scalp_roots(head, strands, lambda c, n: c[:, 2] > 0.3, seed=5)
-    v, t = _mesh_world(head)
+    roots, normals, uv = scalp_roots(head, strands, lambda c, n: c[:, 2] > 0.3, seed=5)
+    v, t = mesh_world(head)
     pts = comb(v, t, roots, normals, points, length=0.5, height=0.005, down=(0.3, 0.2, -1.0))
     hair = _attach(head, pts, np.full(strands, points), uv)
     s = hair.hair_wig
@@ -352,7 +357,7 @@ def measure(g: Groom, cache, every: int = 3) -> dict:
     starts = hair.offsets[:-1]
     first_of = np.zeros(len(groom), bool)
     first_of[starts] = True
-    hv, _ = _mesh_world(g.head)
+    hv, _ = mesh_world(g.head)
     size = float((hv.max(0) - hv.min(0)).max())
     seg0 = np.linalg.norm(np.diff(groom, axis=0), axis=1)
     valid = ~first_of[1:] & (seg0 > 1e-6 * size)
@@ -392,12 +397,12 @@ def picture(g: Groom, path: Path, frame: int, size: int = 420) -> np.ndarray:
     scene.collection.objects.link(cam)
     scene.camera = cam
     target = np.array(g.head.matrix_world.translation)
-    lo, hi = _mesh_world(g.head)[0].min(0), _mesh_world(g.head)[0].max(0)
+    lo, hi = mesh_world(g.head)[0].min(0), mesh_world(g.head)[0].max(0)
     span = float((hi - lo).max())
     view = np.array([0.75, -1.0, 0.35])
     cam.location = target + view / np.linalg.norm(view) * span * 2.6
     direction = target - np.array(cam.location)
-    cam.rotation_euler = _look(direction)
+    cam.rotation_euler = look(direction)
     r = scene.render
     r.engine = "BLENDER_WORKBENCH"
     r.resolution_x = r.resolution_y = size
@@ -423,7 +428,7 @@ def picture(g: Groom, path: Path, frame: int, size: int = 420) -> np.ndarray:
     return out
 
 
-def _look(direction):
+def look(direction):
     from mathutils import Vector
 
     return Vector(direction).to_track_quat("-Z", "Y").to_euler()
