@@ -180,6 +180,7 @@ class MeshField:
     LIST_BAND = 1.5      # a cell keeps the triangles within this many grid cells of it
     COHERENT = 0.8       # a list cell whose unit normals sum to less than this per triangle is folded
     FOLD_ERROR = 2.0     # how far (cells) the grid may be off where the surface folds
+    CHUNK = 1 << 15      # points per exact query at once (its scratch is ~50 triangle pairs each)
 
     def __init__(self, vertices, triangles, resolution: int | None = None, margin: float = 0.0,
                  name: str = "collider", cell: float | None = None):
@@ -444,6 +445,9 @@ class MeshField:
         where ``|d| ≤ exact_reach``, an upper bound beyond; ``known`` (N,) is False where the
         cell lists no triangle (far from the surface)."""
         p = np.asarray(p, np.float64)
+        if len(p) > self.CHUNK:                         # bounded scratch, however many points
+            parts = [self.exact(p[s:s + self.CHUNK]) for s in range(0, len(p), self.CHUNK)]
+            return tuple(np.concatenate(x) for x in zip(*parts))
         node = self._list_cell(p)
         s0, s1 = self.list_start[node], self.list_start[node + 1]
         cnt = s1 - s0

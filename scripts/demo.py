@@ -200,7 +200,7 @@ def contact_sheet(out_dir: Path, size: int, columns: int = 3) -> Path:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--output", default="demo_output", help="folder for demo.blend and the picture")
-    p.add_argument("--strands", type=int, default=4000, help="number of hair curves")
+    p.add_argument("--strands", type=int, default=3000, help="number of hair curves")
     p.add_argument("--size", type=int, default=360, help="pixel size of each rendered frame")
     args = p.parse_args(argv)
     out_dir = Path(args.output).resolve()
