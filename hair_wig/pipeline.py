@@ -22,7 +22,7 @@ from .profiles import Profile
 from .collision import Collider, ColliderMesh
 from .refinement import LengthControl, compensate_compression_rows, compression_vectors
 from .scalp import ScalpSpace
-from .spaces import as_matrix, transform_points, transform_rows
+from .spaces import as_matrix, scale_of, transform_points, transform_rows
 
 
 @dataclass
@@ -208,7 +208,7 @@ class Wig:
     @property
     def head_scale(self) -> float:
         """World units per head-local unit (the head's rest scale)."""
-        return float(abs(np.linalg.det(self.head_rest[:3, :3]))) ** (1 / 3) or 1.0
+        return scale_of(self.head_rest)
 
     @property
     def penetration(self) -> float:

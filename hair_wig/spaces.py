@@ -23,6 +23,12 @@ def as_matrix(m, what: str = "matrix") -> np.ndarray:
     return m
 
 
+def scale_of(m: np.ndarray) -> float:
+    """The uniform scale (world units per local unit) of a (4, 4) matrix: the cube root of its
+    linear part's volume change (1 for a degenerate one)."""
+    return float(abs(np.linalg.det(np.asarray(m, np.float64)[:3, :3]))) ** (1 / 3) or 1.0
+
+
 def transform_points(points: np.ndarray, m: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Apply the affine matrix ``m`` to ``points``.
 

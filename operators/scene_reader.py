@@ -16,6 +16,7 @@ import numpy as np
 
 from ..hair_wig import (ColliderMesh, DynamicMagnet, FrameInput, HairSet, HairWigError, Magnet, Profile, ScalpSpace,
                         SecondarySettings, Wig, WigSettings)
+from ..hair_wig.spaces import scale_of
 from ..hair_wig.keyposes import (KeyedStyle, KeyPose, LeaderFollow, StyleSettings, curve_point_index,
                                  nearest)
 from . import blender_io, profile_curves
@@ -128,6 +129,7 @@ def read_magnets(ob, empties, head_rest, depsgraph, selection, gravity: float, c
     or read now (at the rest frame) when the wig's rest pose was never set. ``gravity``: the
     scene's (m/s²)."""
     to_local = np.linalg.inv(head_rest)
+    scale = scale_of(head_rest)          # a magnet's radius is a world distance; weights are head-local
     gravity_profile = profile_curves.read(ob.hair_wig, "gravity")
     magnets = []
     for e in empties:
@@ -148,7 +150,7 @@ def read_magnets(ob, empties, head_rest, depsgraph, selection, gravity: float, c
                                     gravity_max=gravity * ms.gravity,
                                     gravity_profile=gravity_profile)
         magnets.append(Magnet(e.name, rest,
-                              multiplier=ms.multiplier, exponent=ms.exponent, radius=ms.radius,
+                              multiplier=ms.multiplier, exponent=ms.exponent, radius=ms.radius / scale,
                               falloff=profile_curves.read(ms, "falloff"), strands=strands, dynamic=dynamic))
     return magnets
 

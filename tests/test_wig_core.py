@@ -462,3 +462,27 @@ def test_gravity_tilt_is_measured_from_the_heads_rest_orientation():
             _, state = wig.step(inp, state)
         target = (head @ mag.rest_matrix)[:3, 3]
         np.testing.assert_allclose(state.magnet_shown[0] - target, [0.0, 0.0, -sag], atol=1e-9)
+
+
+def test_the_same_answer_scaled_x100_and_moved_1000_units():
+    """Issue 13: the whole scene scaled ×100 and moved 1000 units from the origin (hair, head and
+    magnets; the collision offset, a world distance, ×100) gives the same hair in its own object
+    space, through magnets, length control and collision on the head's field."""
+    v, tris = sphere_mesh(1.0)
+    h = strands(n=80, k=10, length=0.8)
+    world = translate(1000.0, -1000.0, 1000.0) @ np.diag([100.0, 100.0, 100.0, 1.0])
+
+    def run(w, s):
+        mag = Magnet("M", translate(0, 0, 1.8), radius=2.5)           # head-local, as bound
+        settings = WigSettings(compression=Profile.constant(0.5), elasticity=0.0, collision_offset=0.02 * s)
+        wig = Wig(h, w, w, [mag], settings, head_mesh=(v, tris))
+        pulled = w @ translate(0.3, 0, 0.3) @ translate(0, 0, -1.5) @ translate(0, 0, 1.8)
+        p, _ = wig.step(FrameInput(w, w, np.array([pulled])))
+        return p, wig
+
+    base, wig = run(np.eye(4), 1.0)
+    far, wig_far = run(world, 100.0)
+    assert np.abs(base - h.points).max() > 0.3                       # the hair was pulled into the head
+    assert wig.residual <= 1e-3 * 2                                    # and kept out
+    np.testing.assert_allclose(far, base, atol=2e-4)                   # object space: the same hair
+    assert abs(wig_far.residual - wig.residual) <= 1e-4
