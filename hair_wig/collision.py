@@ -221,11 +221,14 @@ class MeshField:
         self.normals = normals.astype(np.float32)
         rel = v - self.origin
         self._rel_rows = np.ascontiguousarray(rel.T)
-        corners = rel[tri]                                             # (T, 3, 3)
+        corners = rel[tri]                                             # (T, 3, 3), grid-relative
         centre = corners.mean(axis=1)
         self._centres = np.ascontiguousarray(centre.T)
         self._radii = np.linalg.norm(corners - centre[:, None], axis=2).max(axis=1)
-        self._corners = rel[tri].astype(np.float32)                  # (T, 3, 3), grid-relative
+        self._corners = corners.astype(np.float32)
+        self._corner_rows = np.ascontiguousarray(self._corners.transpose(1, 2, 0))   # (corner, xyz, T)
+        fn = np.cross(self._corners[:, 1] - self._corners[:, 0], self._corners[:, 2] - self._corners[:, 0])
+        self._face_rows = np.ascontiguousarray((fn / np.linalg.norm(fn, axis=1, keepdims=True)).T)  # (3, T)
         self._build_lists()
         self._build_grid()
 
@@ -261,9 +264,8 @@ class MeshField:
         # plane passes within band + half the cell's diagonal of its centre.
         reach = np.float32(grow + 0.5 * np.sqrt(3.0) * h)
         keep = np.empty(len(t_of), bool)
-        tcr = np.ascontiguousarray(self._corners.transpose(1, 2, 0))    # (corner, xyz, T)
-        fn = np.cross(self._corners[:, 1] - self._corners[:, 0], self._corners[:, 2] - self._corners[:, 0])
-        fnr = np.ascontiguousarray((fn / np.linalg.norm(fn, axis=1, keepdims=True)).T)
+        tcr = self._corner_rows
+        fnr = self._face_rows
         step = 1 << 20
         for s in range(0, len(t_of), step):
             tt = t_of[s:s + step]
@@ -300,13 +302,10 @@ class MeshField:
         nx, ny, nz = (int(d) for d in self.dims)
         band = np.float32(self.NODE_BAND * self.cell)
         tc = self._corners
-        a, b, c = tc[:, 0], tc[:, 1], tc[:, 2]
         lo = np.ceil((tc.min(axis=1) - band) / h).astype(np.int64)
         hi = np.floor((tc.max(axis=1) + band) / h).astype(np.int64)
-        fn = np.cross(b - a, c - a)
-        fn /= np.linalg.norm(fn, axis=1, keepdims=True)
-        fnr = np.ascontiguousarray(fn.T)
-        tcr = np.ascontiguousarray(tc.transpose(1, 2, 0))           # (corner, xyz, T)
+        fnr = self._face_rows
+        tcr = self._corner_rows
         total = nx * ny * nz
         best = np.full(total, np.inf, np.float32)
         pieces = []

@@ -192,7 +192,7 @@ class Surface:
         return pos, nrm
 
     def bind(self, source, depsgraph):
-        rest = blender_io.read_mesh(self.surface, None, source.surface_uv_map)
+        self.rest = rest = blender_io.read_mesh(self.surface, None, source.surface_uv_map)
         pos, nrm = self.to_head(rest, depsgraph)
         self.vertex_count = len(rest.positions)
         return ScalpSpace(rest.tri_verts, rest.tri_corners, rest.tri_uv, pos, nrm,
@@ -255,18 +255,20 @@ def bind(context, ob, rest_points=None, dynamics: bool = True):
     wig.collider_objects = ([head] if head_mesh is not None else []) + collider_obs
     wig.keyed = keyed          # the keyframed hairstyle (seed 002) giving each frame's rest pose
     if keyed is not None:
-        surface_rest = head_rest if source.surface == head else blender_io.matrix(source.surface or head)
-        bind_style(keyed, wig, source, hair_rest, surface_rest)
+        bind_style(keyed, wig, source, hair_rest, head, head_rest, surface)
     return wig, head, empties, surface
 
 
-def bind_style(keyed, wig, source, hair_rest, surface_rest) -> None:
+def bind_style(keyed, wig, source, hair_rest, head, head_rest, surface=None) -> None:
     """In-betweens of the keyed style on the scalp and out of the colliders: roots travel on the
     hair's surface by their UVs, every other point keeps out of the wig's colliders (its fields,
-    in the wig's field space, with their offsets)."""
+    in the wig's field space, with their offsets). ``surface``: the bound scalp's, if any (its
+    rest mesh is not read again)."""
     style = getattr(keyed, "style", keyed)           # leaders only: their own keyed style
     if source.surface is not None and source.surface_uv_map:
-        mesh = blender_io.read_mesh(source.surface, None, source.surface_uv_map)
+        mesh = surface.rest if surface is not None else blender_io.read_mesh(
+            source.surface, None, source.surface_uv_map)
+        surface_rest = head_rest if source.surface == head else blender_io.matrix(source.surface)
         to_hair = np.linalg.solve(hair_rest, surface_rest)
         style.set_surface(mesh.tri_uv, mesh.tri_verts, mesh.positions @ to_hair[:3, :3].T + to_hair[:3, 3])
     if wig.colliders:
