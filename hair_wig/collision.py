@@ -35,6 +35,12 @@ def _dot(x, y):
     return out
 
 
+def _take_rows(a: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Columns ``at`` of rows ``a`` (3, N): a gather per row (numpy's 2-D fancy index and
+    ``take(axis=1)`` of a strided view copy far more)."""
+    return np.stack([a[k].take(at) for k in range(3)])
+
+
 def closest_on_triangles(p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray):
     """Closest point on triangle ``(a, b, c)`` to ``p``, pairwise over rows (N, 3) (see
     ``closest_rows``). Returns ``bary (N, 3)`` and ``feature (N,) int8``."""
@@ -291,6 +297,7 @@ class MeshField:
         self._origin_col = self.origin.astype(np.float32)[:, None]
         self._inv_cell = np.float32(1.0 / self.cell)
         self._top_col = (self.dims - 1).astype(np.float32)[:, None]
+        self._shift_col = (0.5 - self.origin / self.cell).astype(np.float32)[:, None]
         self._stride = (np.int32(self.dims[1] * self.dims[2]), np.int32(self.dims[2]))
         self._slack = np.float32(0.5 * np.sqrt(3.0) * self.cell * 1.01 + self.grid_error.max())
 
@@ -381,17 +388,8 @@ class MeshField:
         f = (g - i).astype(np.float32)
         ny, nz = int(dims[1]), int(dims[2])
         base = (i[:, 0] * ny + i[:, 1]) * nz + i[:, 2]
-        D = self.distance_grid
-        sx, sy = ny * nz, nz
-        c = [D[base + ox * sx + oy * sy + oz] for ox in (0, 1) for oy in (0, 1) for oz in (0, 1)]
         fx, fy, fz = f[:, 0], f[:, 1], f[:, 2]
-        c00 = c[0] + (c[4] - c[0]) * fx
-        c01 = c[1] + (c[5] - c[1]) * fx
-        c10 = c[2] + (c[6] - c[2]) * fx
-        c11 = c[3] + (c[7] - c[3]) * fx
-        c0 = c00 + (c10 - c00) * fy
-        c1 = c01 + (c11 - c01) * fy
-        d = c0 + (c1 - c0) * fz
+        c, (c00, c01, c10, c11, c0, c1), d = self._trilinear(base, fx, fy, fz)
         # gradient of the trilinear interpolant
         gx0 = (c[4] - c[0]) + ((c[6] - c[2]) - (c[4] - c[0])) * fy
         gx1 = (c[5] - c[1]) + ((c[7] - c[3]) - (c[5] - c[1])) * fy
@@ -404,6 +402,20 @@ class MeshField:
         d = np.where(inside, d, np.inf)
         return d, grad
 
+    def _trilinear(self, base: np.ndarray, fx, fy, fz):
+        """The 8 node values round cells ``base`` (flat index of their low corner), the partial
+        interpolants, and the trilinear distance at fractions ``fx, fy, fz``."""
+        D = self.distance_grid
+        s0, s1 = int(self._stride[0]), int(self._stride[1])
+        c = [D[base + (ox * s0 + oy * s1 + oz)] for ox in (0, 1) for oy in (0, 1) for oz in (0, 1)]
+        c00 = c[0] + (c[4] - c[0]) * fx
+        c01 = c[1] + (c[5] - c[1]) * fx
+        c10 = c[2] + (c[6] - c[2]) * fx
+        c11 = c[3] + (c[7] - c[3]) * fx
+        c0 = c00 + (c10 - c00) * fy
+        c1 = c01 + (c11 - c01) * fy
+        return c, (c00, c01, c10, c11, c0, c1), c0 + (c1 - c0) * fz
+
     def gradient(self, p: np.ndarray) -> np.ndarray:
         """The direction (N, 3) in which the distance grows fastest at ``p``: away from the
         surface (the trilinear gradient; zero beyond the grid)."""
@@ -411,23 +423,45 @@ class MeshField:
         g[~np.isfinite(d)] = 0
         return g
 
-    def screen(self, x: np.ndarray, limit: np.ndarray) -> np.ndarray:
-        """Which points ``x`` (3, S) float32 rows, field space, may lie within ``limit`` (S,) of
-        the surface: the nearest node's distance, less what the distance can change over half a
-        cell's diagonal and the grid's largest error, is a lower bound. One gather per point;
-        positions into ``x``."""
+    @property
+    def slack(self) -> np.float32:
+        """What ``screen`` subtracts from the nearest node's distance for a lower bound: what the
+        distance can change over half a cell's diagonal, plus the grid's largest error."""
+        return self._slack
+
+    def screen(self, x: np.ndarray, reach: np.ndarray) -> np.ndarray:
+        """Which points ``x`` (3, S) float32 rows, field space, may lie within ``reach − slack``
+        (S,) of the surface: the nearest node's distance is then below ``reach``. One gather per
+        point, no clipping of coordinates: a point beyond the grid lands on some node (its index
+        is clipped by the gather), and it is farther from the mesh than the grid's pad, which is
+        more than any limit — whatever that node says is safe (a false "near" is only looked up).
+        A blown-up (NaN) point lands on a corner and is caught after refinement. Positions into
+        ``x``."""
+        g = np.multiply(x, self._inv_cell)
+        g += self._shift_col                  # + 0.5: truncation rounds to the nearest node
+        with np.errstate(invalid="ignore"):          # NaN: see above
+            gi = g.astype(np.int32)
+        node = gi[0] * self._stride[0]
+        np.multiply(gi[1], self._stride[1], out=gi[0])
+        node += gi[0]
+        node += gi[2]
+        return np.flatnonzero(np.take(self.distance_grid, node, mode="clip") < reach)
+
+    def distance_rows(self, x: np.ndarray):
+        """Trilinear signed distance (S,) float32 of points ``x`` (3, S) float32 rows, field
+        space, and how far it may be from the exact one (S,); beyond the grid +inf."""
         g = x - self._origin_col
         g *= self._inv_cell
-        np.rint(g, out=g)
-        np.nan_to_num(g, copy=False)             # a blown-up point: caught after refinement
-        np.clip(g, 0, self._top_col, out=g)
-        gi = g.astype(np.int32)
-        node = gi[0] * self._stride[0]
-        node += gi[1] * self._stride[1]
-        node += gi[2]
-        lower = self.distance_grid[node]
-        lower -= self._slack
-        return np.flatnonzero(lower < limit)
+        i = np.floor(g)
+        f = g - i
+        inside = ((i >= 0) & (i <= self._top_col - 1)).all(axis=0)
+        ii = np.clip(i, 0, self._top_col - 1).astype(np.int64)
+        s0, s1 = int(self._stride[0]), int(self._stride[1])
+        base = ii[0] * s0 + ii[1] * s1 + ii[2]
+        d = self._trilinear(base, *f)[2]
+        d[~inside] = np.inf
+        cell = base if self.LIST_CELL == 1 else self._list_cell((x.T).astype(np.float64))
+        return d, self.grid_error[cell]
 
     def _list_cell(self, p: np.ndarray) -> np.ndarray:
         ci = np.clip(np.floor((np.asarray(p, np.float64) - self.origin) / (self.cell * self.LIST_CELL)).astype(
@@ -691,9 +725,11 @@ class Collider:
     def moved(self) -> bool:
         return self.to_field is not None or self.field is not self.bound_field
 
-    def bind(self, rest_rows: np.ndarray) -> None:
-        """Record every vertex's rest clearance; ``rest_rows`` (3, P) in field space."""
-        self.rest_rows = rest_rows
+    def bind(self, rest_rows: np.ndarray, uniform: int = 0) -> None:
+        """Record every vertex's rest clearance; ``rest_rows`` (3, P) in field space.
+        ``uniform``: the strands' point count when they all have the same (a walk from root to
+        tip then reads point-major copies, ``near_step``)."""
+        self.rest_rows = np.ascontiguousarray(rest_rows, np.float32)     # gathered from each frame
         d = self.field.signed_distance(np.ascontiguousarray(rest_rows.T, np.float64))
         self.clearance = d.astype(np.float32)
         self.limit = np.minimum(np.float32(self.offset), self.clearance)
@@ -713,6 +749,13 @@ class Collider:
         if not isinstance(self.field, MeshField):
             skip[:] = 0          # a distance along rays is not 1-Lipschitz: nothing can be skipped
         self.skip2 = (skip * skip).astype(np.float32)
+        self._steps = None
+        if uniform and isinstance(self.field, MeshField):
+            # point-major (n, strands): step j of a walk reads contiguous rows
+            def cols(a):
+                return np.ascontiguousarray(a.reshape(-1, uniform).T)
+            self._steps = {"limit": cols(self.limit), "skip2": cols(self.skip2),
+                           "rest": np.ascontiguousarray(self.rest_rows.reshape(3, -1, uniform).transpose(0, 2, 1))}
 
     def set_frame(self, to_field: np.ndarray | None, vertices: np.ndarray | None = None) -> None:
         """This frame's head-local -> field-space map (``None``: identity) and, for a deforming
@@ -735,7 +778,7 @@ class Collider:
         """Which of the points ``q`` (3, S) — wig points ``index`` (S,) — may be within their
         limit: positions into ``q``."""
         if not self.moved:
-            diff = q - self.rest_rows[:, index]
+            diff = q - np.take(self.rest_rows, index, axis=1)
             dist2 = _dot(diff, diff)
             return np.flatnonzero(dist2 >= self.skip2[index])
         return np.arange(q.shape[1])
@@ -754,27 +797,54 @@ class Collider:
         by the grid alone (no exact distances): positions into ``q``. Every point ``project_at``
         would move is among them. ``index`` may be a slice (a block of the wig's points)."""
         if isinstance(self.field, MeshField):
-            # one gather per point first: most of a groom is nowhere near a collider
-            x = q
-            if self.to_field is not None:
-                m = self.to_field.astype(np.float32)
-                x = m[:3, :3] @ q + m[:3, 3:4]
-            limit = self.limit[index]
-            pick = self.field.screen(x, limit)
-            if pick.size and not self.moved:               # then: moved less than half the room?
-                at = np.arange(index.start, index.stop)[pick] if isinstance(index, slice) else index[pick]
-                pick = pick[self.candidates(q[:, pick], at)]
-            if pick.size == 0:
-                return pick
-            x = x[:, pick].T.astype(np.float64)
-            d, _ = self.field.lookup(x)
-            return pick[d < limit[pick] + self.field.error_at(x)]
+            if isinstance(index, slice):
+                start = index.start
+
+                def at(pick):
+                    return pick + start
+            else:
+                def at(pick):
+                    return index[pick]
+            return self._near(q, self.limit[index], lambda pick: self.skip2[at(pick)],
+                              lambda pick: _take_rows(self.rest_rows, at(pick)))
         if isinstance(index, slice):
             index = np.arange(index.start, index.stop)
         pick, x = self._in_field(q, index)
         if pick.size == 0:
             return pick
         return pick[self.field.signed_distance(x) < self.limit[index[pick]] + self.tolerance]
+
+    def near_step(self, q: np.ndarray, j: int, strands: slice, index: np.ndarray) -> np.ndarray:
+        """``near_at`` for step ``j`` of a root-to-tip walk: ``q`` (3, S) the points ``j`` of the
+        strands ``strands`` (wig numbering, all of ``uniform`` points; their points ``index``)."""
+        steps = self._steps
+        if steps is None:
+            return self.near_at(q, index)
+        rest, skip2 = steps["rest"], steps["skip2"][j, strands]
+        return self._near(q, steps["limit"][j, strands], lambda pick: skip2[pick],
+                          lambda pick: np.stack([rest[k, j, strands].take(pick) for k in range(3)]))
+
+    def _near(self, q, limit, skip2_at, rest_at) -> np.ndarray:
+        """The grid's screen, then (when the collider has not moved) the skip test, then the
+        trilinear distance: positions into ``q`` (3, S) that may be within ``limit`` (S,).
+        ``skip2_at(positions)``, ``rest_at(positions)``: those points' squared skip distances
+        and rest rows (3, K)."""
+        x = q
+        if self.to_field is not None:
+            m = self.to_field.astype(np.float32)
+            x = m[:3, :3] @ q + m[:3, 3:4]
+        # one gather per point first: most of a groom is nowhere near a collider
+        pick = self.field.screen(x, limit + self.field.slack)
+        if pick.size == 0:
+            return pick
+        if not self.moved:                               # then: moved less than half the room?
+            diff = _take_rows(q, pick)
+            diff -= rest_at(pick)
+            pick = pick[_dot(diff, diff) >= skip2_at(pick)]
+            if pick.size == 0:
+                return pick
+        d, err = self.field.distance_rows(_take_rows(x, pick))
+        return pick[d < limit[pick] + err]
 
     def project_at(self, q: np.ndarray, index: np.ndarray) -> np.ndarray:
         """Push points ``q`` (3, S, head-local) — the wig's points ``index`` (S,) — out to their
@@ -793,12 +863,32 @@ class Collider:
 
     def project_rows(self, p: np.ndarray, span: slice, mask: np.ndarray | None = None) -> np.ndarray:
         """``project_at`` on a block of points (3, C), the wig's points ``span``, only where
-        ``mask`` (C,) is set. Returns the block positions moved."""
-        local = np.arange(p.shape[1]) if mask is None else np.flatnonzero(mask)
-        q = p[:, local]
-        moved = self.project_at(q, local + span.start)
-        p[:, local[moved]] = q[:, moved]
-        return local[moved]
+        ``mask`` (C,) is set: the grid's screen first (``near_at``). Returns the block positions
+        moved."""
+        near = self._near_rows(p, span, mask)
+        if near.size == 0:
+            return near
+        qn = _take_rows(p, near)
+        moved = self.project_at(qn, near + span.start)
+        p[:, near[moved]] = _take_rows(qn, moved)
+        return near[moved]
+
+    def _near_rows(self, p: np.ndarray, span: slice, mask: np.ndarray | None) -> np.ndarray:
+        """``near_at`` on the points of a block (3, C) where ``mask`` (C,) is set: block
+        positions. A sparse mask screens only its points; a dense one, the block's rows."""
+        if mask is None:
+            return self.near_at(p, slice(span.start, span.start + p.shape[1]))
+        local = np.flatnonzero(mask)
+        if 4 * len(local) < len(mask):
+            return local[self.near_at(_take_rows(p, local), local + span.start)]
+        near = self.near_at(p, slice(span.start, span.start + p.shape[1]))
+        return near[mask[near]]
+
+    def penetration_rows(self, p: np.ndarray, span: slice, mask: np.ndarray) -> float:
+        """``penetration_at`` of a block of points (3, C), the wig's points ``span``, where
+        ``mask`` (C,) is set: only those the grid's screen finds near are measured."""
+        near = self._near_rows(p, span, mask)
+        return self.penetration_at(_take_rows(p, near), near + span.start) if near.size else 0.0
 
     def penetration_at(self, q: np.ndarray, index: np.ndarray) -> float:
         """How far (head-local units) points ``q`` (3, S) — wig points ``index`` — lie inside

@@ -173,6 +173,12 @@ class Wig:
             self.centre = np.zeros(3)
         self.colliders: list[Collider] = []
         self.extra_colliders = 0
+        # The hot path keeps points as rows (3, P): every pass is over contiguous memory.
+        self.rest_rows = np.ascontiguousarray(rest_local.T)
+        counts = hair.counts
+        # strands of one point count under per-segment length: collision walks them point-major
+        self._uniform = int(counts[0]) if (settings.use_length and settings.length_mode == "SEGMENT"
+                                           and np.all(counts == counts[0])) else 0
         if settings.use_collision:
             # Offsets are world distances; refinement works in head-local units.
             scale = self.head_scale
@@ -186,7 +192,7 @@ class Wig:
             head_inv = np.linalg.inv(self.head_rest)
             for mesh in meshes:
                 c = Collider(mesh, head_inv @ mesh.matrix, mesh.offset / scale)
-                c.bind(rest_local.T)
+                c.bind(self.rest_rows, self._uniform)
                 self.colliders.append(c)
         self.residual = 0.0          # the deepest point left inside a collision surface, last frame
         self.alpha = None if settings.compression is None else settings.compression(t)
@@ -195,8 +201,6 @@ class Wig:
         self.scalp = scalp
         self.strand_of_point = hair.strand_of_point()
         self.attachment = settings.attachment(t).astype(np.float32)
-        # The hot path keeps points as rows (3, P): every pass is over contiguous memory.
-        self.rest_rows = np.ascontiguousarray(rest_local.T)
         self.compression_bound = None
         if self.alpha is not None:
             self.compression_bound = compression_vectors(self.rest_rows, self.centre, self.alpha)
@@ -216,11 +220,12 @@ class Wig:
         world units (SPEC §6.4: measured, not assumed)."""
         return self.residual * self.head_scale
 
-    # One thread: blocks whose rows stay in cache through the whole pipeline. Several: bigger
-    # blocks, so each thread's numpy passes are long enough to run outside the GIL (measured on
-    # the project machine, 1.6M points: 98 ms at 2^15 on one thread; on two, 74 ms at 2^15,
-    # 63 at 2^16, 59 at 2^17, 61 at 2^18).
-    BLOCK_POINTS = 1 << 15
+    # Blocks of whole strands, each run through the whole pipeline. Before collision they were
+    # cache-sized (2^15 points); the root-to-tip walk of length and collision makes a few dozen
+    # numpy calls per point of a strand, whose overhead is per block, so blocks are longer now
+    # (measured on the project machine, 1.6M points, one thread, collision + length per frame:
+    # 300 ms at 2^15, 143 at 2^17, 96 at 2^18, 86 at 2^19; the other phases did not slow).
+    BLOCK_POINTS = 1 << 18
     THREAD_BLOCK_POINTS = 1 << 17
 
     @property
@@ -386,7 +391,7 @@ class Wig:
             if self.length is not None:
                 self.length.set_rest_rows(rest)
             for c in self.colliders:          # this frame's hairstyle is the groom to keep
-                c.bind(rest)
+                c.bind(rest, self._uniform)
 
         self._set_colliders(inp, head)
         self._residuals = []
@@ -489,7 +494,7 @@ class Wig:
                 bound = (self.compression_bound[0][:, span], self.compression_bound[1][span])
             compensate_compression_rows(base, p, self.centre, self.alpha[span], bound, work, row)
         clock.lap("compression")
-        if self.length is not None:
+        if self.length is not None and not (self.colliders and self._walks):
             self.length.apply_rows(p, None, first_strand, work, row)
         clock.lap("length")
         if self.colliders:
@@ -497,26 +502,24 @@ class Wig:
         clock.lap("collision")
         return p
 
+    @property
+    def _walks(self) -> bool:
+        """Whether length and collision are one root-to-tip walk (per-segment length on strands
+        of one point count)."""
+        return self.length is not None and self.length.mode == "SEGMENT" and bool(self.length.uniform)
 
     def _collide_and_keep_length(self, p, span, first_strand, work, row) -> None:
-        """Collision and length as constraints together (SPEC §6.4): push every non-root point
-        out of every collider; then re-walk the strands that were touched from root to tip,
-        placing each point at its segment's length from the one before (follow-the-leader)
-        and out of every collider, so collision never stretches hair. With the whole-strand
-        length mode, length (the strand's scale) and collision alternate instead, ending on
-        length. What is left inside a collision surface is measured (``residual``)."""
+        """Collision and length as constraints together (SPEC §6.4). Per segment: one walk of
+        every strand from root to tip, each point placed at its segment's length from the one
+        before (follow-the-leader) and out of every collider, so collision never stretches hair.
+        With the whole-strand length mode, length (the strand's scale) and collision alternate
+        instead, ending on length. What is left inside a collision surface is measured
+        (``residual``)."""
         not_root = self.not_root[span]
         length = self.length
         strand = self.strand_of_point[span] - first_strand
-        if length is not None and length.mode == "SEGMENT" and length.uniform:
-            # Walk the strands the grid says may touch a collider; pushes are decided on the walk.
-            block = slice(span.start, span.start + p.shape[1])
-            near = [c.near_at(p, block) for c in self.colliders]
-            near = near[0] if len(near) == 1 else np.concatenate(near)
-            near = near[not_root[near]]
-            if near.size == 0:
-                return
-            depth = self._walk(p, span, first_strand, np.unique(strand[near]))
+        if self._walks:
+            depth = self._walk(p, span, first_strand)
         else:
             moved = self._collide(p, span, not_root)
             if moved.size == 0:
@@ -533,43 +536,48 @@ class Wig:
                         break
                 else:
                     length.apply_rows(p, touched, first_strand)
-            local = np.flatnonzero(mask)
-            q = p[:, local]
-            depth = max(c.penetration_at(q, local + span.start) for c in self.colliders)
+            depth = max(c.penetration_rows(p, span, mask) for c in self.colliders)
         self._residuals.append(depth)
 
-    def _walk(self, p, span, first_strand, touched) -> float:
-        """Follow-the-leader with collision, root to tip, on the ``touched`` strands (block
-        numbering) of one point count (SPEC §6.4): ``p'_j = p'_{j−1} + s (p_j − p'_{j−1})``
-        with the segment's length factor, then pushed out of every collider and set back on its
-        segment's length, ``collision_iterations`` times. Returns the deepest point left inside."""
+    def _walk(self, p, span, first_strand) -> float:
+        """Follow-the-leader with collision, root to tip, on every strand of the block (one point
+        count; SPEC §6.4): ``p'_j = p'_{j−1} + s (p_j − p'_{j−1})`` with the segment's length
+        factor; then the points the grid says may be within their limit are pushed out of every
+        collider and set back on their segment's length, ``collision_iterations`` times. The
+        block is turned point-major once, so each step is one pass over contiguous rows. Returns
+        the deepest point left inside."""
         length = self.length
         n = length.uniform
         count = p.shape[1] // n
         view = p.reshape(3, count, n)
-        q = np.ascontiguousarray(view[:, touched].transpose(0, 2, 1))          # (3, n, S)
-        rest = length.rest_segments.reshape(-1, n)[first_strand + touched].T.astype(np.float32)
-        index = (span.start + touched * n).astype(np.int64)                    # each strand's root
+        q = np.ascontiguousarray(view.transpose(0, 2, 1))                      # (3, n, S)
+        rest = length.rest_columns(first_strand, count)
+        index = span.start + np.arange(count, dtype=np.int64) * n              # each strand's root
+        strands = slice(first_strand, first_strand + count)
+        scratch = np.empty(count, np.float32)
         depth = 0.0          # what is left inside: every other point was placed outside
-        every = np.arange(len(touched))
         for j in range(1, n):
-            q[:, j] = length.follow(q[:, j - 1], q[:, j], rest[j])
-            at = every
+            length.follow(q[:, j - 1], q[:, j], rest[j], scratch)
+            at_j = index + j
+            near = [c.near_step(q[:, j], j, strands, at_j) for c in self.colliders]
+            at = near[0] if len(near) == 1 else np.unique(np.concatenate(near))
             for _ in range(max(1, self.settings.collision_iterations)):
+                if at.size == 0:
+                    break
                 qa = q[:, j, at]
                 pushed = np.zeros(len(at), bool)
                 for c in self.colliders:
-                    pushed[c.project_at(qa, index[at] + j)] = True
+                    pushed[c.project_at(qa, at_j[at])] = True
                 at = at[pushed]
                 if at.size == 0:
                     break
                 q[:, j, at] = _onto_circle(q[:, j - 1, at], q[:, j, at], qa[:, pushed])
             if at.size:
                 # still unresolved after the last tangent-plane step (a crease or a pocket)
-                self._swing_out(q, j, index + j, at)
+                self._swing_out(q, j, at_j, at)
                 qj = np.ascontiguousarray(q[:, j, at])
-                depth = max(depth, max(c.penetration_at(qj, index[at] + j) for c in self.colliders))
-        view[:, touched] = q.transpose(0, 2, 1)
+                depth = max(depth, max(c.penetration_at(qj, at_j[at]) for c in self.colliders))
+        view[...] = q.transpose(0, 2, 1)
         return depth
 
     def _depth(self, q: np.ndarray, index: np.ndarray) -> np.ndarray:

@@ -8,6 +8,8 @@ import numpy as np
 from .errors import HairWigError
 from .hairset import HairSet
 
+_TINY = np.float32(1e-30)
+
 
 def compensate_compression(rest: np.ndarray, displaced: np.ndarray, centre: np.ndarray,
                            alpha: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -78,6 +80,15 @@ class LengthControl:
         n_max = int(counts.max())
         j = np.arange(n_max)
         self.table = np.where(j[None, :] < counts[:, None], hair.offsets[:-1, None] + j[None, :], -1)
+        self._columns = None
+
+    def rest_columns(self, first: int, count: int) -> np.ndarray:
+        """Rest segment lengths (n, count) float32, point-major, of ``count`` strands of one
+        point count from strand ``first`` on (kept between frames: the walk reads a row a step)."""
+        if self._columns is None:
+            n = self.uniform
+            self._columns = np.ascontiguousarray(self.rest_segments.reshape(-1, n).T, np.float32)
+        return self._columns[:, first:first + count]
 
     def set_rest_rows(self, rows: np.ndarray) -> None:
         """Take the lengths to keep from ``rows`` (3, P), this frame's rest pose (a keyframed
@@ -88,6 +99,7 @@ class LengthControl:
         self.rest_segments[1:] = seg
         self.rest_segments[self.hair.offsets[:-1]] = 0.0
         self.rest_lengths = np.add.reduceat(self.rest_segments, self.hair.offsets[:-1]).astype(np.float32)
+        self._columns = None
 
     def apply(self, points: np.ndarray, strands: np.ndarray | None = None) -> np.ndarray:
         """Correct ``points`` (P, 3) float32 in place (only ``strands``, indices, when given)."""
@@ -119,18 +131,23 @@ class LengthControl:
             return self._segment_uniform(p, strands, first_strand)
         return self._segment(p, strands)
 
-    def follow(self, leader: np.ndarray, point: np.ndarray, rest: np.ndarray) -> np.ndarray:
-        """One follow-the-leader step (rows (3, S)): ``point`` moved along its segment from
-        ``leader`` to ``s`` times its length, ``s = e + (L / |point − leader|)(1 − e)``."""
-        d = point - leader
-        length = np.sqrt(np.einsum("ks,ks->s", d, d))
-        s = np.divide(rest, length, out=np.ones_like(length), where=length > 0)
+    def follow(self, leader: np.ndarray, point: np.ndarray, rest: np.ndarray,
+               scratch: np.ndarray | None = None) -> np.ndarray:
+        """One follow-the-leader step on rows (3, S), in place: ``point`` moved along its segment
+        from ``leader`` to ``s`` times its length, ``s = e + (L / |point − leader|)(1 − e)``.
+        ``scratch`` (S,) float32 is reused when given. Returns ``point``."""
+        point -= leader
+        n = np.einsum("ks,ks->s", point, point, out=scratch)
+        np.sqrt(n, out=n)
+        np.maximum(n, _TINY, out=n)          # a zero-length segment stays where it is (0 · s = 0)
+        np.divide(rest, n, out=n)
         e = np.float32(self.elasticity)
         if e:
-            s = e + s * (1 - e)
-        d *= s
-        d += leader
-        return d
+            n *= 1 - e
+            n += e
+        point *= n
+        point += leader
+        return point
 
     def _segment_uniform(self, p: np.ndarray, strands, first: int = 0) -> np.ndarray:
         """Follow-the-leader on strands of one point count, root to tip (SPEC §6.4; Müller, Kim,
@@ -143,9 +160,10 @@ class LengthControl:
         view = p.reshape(3, count, n)
         sel = slice(None) if strands is None else strands
         q = np.ascontiguousarray(view[:, sel].transpose(0, 2, 1))          # (3, n, S)
-        rest = self.rest_segments.reshape(-1, n)[first:first + count][sel].T.astype(np.float32)  # (n, S)
+        rest = self.rest_columns(first, count)[:, sel]                      # (n, S)
+        scratch = np.empty(q.shape[2], np.float32)
         for j in range(1, n):
-            q[:, j] = self.follow(q[:, j - 1], q[:, j], rest[j])
+            self.follow(q[:, j - 1], q[:, j], rest[j], scratch)
         if strands is None:
             view[...] = q.transpose(0, 2, 1)
         else:

@@ -112,6 +112,26 @@ def test_ellipsoid_and_box_against_exact_distances():
     assert np.array_equal(np.sign(got[np.abs(analytic) > 1e-6]), np.sign(analytic[np.abs(analytic) > 1e-6]))
 
 
+def test_the_screen_never_passes_over_a_point_within_reach_of_the_surface():
+    """The one-gather screen is a lower bound: every point whose exact distance is below
+    ``reach − slack`` is kept, also points beyond the grid (their index wraps) and a NaN."""
+    v, t = sphere(1.0, 24, 48)
+    v = v * (1.0, 0.7, 1.3)
+    field = MeshField(v, t, margin=0.05)
+    rng = np.random.default_rng(5)
+    p = rng.uniform(-2.5, 2.5, (4000, 3))
+    p[:50] = np.nan
+    exact = exact_signed_distance(np.nan_to_num(p[50:]), v, t)
+    for limit in (0.0, 0.05, -0.02):
+        reach = np.full(len(p), limit + field.slack, np.float32)
+        kept = np.zeros(len(p), bool)
+        kept[field.screen(np.ascontiguousarray(p.T, np.float32), reach)] = True
+        assert kept[50:][exact < limit].all()
+        assert kept[50:].mean() < 0.5                    # and it does screen
+        d, err = field.distance_rows(np.ascontiguousarray(p[50:].T, np.float32))
+        assert (d - err <= exact + 1e-6)[np.abs(exact) < 3 * field.cell].all()
+
+
 def test_an_open_plane_is_one_sided_its_normal_says_where_outside_is():
     s = np.linspace(-1, 1, 9)
     x, y = np.meshgrid(s, s)
