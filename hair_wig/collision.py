@@ -244,16 +244,28 @@ class MeshField:
         i0 = np.clip(lo, 0, dims - 1).astype(np.int32)
         i1 = np.clip(hi, 0, dims - 1).astype(np.int32)
         span = np.maximum(i1 - i0 + 1, 0)
-        per = span.prod(axis=1)
-        t_of = np.repeat(np.arange(len(per), dtype=np.int32), per)
-        k = np.arange(len(t_of), dtype=np.int32) - np.repeat((np.cumsum(per) - per).astype(np.int32), per)
-        sy, sz = span[t_of, 1], span[t_of, 2]
-        syz = sy * sz
-        ix = i0[t_of, 0] + k // syz
-        rem = k % syz
-        iy = i0[t_of, 1] + rem // sz
-        iz = i0[t_of, 2] + rem % sz
-        return t_of, ix, iy, iz
+        # Triangles grouped by their box's shape (a few dozen shapes): each group's pairs are one
+        # broadcast of its boxes' corners plus the shape's offsets, no division per pair.
+        top = int(span.max(initial=0)) + 1
+        shape = (span[:, 0].astype(np.int64) * top + span[:, 1]) * top + span[:, 2]
+        order = np.argsort(shape, kind="stable")
+        kinds, first = np.unique(shape[order], return_index=True)
+        parts = []
+        for kind, a, b in zip(kinds, first, list(first[1:]) + [len(order)]):
+            sx, sy, sz = int(kind // (top * top)), int(kind // top % top), int(kind % top)
+            if not sx * sy * sz:
+                continue
+            tris = order[a:b].astype(np.int32)
+            off = np.stack(np.meshgrid(np.arange(sx), np.arange(sy), np.arange(sz), indexing="ij"), 0)
+            off = off.reshape(3, 1, -1).astype(np.int32)
+            ijk = (i0[tris].T[:, :, None] + off).reshape(3, -1)
+            parts.append((np.repeat(tris, sx * sy * sz), ijk))
+        if not parts:
+            empty = np.zeros(0, np.int32)
+            return empty, empty, empty, empty
+        t_of = np.concatenate([t for t, _ in parts])
+        ijk = np.concatenate([x for _, x in parts], axis=1)
+        return t_of, ijk[0], ijk[1], ijk[2]
 
     def _build_lists(self):
         """Triangles per list cell (CSR): those whose box, grown by LIST_BAND cells, meets the
@@ -269,19 +281,28 @@ class MeshField:
         # Only the triangles that may come within the band of some point of the cell: whose
         # plane passes within band + half the cell's diagonal of its centre.
         reach = np.float32(grow + 0.5 * np.sqrt(3.0) * h)
-        keep = np.empty(len(t_of), bool)
-        tcr = self._corner_rows
         fnr = self._face_rows
+        # each plane in cell units: (n h) · (i + ½) = n · a, i.e. (n h) · i = n · a − (n h) · ½
+        nh = fnr * np.float32(h)
+        offset = _dot(fnr, self._corner_rows[0]) - np.float32(0.5) * nh.sum(axis=0)
+        keep = np.empty(len(t_of), bool)
         step = 1 << 20
         for s in range(0, len(t_of), step):
             tt = t_of[s:s + step]
-            x = (np.stack([ix[s:s + step], iy[s:s + step], iz[s:s + step]]).astype(np.float32) + 0.5) * np.float32(h)
-            keep[s:s + step] = np.abs(_dot(x - tcr[0][:, tt], fnr[:, tt])) <= reach   # the triangle's plane
+            side = -offset.take(tt)
+            for k, i in enumerate((ix, iy, iz)):
+                side += np.multiply(i[s:s + step], nh[k].take(tt), dtype=np.float32)
+            keep[s:s + step] = np.abs(side) <= reach               # the triangle's plane
         t_of, ix, iy, iz = t_of[keep], ix[keep], iy[keep], iz[keep]
         ny, nz = int(self.list_dims[1]), int(self.list_dims[2])
         cell = (ix.astype(np.int64) * ny + iy) * nz + iz
-        order = np.argsort(cell, kind="stable")
-        self.list_tri = t_of[order]
+        # by cell, then triangle: one sort of the combined key
+        bits = max(int(len(self.triangles)).bit_length(), 1)
+        key = cell << bits
+        key |= t_of
+        key.sort()
+        self.list_tri = (key & ((1 << bits) - 1)).astype(np.int32)
+        cell = key >> bits
         self.list_start = np.zeros(int(self.list_dims.prod()) + 1, np.int64)
         np.cumsum(np.bincount(cell, minlength=len(self.list_start) - 1), out=self.list_start[1:])
         # How far the grid's distance may be off in each cell: half a cell where the surface is
@@ -289,8 +310,8 @@ class MeshField:
         # brim: faces whose normals disagree), the grid cannot see the inside, and up to two.
         count = np.diff(self.list_start)
         filled = np.flatnonzero(count)
-        sums = np.add.reduceat(fnr.T[self.list_tri], self.list_start[filled], axis=0)
-        folded = np.linalg.norm(sums, axis=1) < self.COHERENT * count[filled]
+        sums = np.stack([np.add.reduceat(fnr[k].take(self.list_tri), self.list_start[filled]) for k in range(3)])
+        folded = np.sqrt(_dot(sums, sums)) < self.COHERENT * count[filled]
         self.grid_error = np.full(len(count), np.float32(0.5 * self.cell))
         self.grid_error[filled[folded]] = np.float32(self.FOLD_ERROR * self.cell)
         # for screen(): float32 columns and strides
@@ -326,11 +347,11 @@ class MeshField:
             t_of = t_of + np.int32(start)
             x = np.stack([ix, iy, iz]).astype(np.float32)
             x *= h
-            ta = tcr[0][:, t_of]
-            keep = np.abs(_dot(x - ta, fnr[:, t_of])) <= band
+            ta = _take_rows(tcr[0], t_of)
+            keep = np.abs(_dot(x - ta, _take_rows(fnr, t_of))) <= band
             t_of, x, ta = t_of[keep], x[:, keep], ta[:, keep]
             node = (ix[keep].astype(np.int64) * ny + iy[keep]) * nz + iz[keep]
-            tb, tcc = tcr[1][:, t_of], tcr[2][:, t_of]
+            tb, tcc = _take_rows(tcr[1], t_of), _take_rows(tcr[2], t_of)
             bary, feat = closest_rows(x, ta, tb, tcc)
             cp = bary[0] * ta
             cp += bary[1] * tb
@@ -624,9 +645,12 @@ def _sweep(cp: np.ndarray, src: np.ndarray, h: float, rounds: int = 2) -> None:
                 out += d
             return out
 
-        dist = np.empty(s.shape, np.float32)
-        for i in range(count):
-            dist[i] = dist2(i, i)
+        dist = np.zeros(s.shape, np.float32)
+        for k in range(3):
+            x = coords[axis][:, None, None] if k == axis else fixed[k][None]
+            d = np.subtract(x, c[k])
+            d *= d
+            dist += d
         for order, step in ((range(1, count), -1), (range(count - 2, -1, -1), 1)):
             for i in order:
                 dd = dist2(i, i + step)

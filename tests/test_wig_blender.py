@@ -56,6 +56,24 @@ def test_scalp_space_agrees_with_deform_curves_on_surface(scene, glue):
         assert err <= 1e-4 * 2.0, (f, err)                      # 1e-4 of the head's size (2 m)
 
 
+def suzanne_dragged(strands):
+    """Suzanne with ``strands`` x 8 hair and a magnet keyed from above her to below, dragging
+    the hair through her head (frames 1-6)."""
+    bpy.ops.mesh.primitive_monkey_add(size=2.0, calc_uvs=True)
+    head = bpy.context.active_object
+    ob, pts = scenes.uv_hair_on(head, strands, points=8, length=0.4)
+    bpy.ops.object.empty_add(location=(0, 0, 1.5))
+    magnet = bpy.context.active_object
+    magnet.hair_wig_magnet.radius = 3.0
+    magnet.hair_wig_magnet.multiplier = 2.0
+    magnet.keyframe_insert("location", frame=1)
+    magnet.location = (0.3, -0.5, -0.5)
+    magnet.keyframe_insert("location", frame=6)
+    ob.hair_wig.magnets.add().object = magnet
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 6
+    return head, ob, pts, magnet
+
+
 @pytest.mark.parametrize("method", ["FIELD", "RAY"])
 def test_collision_keeps_hair_out_of_suzanne(scene, glue, reader, method):
     """Hair dragged through Suzanne by a magnet ends outside her: by the exact closest-triangle
@@ -63,19 +81,8 @@ def test_collision_keeps_hair_out_of_suzanne(scene, glue, reader, method):
     patent's; no segment stretches."""
     baking, io = glue
     from hair_wig_addon.hair_wig.collision import exact_signed_distance
-    bpy.ops.mesh.primitive_monkey_add(size=2.0, calc_uvs=True)
-    head = bpy.context.active_object
-    ob, pts = scenes.uv_hair_on(head, 400, points=8, length=0.4)
-    bpy.ops.object.empty_add(location=(0, 0, 1.5))
-    magnet = bpy.context.active_object
-    magnet.hair_wig_magnet.radius = 3.0
-    magnet.hair_wig_magnet.multiplier = 2.0
-    magnet.keyframe_insert("location", frame=1)
-    magnet.location = (0.3, -0.5, -0.5)                         # drags the hair through the head
-    magnet.keyframe_insert("location", frame=6)
-    ob.hair_wig.magnets.add().object = magnet
+    head, ob, pts, magnet = suzanne_dragged(400)
     ob.hair_wig.collision_method = method
-    scene.frame_start, scene.frame_end = 1, 6
     mesh = io.read_mesh(head, bpy.context.evaluated_depsgraph_get())
     t = np.tile(np.linspace(0, 1, 8), 400)
     rest_d = exact_signed_distance(pts, mesh.positions, mesh.tri_verts)
@@ -95,9 +102,11 @@ def test_collision_keeps_hair_out_of_suzanne(scene, glue, reader, method):
             # Issue 13 asks for 1e-3 x head size; with an offset, pockets between Suzanne's eyes,
             # brows and ears leave up to 0.0144 today (measured): this bounds that, not the goal.
             # Hair the groom has deeper inside than the exact band keeps its depth as the grid
-            # measures it, within a tenth of a cell of the exact one.
+            # measures it: within the grid's own error bound there (half a cell, two where
+            # the surface folds, as round the eyes), which the field states per cell.
             field = wig.colliders[0].field
-            tol = np.where(rest_d[t > 0] < -field.exact_reach, 0.1 * field.cell, 2e-3 if offset == 0 else 0.02)
+            tol = np.where(rest_d[t > 0] < -field.exact_reach, field.error_at(p[t > 0]),
+                           2e-3 if offset == 0 else 0.02)
             assert (d >= limit - tol).all(), (offset, (limit - d).max())
             # the bake measures what is left with its own field: near the surface, where its
             # distances are exact, it does not under-report
@@ -113,6 +122,33 @@ def test_collision_keeps_hair_out_of_suzanne(scene, glue, reader, method):
             # hold: the patent's test stretched hair 9x here; now nothing stretches (above) and
             # what stays inside its ray surface (0.44 measured) is reported by the bake.
             assert worst > 0.1 and abs(worst - cache.penetration) < 0.02 * worst
+
+
+def test_the_same_hair_with_the_whole_scene_scaled_x100_and_moved_1000_units(scene, glue):
+    """Issue 13: a head, its hair and a keyed magnet under one parent scaled x100 and moved
+    1000 units from the origin, the magnet's radius and the head offset given x100 (they are
+    world distances): the baked hair, in its object's space, is the same as at scale 1 — through
+    scalp space, magnets, dynamics, compression, length and collision."""
+    baking, io = glue
+    head, ob, pts, magnet = suzanne_dragged(300)
+    bpy.ops.object.empty_add(location=(0, 0, 0))
+    root = bpy.context.active_object
+    for child in (head, ob, magnet):
+        child.parent = root
+    results = []
+    for scale, shift in ((1.0, 0.0), (100.0, 1000.0)):
+        root.scale = (scale,) * 3
+        root.location = (shift, -shift, shift)
+        magnet.hair_wig_magnet.radius = 3.0 * scale
+        ob.hair_wig.collision_offset = 0.01 * scale
+        bpy.context.view_layer.update()
+        cache = baking.compute(bpy.context, ob, 1, 6)
+        results.append((cache.frame(6).astype(np.float64), cache.penetration / scale))
+    (p1, pen1), (p100, pen100) = results
+    assert np.abs(p1 - pts).max() > 0.2                          # the magnet does move the hair
+    err = np.abs(p100 - p1).max()
+    assert err <= 1e-4 * 2.0, err                                # x head size
+    assert abs(pen100 - pen1) <= 1e-4 * 2.0
 
 
 def straight_wig(scene, **settings):
