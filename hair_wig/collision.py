@@ -229,8 +229,8 @@ class MeshField:
         self._rel_rows = np.ascontiguousarray(rel.T)
         corners = rel[tri]                                             # (T, 3, 3), grid-relative
         centre = corners.mean(axis=1)
-        self._centres = np.ascontiguousarray(centre.T)
-        self._radii = np.linalg.norm(corners - centre[:, None], axis=2).max(axis=1)
+        self._centres = np.ascontiguousarray(centre.T, np.float32)
+        self._radii = np.linalg.norm(corners - centre[:, None], axis=2).max(axis=1).astype(np.float32)
         self._corners = corners.astype(np.float32)
         self._corner_rows = np.ascontiguousarray(self._corners.transpose(1, 2, 0))   # (corner, xyz, T)
         fn = np.cross(self._corners[:, 1] - self._corners[:, 0], self._corners[:, 2] - self._corners[:, 0])
@@ -515,44 +515,64 @@ class MeshField:
         j = np.arange(len(q_of)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
         t = self.list_tri[s0[q_of] + j]
         q = np.ascontiguousarray((p - self.origin).T)                       # (3, N) rows
-        # Bounding spheres first: a triangle farther (at least) than another is (at most)
-        # cannot be the closest; most of a cell's list goes before the exact test.
-        diff = q[:, q_of] - self._centres[:, t]
-        dc = np.sqrt(_dot(diff, diff))
-        starts = np.cumsum(cnt) - cnt
-        upper = np.full(len(p), np.inf)
-        upper[known] = np.minimum.reduceat(dc + self._radii[t], starts[known])
-        keep = np.flatnonzero(dc - self._radii[t] <= upper[q_of] * (1 + 1e-9) + 1e-12 * self.size)
-        q_of, t = q_of[keep], t[keep]
-        tri = self.triangles[t]
         rel = self._rel_rows
-        x = q[:, q_of]
-        a, b, c = rel[:, tri[:, 0]], rel[:, tri[:, 1]], rel[:, tri[:, 2]]
-        bary, feat = closest_rows(x, a, b, c)
-        cp = bary[0] * a
-        cp += bary[1] * b
-        cp += bary[2] * c
+        corners = self.triangles
+
+        def nearest_on(x, t):
+            """Closest points (3, K) on triangles ``t`` (K,) to ``x`` (3, K) and their features."""
+            tri = corners[t]
+            a, b, c = (_take_rows(rel, tri[:, k]) for k in range(3))
+            bary, feat = closest_rows(x, a, b, c)
+            cp = bary[0] * a
+            cp += bary[1] * b
+            cp += bary[2] * c
+            return cp, feat
+
+        # Bounding spheres first: a triangle farther (at least) than some triangle is (exactly)
+        # cannot be the closest. That one is the triangle whose centre is nearest: its exact
+        # distance bounds the closest tightly, so most of a cell's list goes before the exact test.
+        diff = _take_rows(q.astype(np.float32), q_of)                   # (a bound: float32 will do)
+        diff -= _take_rows(self._centres, t)
+        dc = np.sqrt(_dot(diff, diff))
+        radii = self._radii.take(t)
+        starts = np.cumsum(cnt) - cnt
+        first = self._first_of(dc, q_of, starts, known, len(p))[known]
+        x = _take_rows(q, np.flatnonzero(known))
+        cp, _ = nearest_on(x, t.take(first))
+        x -= cp
+        upper = np.full(len(p), np.inf)
+        upper[known] = np.sqrt(_dot(x, x))
+        keep = np.flatnonzero(dc - radii <= upper.take(q_of) * (1 + 1e-5) + 1e-5 * self.size)
+        q_of, t = q_of.take(keep), t.take(keep)
+        x = _take_rows(q, q_of)
+        cp, feat = nearest_on(x, t)
         diff = x - cp
         d2 = _dot(diff, diff)
         cnt = np.bincount(q_of, minlength=len(p))
         starts = np.cumsum(cnt) - cnt
-        best = np.full(len(p), np.inf)
-        best[known] = np.minimum.reduceat(d2, starts[known])
-        rows = np.flatnonzero(d2 == best[q_of])
-        pick = np.full(len(p), -1, np.int64)
-        pick[q_of[rows[::-1]]] = rows[::-1]        # the first tie in each point's list
-        k = pick[known]
+        k = self._first_of(d2, q_of, starts, known, len(p))[known]       # the first tie in each list
         n = self.normals[t[k], feat[k]].astype(np.float64)
-        dk = diff[:, k].T
-        dist = np.sqrt(d2[k])
+        dk = _take_rows(diff, k).T
+        dist = np.sqrt(d2.take(k))
         side = np.einsum("ij,ij->i", dk, n)
         sign = np.where(side < 0, -1.0, 1.0)
         sd[known] = sign * dist
-        closest[known] = cp[:, k].T + self.origin
+        closest[known] = _take_rows(cp, k).T + self.origin
         safe = dist > 1e-9 * self.size
         nn = n / np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-300)
         outward[known] = np.where(safe[:, None], dk * (sign / np.where(safe, dist, 1))[:, None], nn)
         return sd, closest, outward, known
+
+    @staticmethod
+    def _first_of(value, owner, starts, known, n):
+        """Per owner (N,), the position in ``value`` of its first smallest entry (owners' entries
+        are contiguous from ``starts``; -1 where an owner has none, ``known`` False)."""
+        best = np.full(n, np.inf)
+        best[known] = np.minimum.reduceat(value, starts[known])
+        rows = np.flatnonzero(value == best.take(owner))
+        pick = np.full(n, -1, np.int64)
+        pick[owner.take(rows[::-1])] = rows[::-1]
+        return pick
 
     def signed_distance(self, p: np.ndarray) -> np.ndarray:
         """The signed distance (N,) as the collider sees it: exact near the surface, the grid's
