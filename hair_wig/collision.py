@@ -187,6 +187,7 @@ class MeshField:
     COHERENT = 0.8       # a list cell whose unit normals sum to less than this per triangle is folded
     FOLD_ERROR = 2.0     # how far (cells) the grid may be off where the surface folds
     CHUNK = 1 << 15      # points per exact query at once (its scratch is ~50 triangle pairs each)
+    TIGHT_PAIRS = 4096   # exact queries of more (point, triangle) pairs measure a first triangle
 
     def __init__(self, vertices, triangles, resolution: int | None = None, margin: float = 0.0,
                  name: str = "collider", cell: float | None = None):
@@ -536,12 +537,15 @@ class MeshField:
         dc = np.sqrt(_dot(diff, diff))
         radii = self._radii.take(t)
         starts = np.cumsum(cnt) - cnt
-        first = self._first_of(dc, q_of, starts, known, len(p))[known]
-        x = _take_rows(q, np.flatnonzero(known))
-        cp, _ = nearest_on(x, t.take(first))
-        x -= cp
         upper = np.full(len(p), np.inf)
-        upper[known] = np.sqrt(_dot(x, x))
+        if len(t) >= self.TIGHT_PAIRS:
+            first = self._first_of(dc, q_of, starts, known, len(p))[known]
+            x = _take_rows(q, np.flatnonzero(known))
+            cp, _ = nearest_on(x, t.take(first))
+            x -= cp
+            upper[known] = np.sqrt(_dot(x, x))
+        else:               # few points: fewer calls beat a tighter bound
+            upper[known] = np.minimum.reduceat(dc + radii, starts[known])
         keep = np.flatnonzero(dc - radii <= upper.take(q_of) * (1 + 1e-5) + 1e-5 * self.size)
         q_of, t = q_of.take(keep), t.take(keep)
         x = _take_rows(q, q_of)

@@ -58,7 +58,7 @@ class WigSettings:
     use_collision: bool = True
     collision_offset: float = 0.0            # world units, kept from the head
     collision_method: str = "FIELD"          # FIELD (SPEC §6.3) or RAY (the patent's ray test)
-    collision_iterations: int = 8            # at most, per point: collision then length again
+    collision_iterations: int = 3            # at most, per point: collision then length again
 
 
 @dataclass
