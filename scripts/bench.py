@@ -47,7 +47,7 @@ def sphere_mesh(radius=1.0, rings=32, segments=64):
     return v, tris
 
 
-def one(strands: int, frames: int, length_mode: str = "SEGMENT") -> dict:
+def one(strands: int, frames: int, length_mode: str = "SEGMENT", method: str = "FIELD") -> dict:
     sys.path.insert(0, str(ROOT))
     import numpy as np
 
@@ -70,7 +70,7 @@ def one(strands: int, frames: int, length_mode: str = "SEGMENT") -> dict:
         dyn = DynamicMagnet(stiffness=40, damping=4) if k < 2 else None
         magnets.append(Magnet(f"M{k}", m, radius=1.0, dynamic=dyn))
     settings = WigSettings(secondary=SecondarySettings(), compression=Profile.linear(1.0, 0.5),
-                           elasticity=0.0, length_mode=length_mode)
+                           elasticity=0.0, length_mode=length_mode, collision_method=method)
     t0 = time.perf_counter()
     wig = Wig(hair, np.eye(4), np.eye(4), magnets, settings, head_mesh=sphere_mesh())
     bind = time.perf_counter() - t0
@@ -384,6 +384,7 @@ def main(argv=None) -> int:
     p.add_argument("--output", default="bench_output", help="folder for bench.png")
     p.add_argument("--one", type=int, help=argparse.SUPPRESS)
     p.add_argument("--length-mode", default="SEGMENT", help=argparse.SUPPRESS)
+    p.add_argument("--method", default="FIELD", help=argparse.SUPPRESS)
     p.add_argument("--preview-one", type=int, help=argparse.SUPPRESS)
     p.add_argument("--particle-one", type=int, help=argparse.SUPPRESS)
     p.add_argument("--wig-one", type=int, help=argparse.SUPPRESS)
@@ -394,7 +395,7 @@ def main(argv=None) -> int:
     p.add_argument("--field-one", type=int, help=argparse.SUPPRESS)
     p.add_argument("--field", type=int, default=50000, help="triangles of the head whose collision field is built")
     args = p.parse_args(argv)
-    for flag, fn in ((args.one, lambda n: one(n, args.frames, args.length_mode)), (args.preview_one, lambda n: preview_rate(n, 48)),
+    for flag, fn in ((args.one, lambda n: one(n, args.frames, args.length_mode, args.method)), (args.preview_one, lambda n: preview_rate(n, 48)),
                      (args.particle_one, lambda n: particle_hair(n, 48)), (args.wig_one, lambda n: wig_bake(n, 48)),
                      (args.sparse_one, sparse_weights), (args.quick_fur_one, quick_fur_bake),
                      (args.field_one, field_build)):
@@ -459,12 +460,16 @@ def main(argv=None) -> int:
               f"({per['on_s'] / per['off_s']:.2f}x, target <= 1.25x); the stack evaluated every frame, as "
               f"before: {per['evaluated_s']:.1f} ms/frame ({per['evaluated_s'] / per['off_s']:.1f}x)")
     ph = big["phases"]
-    whole = _run("--one", args.sizes[-1], "--frames", args.frames, "--length-mode", "STRAND", env=env)["phases"]
+    runs = {(mode, method): _run("--one", args.sizes[-1], "--frames", args.frames, "--length-mode", mode,
+                                 "--method", method, env=env)["phases"]
+            for mode, method in (("STRAND", "FIELD"), ("STRAND", "RAY"))}
+    whole, ray = runs[("STRAND", "FIELD")], runs[("STRAND", "RAY")]
     print(f"6. collision: length + collision at {big['points']} points on one thread, per frame (target <= 25 ms; "
-          f"the patent's ray map took 2.7 + 9.4 ms): per segment (the default, one walk) "
+          f"the patent's ray map took 2.7 + 9.4 ms when the target was set): per segment (the default, one walk) "
           f"{ph.get('length', 0) + ph.get('collision', 0):.1f} ms; whole strand {whole['length']:.1f} + "
-          f"{whole['collision']:.1f} ms (that run's primary phase: {whole['primary']:.1f} ms, against "
-          f"{ph['primary']:.1f} above)")
+          f"{whole['collision']:.1f} ms; the patent's ray map with whole-strand length, now: {ray['length']:.1f} + "
+          f"{ray['collision']:.1f} ms (primary phase of the three runs: {ph['primary']:.1f}, {whole['primary']:.1f}, "
+          f"{ray['primary']:.1f} ms: how fast the machine was)")
     r = _run("--field-one", args.field, env=env)
     print(f"   field of a {r['triangles']}-triangle head: built in {r['s']:.2f} s (target <= 2 s), "
           f"{r['mb']:.0f} MB, grid {'x'.join(map(str, r['dims']))}; exact signed distance of points within "
