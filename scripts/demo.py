@@ -126,21 +126,9 @@ def add_magnets(head, hair):
              ("Magnet Right", (0.95, -0.1, 0.55), (0.35, -0.25, 0.45), False),
              ("Magnet Back", (0.0, 0.85, 0.55), (0.0, 0.25, 0.2), True)]
     for name, where, move, dynamic in specs:
-        bpy.ops.object.empty_add(type="SPHERE", radius=0.15, location=where)
-        m = bpy.context.active_object
-        m.name = name
-        m.parent = head          # the magnets ride on the head; their own keys add to its turn
-        settings = m.hair_wig_magnet
-        settings.radius, settings.multiplier = 0.9, 1.0
-        settings.dynamic = dynamic
-        if dynamic:
-            settings.stiffness, settings.damping, settings.mass = 25.0, 2.5, 1.0
-        m.keyframe_insert("location", frame=FRAMES[0])
-        m.location = np.array(where) + np.array(move)
-        m.keyframe_insert("location", frame=(FRAMES[0] + FRAMES[1]) // 2)
-        m.location = where
-        m.keyframe_insert("location", frame=FRAMES[1])
-        hair.hair_wig.magnets.add().object = m
+        # the magnets ride on the head; their own keys add to its turn
+        scenes.keyed_magnet(hair, name, where, move, FRAMES, 0.9, (25.0, 2.5, 1.0) if dynamic else None,
+                            parent=head, size=0.15, multiplier=1.0, back=True)
     s = hair.hair_wig
     s.use_secondary = True
     s.secondary_stiffness, s.secondary_damping = 80.0, 6.0

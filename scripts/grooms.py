@@ -139,21 +139,8 @@ def _subdivided_suzanne(levels=2):
 
 
 def _magnet(hair, where, move, frames, radius=1.0, dynamic=False, parent=None):
-    bpy.ops.object.empty_add(type="SPHERE", radius=0.1, location=where)
-    m = bpy.context.active_object
-    m.name = f"Magnet {len(hair.hair_wig.magnets) + 1}"
-    if parent is not None:
-        m.parent = parent
-    ms = m.hair_wig_magnet
-    ms.radius = radius
-    ms.dynamic = dynamic
-    if dynamic:
-        ms.stiffness, ms.damping, ms.mass = 30.0, 4.0, 1.0
-    m.keyframe_insert("location", frame=frames[0])
-    m.location = np.asarray(where) + np.asarray(move)
-    m.keyframe_insert("location", frame=(frames[0] + frames[1]) // 2)
-    hair.hair_wig.magnets.add().object = m
-    return m
+    return scenes.keyed_magnet(hair, f"Magnet {len(hair.hair_wig.magnets) + 1}", where, move, frames, radius,
+                               (30.0, 4.0, 1.0) if dynamic else None, parent)
 
 
 def shoulders(name="Shoulders"):

@@ -119,6 +119,33 @@ def keyed_wig(strands: int = 40, points: int = 6, radius: float = 0.5, travel: f
     return ob, head, magnet
 
 
+def keyed_magnet(hair, name, where, move, frames, radius, dynamic=None, parent=None, size=0.1,
+                 multiplier=None, back=False):
+    """A sphere Empty at ``where`` made a magnet of ``hair``: keyed at ``frames[0]``, moved by
+    ``move`` at the middle of ``frames`` (and back at ``frames[1]`` with ``back``); ``dynamic``:
+    its (stiffness, damping, mass) as a dynamic magnet; ``parent``: what it rides on."""
+    bpy.ops.object.empty_add(type="SPHERE", radius=size, location=where)
+    m = bpy.context.active_object
+    m.name = name
+    if parent is not None:
+        m.parent = parent
+    ms = m.hair_wig_magnet
+    ms.radius = radius
+    if multiplier is not None:
+        ms.multiplier = multiplier
+    ms.dynamic = dynamic is not None
+    if dynamic is not None:
+        ms.stiffness, ms.damping, ms.mass = dynamic
+    m.keyframe_insert("location", frame=frames[0])
+    m.location = np.asarray(where) + np.asarray(move)
+    m.keyframe_insert("location", frame=(frames[0] + frames[1]) // 2)
+    if back:
+        m.location = where
+        m.keyframe_insert("location", frame=frames[1])
+    hair.hair_wig.magnets.add().object = m
+    return m
+
+
 def surface_arrays(mesh):
     """What growing hair on ``mesh`` needs: its triangles (``demo.triangles``: corner vertex
     ids, loop ids, areas, normals), vertex positions (V, 3) and the active UV map per loop."""
