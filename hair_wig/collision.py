@@ -835,7 +835,7 @@ class Collider:
         """The candidates among ``q`` (3, S) (``candidates``) and their points (K, 3) in field
         space."""
         pick = self.candidates(q, index)
-        x = q[:, pick].T.astype(np.float64)
+        x = _take_rows(q, pick).T.astype(np.float64)
         if self.to_field is not None and pick.size:
             x = x @ self.to_field[:3, :3].T + self.to_field[:3, 3]
         return pick, x
@@ -938,11 +938,17 @@ class Collider:
         near = self._near_rows(p, span, mask)
         return self.penetration_at(_take_rows(p, near), near + span.start) if near.size else 0.0
 
+    def depth_at(self, q: np.ndarray, index: np.ndarray):
+        """The points among ``q`` (3, S) — wig points ``index`` — that may be inside their
+        collision surface (positions into ``q``) and how far: ``limit − distance`` (K,), positive
+        inside."""
+        pick, x = self._in_field(q, index)
+        if pick.size == 0:
+            return pick, np.zeros(0)
+        return pick, self.limit[index[pick]] - self.field.signed_distance(x)
+
     def penetration_at(self, q: np.ndarray, index: np.ndarray) -> float:
         """How far (head-local units) points ``q`` (3, S) — wig points ``index`` — lie inside
         their collision surface at most (0 when none does)."""
-        pick, x = self._in_field(q, index)
-        if pick.size == 0:
-            return 0.0
-        depth = self.limit[index[pick]] - self.field.signed_distance(x)
-        return float(max(depth.max(), 0.0))
+        pick, depth = self.depth_at(q, index)
+        return float(max(depth.max(), 0.0)) if pick.size else 0.0

@@ -585,12 +585,9 @@ class Wig:
         surface, over every collider (0 outside)."""
         depth = np.zeros(q.shape[1])
         for c in self.colliders:
-            pick = c.candidates(q, index)
+            pick, d = c.depth_at(q, index)
             if pick.size:
-                x = q[:, pick].T.astype(np.float64)
-                if c.to_field is not None:
-                    x = x @ c.to_field[:3, :3].T + c.to_field[:3, 3]
-                np.maximum.at(depth, pick, c.limit[index[pick]] - c.field.signed_distance(x) - c.tolerance)
+                np.maximum.at(depth, pick, d - c.tolerance)
         return depth
 
     def _swing_out(self, q: np.ndarray, j: int, index: np.ndarray, among: np.ndarray, rounds: int = 3) -> None:
