@@ -230,6 +230,13 @@ def read_mesh(ob, depsgraph=None, uv_map: str = "", topology: bool = True) -> Me
                       tri_verts, tri_corners, tri_uv)
 
 
+def write_positions(cv, points: np.ndarray) -> None:
+    """Set the points of ``Curves`` data ``cv`` to ``points`` (P, 3) float32. Through
+    ``position_data``: on Blender 5.2 a write through ``attributes['position']`` makes the next
+    depsgraph update of 160k points take 21 ms instead of 0.7 (BLENDER_NOTES)."""
+    cv.position_data.foreach_set("vector", np.ascontiguousarray(points, np.float32).ravel())
+
+
 def read_positions(ob, depsgraph) -> np.ndarray:
     """The evaluated vertex positions (V, 3) of a mesh object, in its own space."""
     mesh = ob.evaluated_get(depsgraph).data
@@ -369,7 +376,7 @@ def _swap_in_topology(ob, hair: HairSet):
     original = ob.data
     cv = bpy.data.hair_curves.new(f"{original.name} Key Poses")
     cv.add_curves(hair.counts.tolist())
-    cv.attributes["position"].data.foreach_set("vector", hair.points.ravel())
+    write_positions(cv, hair.points)
     cv.surface = original.surface
     cv.surface_uv_map = original.surface_uv_map
     types = original.attributes.get("curve_type")         # absent: all Catmull-Rom, the default

@@ -268,7 +268,7 @@ def make_wisps(context, ob, rings: int, closeness: float, fuzziness: float, seed
     n_old = hair.num_strands
     cv.add_curves(new_counts.tolist())
     pos = np.concatenate([hair.points, *pieces]).astype(np.float32)
-    cv.attributes["position"].data.foreach_set("vector", pos.ravel())
+    blender_io.write_positions(cv, pos)
     lead = np.concatenate([lead, np.zeros(len(new_counts), bool)])
     lead[sel] = True
     _set_curve_attribute(cv, LEADER, "BOOLEAN", lead)

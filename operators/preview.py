@@ -112,7 +112,7 @@ def _write(ob, points: np.ndarray) -> None:
     global _busy
     _busy = True
     try:
-        ob.data.attributes["position"].data.foreach_set("vector", points.ravel())
+        blender_io.write_positions(ob.data, points)
         ob.data.update_tag()
     finally:
         _busy = False
