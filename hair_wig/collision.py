@@ -319,6 +319,7 @@ class MeshField:
         self._origin_col = self.origin.astype(np.float32)[:, None]
         self._inv_cell = np.float32(1.0 / self.cell)
         self._top_col = (self.dims - 1).astype(np.float32)[:, None]
+        self._clamp_col = self._top_col + np.float32(0.5)
         self._shift_col = (0.5 - self.origin / self.cell).astype(np.float32)[:, None]
         self._stride = (np.int32(self.dims[1] * self.dims[2]), np.int32(self.dims[2]))
         self._slack = np.float32(0.5 * np.sqrt(3.0) * self.cell * 1.01 + self.grid_error.max())
@@ -459,15 +460,33 @@ class MeshField:
         more than any limit — whatever that node says is safe (a false "near" is only looked up).
         A blown-up (NaN) point lands on a corner and is caught after refinement. Positions into
         ``x``."""
+        return np.flatnonzero(self._node_values(x, clamp=False) < reach)
+
+    def lower_bound(self, x: np.ndarray) -> np.ndarray:
+        """A lower bound (S,) float32 of the distance of points ``x`` (3, S) float32 rows, field
+        space: the nearest node's distance minus ``slack``. A point beyond the grid reads the
+        node nearest its projection onto the grid's box, which is no farther from the mesh than
+        the point (the mesh lies inside that box), so the bound holds everywhere."""
+        v = self._node_values(x, clamp=True)
+        v -= self._slack
+        return v
+
+    def _node_values(self, x: np.ndarray, clamp: bool) -> np.ndarray:
+        """The distance at the grid node nearest each point ``x`` (3, S) float32 rows: one gather.
+        ``clamp``: coordinates beyond the grid are first moved onto its box (else the gather
+        clips the flat index, which is only safe for ``screen``)."""
         g = np.multiply(x, self._inv_cell)
         g += self._shift_col                  # + 0.5: truncation rounds to the nearest node
-        with np.errstate(invalid="ignore"):          # NaN: see above
+        if clamp:
+            np.minimum(g, self._clamp_col, out=g)
+            np.maximum(g, 0, out=g)
+        with np.errstate(invalid="ignore"):          # NaN: see screen
             gi = g.astype(np.int32)
         node = gi[0] * self._stride[0]
         np.multiply(gi[1], self._stride[1], out=gi[0])
         node += gi[0]
         node += gi[2]
-        return np.flatnonzero(np.take(self.distance_grid, node, mode="clip") < reach)
+        return np.take(self.distance_grid, node, mode="clip")
 
     def distance_rows(self, x: np.ndarray):
         """Trilinear signed distance (S,) float32 of points ``x`` (3, S) float32 rows, field
@@ -812,6 +831,8 @@ class Collider:
             to_field = None
         self.to_field = to_field
         self.from_field = None if to_field is None else np.linalg.inv(to_field)
+        # how much farther apart two points are in field space than head-local, at most
+        self.stretch = 1.0 if to_field is None else float(np.linalg.norm(to_field[:3, :3], 2))
         if vertices is None or self.mesh.method == "RAY":
             self.field = self.bound_field
             return
@@ -862,27 +883,51 @@ class Collider:
             return pick
         return pick[self.field.signed_distance(x) < self.limit[index[pick]] + self.tolerance]
 
-    def near_step(self, q: np.ndarray, j: int, strands: slice, index: np.ndarray) -> np.ndarray:
+    def near_step(self, q: np.ndarray, j: int, strands: slice, index: np.ndarray,
+                  margin: np.ndarray | None = None, seg: np.ndarray | None = None) -> np.ndarray:
         """``near_at`` for step ``j`` of a root-to-tip walk: ``q`` (3, S) the points ``j`` of the
-        strands ``strands`` (wig numbering, all of ``uniform`` points; their points ``index``)."""
+        strands ``strands`` (wig numbering, all of ``uniform`` points; their points ``index``).
+
+        ``margin`` (S,) float32, the walk's own (start it at −inf): a lower bound of each
+        strand's previous point's distance, kept up to date here. Point ``j`` lies ``seg`` (S,,
+        head-local) from it, so it is at least ``margin − stretch · seg`` from the surface
+        (distances are 1-Lipschitz), and where that is already past its limit it is not looked
+        up at all: along a strand leaving the head, one lookup clears the next few points."""
         steps = self._steps
         if steps is None:
             return self.near_at(q, index)
-        rest, skip2 = steps["rest"], steps["skip2"][j, strands]
-        return self._near(q, steps["limit"][j, strands], lambda pick: skip2[pick],
-                          lambda pick: np.stack([rest[k, j, strands].take(pick) for k in range(3)]))
+        rest, skip2, limit = steps["rest"], steps["skip2"][j, strands], steps["limit"][j, strands]
+        if margin is None:
+            return self._near(q, limit, lambda pick: skip2[pick],
+                              lambda pick: np.stack([rest[k, j, strands].take(pick) for k in range(3)]))
+        margin -= np.float32(self.stretch) * seg if self.stretch != 1.0 else seg
+        look = np.flatnonzero(margin < limit)
+        if look.size == 0:
+            return look
+        whole = 2 * look.size > margin.size          # most of the row: one pass over all of it
+        lower = self.field.lower_bound(self._field_rows(q if whole else _take_rows(q, look)))
+        if whole:
+            margin[...] = lower
+            pick = np.flatnonzero(lower < limit)
+        else:
+            margin[look] = lower
+            pick = look.take(np.flatnonzero(lower < limit.take(look)))
+        margin[pick] = -np.inf           # these may be moved: the next point is looked up
+        return self._confirm(q, pick, limit, lambda pick: skip2.take(pick),
+                             lambda pick: np.stack([rest[k, j, strands].take(pick) for k in range(3)]))
 
     def _near(self, q, limit, skip2_at, rest_at) -> np.ndarray:
-        """The grid's screen, then (when the collider has not moved) the skip test, then the
-        trilinear distance: positions into ``q`` (3, S) that may be within ``limit`` (S,).
-        ``skip2_at(positions)``, ``rest_at(positions)``: those points' squared skip distances
-        and rest rows (3, K)."""
-        x = q
-        if self.to_field is not None:
-            m = self.to_field.astype(np.float32)
-            x = m[:3, :3] @ q + m[:3, 3:4]
+        """The grid's screen, then ``_confirm``: positions into ``q`` (3, S) that may be within
+        ``limit`` (S,). ``skip2_at(positions)``, ``rest_at(positions)``: those points' squared
+        skip distances and rest rows (3, K)."""
         # one gather per point first: most of a groom is nowhere near a collider
-        pick = self.field.screen(x, limit + self.field.slack)
+        pick = self.field.screen(self._field_rows(q), limit + self.field.slack)
+        return self._confirm(q, pick, limit, skip2_at, rest_at)
+
+    def _confirm(self, q, pick, limit, skip2_at, rest_at) -> np.ndarray:
+        """Of the points ``pick`` the grid's screen kept: (when the collider has not moved) those
+        that moved at least half their room from rest, then those whose trilinear distance may
+        be within ``limit``."""
         if pick.size == 0:
             return pick
         if not self.moved:                               # then: moved less than half the room?
@@ -891,8 +936,15 @@ class Collider:
             pick = pick[_dot(diff, diff) >= skip2_at(pick)]
             if pick.size == 0:
                 return pick
-        d, err = self.field.distance_rows(_take_rows(x, pick))
-        return pick[d < limit[pick] + err]
+        d, err = self.field.distance_rows(self._field_rows(_take_rows(q, pick)))
+        return pick[d < limit.take(pick) + err]
+
+    def _field_rows(self, q: np.ndarray) -> np.ndarray:
+        """Head-local rows (3, S) float32 in this frame's field space."""
+        if self.to_field is None:
+            return q
+        m = self.to_field.astype(np.float32)
+        return m[:3, :3] @ q + m[:3, 3:4]
 
     def project_at(self, q: np.ndarray, index: np.ndarray) -> np.ndarray:
         """Push points ``q`` (3, S, head-local) — the wig's points ``index`` (S,) — out to their

@@ -555,12 +555,22 @@ class Wig:
         index = span.start + np.arange(count, dtype=np.int64) * n              # each strand's root
         strands = slice(first_strand, first_strand + count)
         scratch = np.empty(count, np.float32)
+        # per collider, a lower bound of each strand's last point's distance (near_step)
+        margins = [np.full(count, -np.inf, np.float32) for _ in self.colliders]
+        seg = np.empty(count, np.float32) if length.elasticity else None
         depth = 0.0          # what is left inside: every other point was placed outside
         for j in range(1, n):
             length.follow(q[:, j - 1], q[:, j], rest[j], scratch)
+            if seg is not None:      # elastic: the segment is not its rest length
+                d = q[:, j] - q[:, j - 1]
+                np.sqrt(np.einsum("ks,ks->s", d, d), out=seg)
             at_j = index + j
-            near = [c.near_step(q[:, j], j, strands, at_j) for c in self.colliders]
+            near = [c.near_step(q[:, j], j, strands, at_j, m, rest[j] if seg is None else seg)
+                    for c, m in zip(self.colliders, margins)]
             at = near[0] if len(near) == 1 else np.unique(np.concatenate(near))
+            if len(margins) > 1 and at.size:
+                for m in margins:            # moved by one collider: no bound for the others
+                    m[at] = -np.inf
             for _ in range(max(1, self.settings.collision_iterations)):
                 if at.size == 0:
                     break

@@ -130,6 +130,12 @@ def test_the_screen_never_passes_over_a_point_within_reach_of_the_surface():
         assert kept[50:].mean() < 0.5                    # and it does screen
         d, err = field.distance_rows(np.ascontiguousarray(p[50:].T, np.float32))
         assert (d - err <= exact + 1e-6)[np.abs(exact) < 3 * field.cell].all()
+    # the walk's margins start from lower_bound: below the exact distance everywhere, also far
+    # beyond the grid (its box is clamped, not its flat index)
+    far = rng.uniform(-40, 40, (2000, 3))
+    q = np.concatenate([np.nan_to_num(p[50:]), far])
+    lower = field.lower_bound(np.ascontiguousarray(q.T, np.float32))
+    assert (lower <= exact_signed_distance(q, v, t) + 1e-6).all()
 
 
 def test_an_open_plane_is_one_sided_its_normal_says_where_outside_is():
@@ -190,3 +196,53 @@ def test_the_groom_does_not_move_at_rest_and_a_pulled_groom_keeps_length_and_sta
     d0 = exact_signed_distance(hair.points, v, t)
     assert (d >= np.minimum(0, d0) - 1e-3 * 2.0).all()
     assert wig.residual <= 1e-3 * 2.0
+
+
+def test_the_walk_looks_up_only_points_a_push_could_reach(monkeypatch):
+    """Along a strand, a point is at least its previous point's distance minus the segment
+    from the surface, so the walk skips lookups while that margin lasts. Arches that leave the
+    head and land back on it, pulled into it: with and without the margins, the same bits,
+    every point out, every segment its length (elastic or not) — and lookups were skipped."""
+    from hair_wig import collision
+
+    rng = np.random.default_rng(11)
+    n, k = 40, 16
+    u = rng.normal(size=(n, 3)) * (1, 1, 0.3) + (0, 0, 1.5)
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    t = np.cross(u, rng.normal(size=(n, 3)))
+    t /= np.linalg.norm(t, axis=1, keepdims=True)
+    s = np.linspace(0, 1, k)[None, :, None]
+    r = 1 + 0.5 * np.sin(np.pi * s) + 0.004 * (s > 0)              # out, over, back down
+    pts = (u[:, None] * np.cos(0.9 * s) + t[:, None] * np.sin(0.9 * s)) * r
+    hair = HairSet(pts.reshape(-1, 3).astype(np.float32), [k] * n, name="Arches")
+    v, tri = sphere(1.0, 32, 64)
+    looked = []
+    lower_bound = collision.MeshField.lower_bound
+
+    def counting(self, x):
+        looked.append(x.shape[1])
+        return lower_bound(self, x)
+
+    monkeypatch.setattr(collision.MeshField, "lower_bound", counting)
+    for e in (0.0, 0.3):
+        wig = Wig(hair, np.eye(4), np.eye(4), [Magnet("M", np.eye(4), radius=3.0)],
+                  WigSettings(elasticity=e), head_mesh=(v, tri))
+        pull = np.eye(4)
+        pull[:3, 3] = (0.1, 0.0, -0.5)                       # down into the head
+        inp = FrameInput(np.eye(4), np.eye(4), np.array([pull]))
+        looked.clear()
+        with_margins, _ = wig.step(inp)
+        assert 0 < sum(looked) < 0.8 * n * (k - 1)
+        near_step = collision.Collider.near_step
+        monkeypatch.setattr(collision.Collider, "near_step",
+                            lambda self, q, j, strands, index, margin=None, seg=None:
+                            near_step(self, q, j, strands, index))
+        without, _ = wig.step(inp)
+        monkeypatch.setattr(collision.Collider, "near_step", near_step)
+        assert np.array_equal(with_margins, without)
+        d = exact_signed_distance(with_margins, v, tri)
+        assert d.min() >= -1e-3 * 2.0 and np.abs(with_margins - hair.points).max() > 0.2
+        seg = np.linalg.norm(np.diff(with_margins.reshape(n, k, 3), axis=1), axis=2)
+        seg0 = np.linalg.norm(np.diff(pts, axis=1), axis=2)
+        if e == 0:
+            assert np.abs(seg / seg0 - 1).max() < 1e-4
