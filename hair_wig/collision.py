@@ -182,7 +182,7 @@ class MeshField:
     """
 
     NODE_BAND = 1.0      # nodes whose distance is computed exactly: within this many cells
-    LIST_CELL = 1        # nodes per side of the cells that keep triangle lists
+    LIST_CELL = 2        # grid cells per side of the cells that keep triangle lists
     LIST_BAND = 1.5      # a cell keeps the triangles within this many grid cells of it
     COHERENT = 0.8       # a list cell whose unit normals sum to less than this per triangle is folded
     FOLD_ERROR = 2.0     # how far (cells) the grid may be off where the surface folds
@@ -501,8 +501,11 @@ class MeshField:
         base = ii[0] * s0 + ii[1] * s1 + ii[2]
         d = self._trilinear(base, *f)[2]
         d[~inside] = np.inf
-        cell = base if self.LIST_CELL == 1 else self._list_cell((x.T).astype(np.float64))
-        return d, self.grid_error[cell]
+        if self.LIST_CELL == 1:
+            return d, self.grid_error[base]
+        ii //= self.LIST_CELL                  # the list cell holding each point's grid cell
+        ly, lz = int(self.list_dims[1]), int(self.list_dims[2])
+        return d, self.grid_error[(ii[0] * ly + ii[1]) * lz + ii[2]]
 
     def _list_cell(self, p: np.ndarray) -> np.ndarray:
         ci = np.clip(np.floor((np.asarray(p, np.float64) - self.origin) / (self.cell * self.LIST_CELL)).astype(
