@@ -9,7 +9,8 @@ falls on both alike; each figure is the median over ``--repeats`` turns:
 * the wig core per frame at ``--strands`` × 16 points, one and two threads (``bench.py --one``);
 * the live preview's updates per second at ``--preview-strands`` × 16 (``bench.py --preview-one``);
 * what Blender spends evaluating hair whose positions were just written (write + depsgraph update),
-  for Catmull-Rom curves (Blender's default for hair, resolution 12) and for poly curves.
+  for Catmull-Rom curves (Blender's default for hair, resolution 12) and for poly curves, written
+  through ``attributes['position']`` and through ``position_data`` (what hair_wig uses).
 """
 
 from __future__ import annotations
@@ -39,17 +40,20 @@ def evaluation_after_write(strands: int, frames: int = 24) -> dict:
     cv = ob.data
     flat = pts.astype(np.float32).ravel().copy()
     result = {"version": bpy.app.version_string}
+    writes = {"attribute": lambda: cv.attributes["position"].data.foreach_set("vector", flat),
+              "position_data": lambda: cv.position_data.foreach_set("vector", flat)}
     for kind in ("CATMULL_ROM", "POLY"):
         cv.set_types(type=kind)
-        times = []
-        for f in range(frames + 1):
-            flat[::3] += np.float32(1e-4)
-            t = time.perf_counter()
-            cv.attributes["position"].data.foreach_set("vector", flat)
-            cv.update_tag()
-            bpy.context.view_layer.update()
-            times.append(time.perf_counter() - t)
-        result[kind] = 1e3 * float(np.median(times[1:]))
+        for way, write in writes.items():
+            times = []
+            for f in range(frames + 1):
+                flat[::3] += np.float32(1e-4)
+                t = time.perf_counter()
+                write()
+                cv.update_tag()
+                bpy.context.view_layer.update()
+                times.append(time.perf_counter() - t)
+            result[f"{kind} {way}"] = 1e3 * float(np.median(times[1:]))
     return result
 
 
@@ -81,7 +85,8 @@ def main(argv=None) -> int:
               f"`./run tests` (or HAIR_WIG_BLENDER=<line> ./run python -c 1) makes it", file=sys.stderr)
         return 1
     bench = ROOT / "scripts" / "bench.py"
-    got = {line: {"ms_1": [], "ms_2": [], "preview": [], "catmull": [], "poly": []} for line in LINES}
+    evals = [f"{kind} {way}" for kind in ("CATMULL_ROM", "POLY") for way in ("attribute", "position_data")]
+    got = {line: {"ms_1": [], "ms_2": [], "preview": [], **{k: [] for k in evals}} for line in LINES}
     t0 = time.perf_counter()
     for _ in range(args.repeats):
         for line in LINES:
@@ -91,21 +96,21 @@ def main(argv=None) -> int:
             g["ms_2"].append(core["ms_2"])
             g["preview"].append(run(py, bench, "--preview-one", args.preview_strands)["updates_per_s"])
             ev = run(py, __file__, "--eval-one", args.preview_strands)
-            g["catmull"].append(ev["CATMULL_ROM"])
-            g["poly"].append(ev["POLY"])
+            for k in evals:
+                g[k].append(ev[k])
             g["version"] = ev["version"]
     rows = (("wig core, 1 thread, ms/frame", "ms_1", args.strands * 16),
             ("wig core, 2 threads, ms/frame", "ms_2", args.strands * 16),
             ("live preview, updates/s", "preview", args.preview_strands * 16),
-            ("write + evaluate Catmull-Rom hair, ms", "catmull", args.preview_strands * 16),
-            ("write + evaluate poly hair, ms", "poly", args.preview_strands * 16))
+            *((f"write ({k.split()[1]}) + evaluate {'Catmull-Rom' if k.startswith('C') else 'poly'}, ms", k,
+               args.preview_strands * 16) for k in evals))
     a, b = LINES
     print(f"hair_wig on two Blender lines: medians of {args.repeats} alternating turns "
           f"({time.perf_counter() - t0:.0f} s)")
-    print(f"{'measure':<40}{'points':>10}{got[a]['version']:>14}{got[b]['version']:>14}{b + ' / ' + a:>12}")
+    print(f"{'measure':<48}{'points':>10}{got[a]['version']:>14}{got[b]['version']:>14}{b + ' / ' + a:>12}")
     for label, key, points in rows:
         va, vb = median(got[a][key]), median(got[b][key])
-        print(f"{label:<40}{points:>10}{va:>14.1f}{vb:>14.1f}{vb / va:>11.2f}x")
+        print(f"{label:<48}{points:>10}{va:>14.1f}{vb:>14.1f}{vb / va:>11.2f}x")
     return 0
 
 
