@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .collision import MeshField
 from .errors import HairWigError
 from .hairset import HairSet
 from .scalp import locate_uv
@@ -452,8 +453,10 @@ class KeyedStyle:
         on the head; SPEC §7): a root moving between two key poses travels in the surface's UV
         map, from one key's root UV to the next, and is placed on the surface there, its strand
         moved with it (segment lengths kept). ``tri_uv`` (T, 3, 2), ``tri_verts`` (T, 3): the
-        surface's triangles; ``positions`` (V, 3) its rest vertices in this hair's space. Without
-        root UVs in every key pose, roots keep their straight path."""
+        surface's triangles; ``positions`` (V, 3) its rest vertices in this hair's space. A root
+        whose UV path leaves the map (across a seam, through a pole's gap) goes to the surface's
+        point nearest its straight path instead. Without root UVs in every key pose, roots keep
+        their straight path."""
         if self.roots_uv is None or len(self.keys) < 2:
             return
         uv = self._key_root_uvs()
@@ -462,6 +465,7 @@ class KeyedStyle:
             return
         self.surface = (np.asarray(tri_uv, np.float64), np.asarray(tri_verts, np.int64),
                         np.asarray(positions, np.float64), uv, np.flatnonzero(moving))
+        self._surface_field = None
 
     def set_collider(self, fields, to_field: np.ndarray, offsets) -> None:
         """Collide in-betweens with the head and body (SPEC §6): ``fields`` are the colliders'
@@ -499,14 +503,20 @@ class KeyedStyle:
         w = np.broadcast_to(np.asarray(w, np.float64), moving.shape)[:, None]
         now = uv[k, moving] + w * (uv[k + 1, moving] - uv[k, moving])
         tri, bary = locate_uv(tri_uv, now, self.name, strict=False)
-        ok = tri >= 0                                 # a root whose UV path leaves the map keeps its own
-        if not ok.any():
-            return
-        on = np.einsum("nk,nkd->nd", bary[ok], positions[tri_verts[tri[ok]]])
-        track = moving[ok]
-        shift = (on - out[self.offsets[track]]).astype(np.float32)
+        ok = tri >= 0
+        on = np.empty((len(moving), 3))
+        on[ok] = np.einsum("nk,nkd->nd", bary[ok], positions[tri_verts[tri[ok]]])
+        off = np.flatnonzero(~ok)
+        if off.size:
+            # the UV path leaves the map: the surface's point nearest the straight path (which,
+            # a chord, sinks into a round head)
+            if self._surface_field is None:
+                self._surface_field = MeshField(positions, tri_verts, name=self.name)
+            _, closest, _, known = self._surface_field.exact(out[self.offsets[moving[off]]])
+            on[off] = np.where(known[:, None], closest, out[self.offsets[moving[off]]])
+        shift = (on - out[self.offsets[moving]]).astype(np.float32)
         delta = np.zeros((len(self.counts), 3), np.float32)
-        delta[track] = shift
+        delta[moving] = shift
         out += delta[self.point_track]
 
     def _collide(self, out: np.ndarray, k: int, u: float) -> None:

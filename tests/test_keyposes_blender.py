@@ -339,6 +339,7 @@ def test_in_between_roots_stay_on_the_scalp_and_strands_out_of_the_head(scene, g
     for f in (3, 6, 9):
         p = cache.frame(f).astype(np.float64)
         d = exact_signed_distance(p, mesh.positions, mesh.tri_verts)
-        # (one root of 20 is 6e-5 off in this scene, measured; a straight path sinks 4e-3)
-        assert np.abs(d[root]).max() <= 1e-4, (f, np.abs(d[root]).max())
+        # on the mesh: also the root whose UV path crosses the pole's gap (its straight path,
+        # a chord, sank 6e-5; the whole straight path sinks 4e-3)
+        assert np.abs(d[root]).max() <= 1e-6, (f, np.abs(d[root]).max())
         assert d[~root].min() >= -1e-5, (f, d[~root].min())
