@@ -4,7 +4,7 @@ import bpy
 from bpy.props import BoolProperty
 
 from ..hair_wig import HairWigError
-from . import baking, blender_io, profile_curves, scene_reader
+from . import baking, blender_io, polls, profile_curves, scene_reader
 
 
 def _hair(context):
@@ -20,7 +20,7 @@ class HAIRWIG_OT_enable(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _hair(context) is not None
+        return polls.hair(cls, context)
 
     def execute(self, context):
         ob = _hair(context)
@@ -44,7 +44,7 @@ class HAIRWIG_OT_bake(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return scene_reader.is_wig(_hair(context)) or bool(scene_reader.wigs_in(context.scene))
+        return polls.some_wig(cls, context)
 
     def _start(self, context):
         obs = scene_reader.wigs_in(context.scene) if self.all_wigs else [_hair(context)]
@@ -127,9 +127,7 @@ class HAIRWIG_OT_clear_bake(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        ob = _hair(context)
-        return (ob is not None and blender_io.is_baked(ob)) or any(
-            blender_io.is_baked(o) for o in context.scene.objects)
+        return polls.some_bake(cls, context)
 
     def execute(self, context):
         obs = context.scene.objects if self.all_wigs else [_hair(context)]

@@ -10,7 +10,7 @@ from bpy.props import FloatProperty, IntProperty
 
 from ..hair_wig import HairWigError, locate_uv
 from ..hair_wig.keyposes import imitate, imitator_roots_uv, root_frames
-from . import blender_io, preview, scene_reader
+from . import blender_io, polls, preview, scene_reader
 from .scene_reader import LEADER, WISP, curve_attribute
 
 
@@ -63,7 +63,7 @@ class _OnHair:
 
     @classmethod
     def poll(cls, context):
-        return _hair_object(context) is not None
+        return polls.curves_wig(cls, context)
 
 
 class HAIRWIG_OT_record_key_pose(_OnHair, bpy.types.Operator):
@@ -110,7 +110,11 @@ class _OnActiveKey:
 
     @classmethod
     def poll(cls, context):
-        return _active_key(context)[1] is not None
+        if not polls.curves_wig(cls, context):
+            return False
+        if _active_key(context)[1] is None:
+            return polls.refuse(cls, "Select a key pose in the list first (or record one: Record Key Pose)")
+        return True
 
 
 class HAIRWIG_OT_rerecord_key_pose(_OnActiveKey, bpy.types.Operator):
@@ -152,8 +156,12 @@ class HAIRWIG_OT_jump_to_key_pose(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        ob = _hair_object(context)
-        return ob is not None and len(ob.hair_wig.key_poses) > 0
+        if not polls.curves_wig(cls, context):
+            return False
+        ob = context.active_object
+        if len(ob.hair_wig.key_poses) == 0:
+            return polls.refuse(cls, f"'{ob.name}' has no key poses yet: Record Key Pose")
+        return True
 
     def execute(self, context):
         s = _hair_object(context).hair_wig
@@ -203,8 +211,11 @@ class HAIRWIG_OT_make_wisps(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        ob = _hair_object(context)
-        return ob is not None and context.mode in {"OBJECT", "SCULPT_CURVES"}
+        if not polls.curves_wig(cls, context):
+            return False
+        if context.mode not in {"OBJECT", "SCULPT_CURVES"}:
+            return polls.refuse(cls, "Make Wisps works in Object Mode or Sculpt Mode")
+        return True
 
     def execute(self, context):
         ob = _hair_object(context)

@@ -5,7 +5,7 @@ import numpy as np
 from bpy.props import BoolProperty, EnumProperty, FloatProperty
 
 from ..hair_wig import HairWigError
-from . import blender_io, profile_curves, scene_reader
+from . import blender_io, polls, profile_curves, scene_reader
 from .properties import active_magnet, head_of
 
 
@@ -35,8 +35,7 @@ class HAIRWIG_OT_add_magnet(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        ob = _wig(context)
-        return ob is not None and head_of(ob) is not None
+        return polls.wig_with_head(cls, context)
 
     def execute(self, context):
         ob = _wig(context)
@@ -86,8 +85,7 @@ class HAIRWIG_OT_remove_magnet(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        ob = _wig(context)
-        return ob is not None and 0 <= ob.hair_wig.magnet_index < len(ob.hair_wig.magnets)
+        return polls.active_magnet_slot(cls, context)
 
     def execute(self, context):
         s = _wig(context).hair_wig
@@ -107,8 +105,7 @@ class HAIRWIG_OT_select_magnet(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        ob = _wig(context)
-        return ob is not None and active_magnet(ob.hair_wig) is not None
+        return polls.active_magnet_object(cls, context)
 
     def execute(self, context):
         empty = active_magnet(_wig(context).hair_wig)
@@ -127,7 +124,7 @@ class HAIRWIG_OT_set_rest_pose(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _wig(context) is not None
+        return polls.wig(cls, context)
 
     def execute(self, context):
         try:

@@ -16,7 +16,7 @@ import bpy
 import numpy as np
 
 from ..hair_wig import HairWigError
-from . import blender_io, scene_reader
+from . import blender_io, polls, scene_reader
 
 _previews: dict[int, "Preview"] = {}
 _busy = False              # our own write triggers a depsgraph update: do not answer it
@@ -256,8 +256,7 @@ class HAIRWIG_OT_preview(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        ob = context.active_object
-        return scene_reader.is_curves_wig(ob)
+        return polls.curves_wig(cls, context)
 
     def execute(self, context):
         ob = context.active_object

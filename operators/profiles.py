@@ -6,7 +6,7 @@ from __future__ import annotations
 import bpy
 from bpy.props import EnumProperty, StringProperty
 
-from . import profile_curves, scene_reader
+from . import polls, profile_curves
 from .properties import active_magnet
 
 
@@ -26,7 +26,7 @@ class HAIRWIG_OT_profile_preset(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return scene_reader.is_wig(context.active_object)
+        return polls.wig(cls, context)
 
     def execute(self, context):
         ob = context.active_object
@@ -55,7 +55,7 @@ class HAIRWIG_OT_add_profiles(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return scene_reader.is_wig(context.active_object)
+        return polls.wig(cls, context)
 
     def execute(self, context):
         ob = context.active_object

@@ -85,3 +85,35 @@ def test_bake_without_active_wig_reports(scene, addon):
     with pytest.raises(RuntimeError, match="Select a hair object with Wig enabled"):
         bpy.ops.hair_wig.bake()
     assert bpy.ops.hair_wig.clear_bake.poll() is False
+
+
+def _why(op) -> str:
+    """What a greyed-out button's tooltip says: Blender puts the poll message in the error."""
+    with pytest.raises(RuntimeError) as err:
+        op()
+    return str(err.value)
+
+
+def test_greyed_out_buttons_say_why(scene):
+    """Every button the panel greys out says what is missing, on which object, and what to press."""
+    ob, head, _ = wig_scene(head=False)
+    bpy.context.view_layer.objects.active = head
+    assert "'Head' is not hair" in _why(bpy.ops.hair_wig.enable)
+    assert "No wig in this scene" in _why(bpy.ops.hair_wig.bake)
+    assert "Nothing is baked" in _why(bpy.ops.hair_wig.clear_bake)
+    bpy.context.view_layer.objects.active = ob
+    assert "'Hair' is not a wig yet: press Enable Wig" in _why(bpy.ops.hair_wig.add_magnet)
+    assert "not a wig yet" in _why(bpy.ops.hair_wig.preview)
+    assert "not a wig yet" in _why(bpy.ops.hair_wig.record_key_pose)
+    assert bpy.ops.hair_wig.enable() == {"FINISHED"}
+    assert "Choose the Head of 'Hair' first" in _why(bpy.ops.hair_wig.add_magnet)
+    assert "Select a magnet in the list first" in _why(bpy.ops.hair_wig.remove_magnet)
+    assert "Select a key pose in the list first" in _why(bpy.ops.hair_wig.rerecord_key_pose)
+    assert "'Hair' has no key poses yet" in _why(bpy.ops.hair_wig.jump_to_key_pose)
+    assert "Select a key pose in the list first" in _why(bpy.ops.hair_wig.delete_key_pose)
+    ob.hair_wig.head = head
+    assert bpy.ops.hair_wig.add_magnet() == {"FINISHED"}
+    legacy = scenes.legacy_hair("Legacy", *scenes.straight_strands(4, 4)[:2])
+    bpy.context.view_layer.objects.active = legacy
+    bpy.ops.hair_wig.enable()
+    assert "'Legacy' is a legacy Curve" in _why(bpy.ops.hair_wig.preview)
