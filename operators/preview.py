@@ -269,6 +269,9 @@ class HAIRWIG_OT_preview(bpy.types.Operator):
             stop(ob)
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
+        wig = _previews[ob.session_uid].wig
+        for warning in wig.warnings() + wig.scene_warnings:
+            self.report({"WARNING"}, warning)
         return {"FINISHED"}
 
 

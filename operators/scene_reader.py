@@ -88,6 +88,36 @@ def read_colliders(scene, ob, depsgraph) -> tuple[list, list[ColliderMesh]]:
     return obs, meshes
 
 
+def follow_skin_problem(ob) -> tuple[str, str] | None:
+    """Why Follow Skin, ticked on ``ob``, cannot follow the skin: (a short line for the panel, the
+    whole story for the bake's report), or None when it can (or is off)."""
+    if not ob.hair_wig.use_scalp:
+        return None
+    if ob.type != "CURVES":
+        return ("Follow Skin needs Curves hair",
+                f"Follow Skin is on, but '{ob.name}' is a legacy Curve, which has no surface to "
+                f"follow: its hair follows the head only (convert it to Curves hair to follow the skin)")
+    surface = ob.data.surface
+    if surface is None:
+        return ("Follow Skin: the hair has no Surface",
+                f"Follow Skin is on, but '{ob.name}' has no Surface (Object properties > Curves "
+                f"Surface): its hair follows the head only")
+    uv_map = ob.data.surface_uv_map
+    if not uv_map or surface.type != "MESH" or surface.data.uv_layers.get(uv_map) is None:
+        return (f"Follow Skin: '{surface.name}' has no UV map set",
+                f"Follow Skin is on, but '{ob.name}' names no UV map of '{surface.name}' (its Surface "
+                f"UV Map is '{uv_map}'): the roots cannot find their place on the skin, so the hair "
+                f"follows the head only. Give '{surface.name}' a UV map and pick it as the hair's "
+                f"Surface UV Map, or turn Follow Skin off")
+    if ob.data.attributes.get("surface_uv_coordinate") is None:
+        return ("Follow Skin: the roots have no surface UVs",
+                f"Follow Skin is on, but the curves of '{ob.name}' have no surface UVs "
+                f"(surface_uv_coordinate): in Sculpt Mode use Curves > Snap to Nearest Surface, so "
+                f"each root knows where it sits on '{surface.name}'; until then the hair follows "
+                f"the head only")
+    return None
+
+
 def magnet_objects(scene, ob) -> list:
     """The wig's magnet Empties, checked: every slot filled, every magnet in this scene."""
     obs = []
@@ -245,8 +275,8 @@ def bind(context, ob, rest_points=None, dynamics: bool = True):
         collider_obs, colliders = read_colliders(scene, ob, depsgraph)
     surface = None
     scalp = None
-    if (s.use_scalp and source.surface is not None and source.surface_uv_map
-            and source.hair.surface_uv is not None):
+    skin = follow_skin_problem(ob)
+    if s.use_scalp and skin is None and source.hair.surface_uv is not None:
         surface = Surface(source.surface, head)
         scalp = surface.bind(source, depsgraph)
     wig = Wig(source.hair, hair_rest, head_rest, magnets, read_settings(s, dynamics), head_mesh, scalp=scalp,
@@ -254,6 +284,7 @@ def bind(context, ob, rest_points=None, dynamics: bool = True):
     # Each frame's input reads these again: where they are, and their shape if they deform.
     wig.collider_objects = ([head] if head_mesh is not None else []) + collider_obs
     wig.keyed = keyed          # the keyframed hairstyle (seed 002) giving each frame's rest pose
+    wig.scene_warnings = [skin[1]] if skin is not None else []      # what the scene keeps from working
     if keyed is not None:
         bind_style(keyed, wig, source, hair_rest, head, head_rest, surface)
     return wig, head, empties, surface

@@ -150,6 +150,9 @@ class VIEW3D_PT_hair_wig_refinement(_WigSubPanel, bpy.types.Panel):
         s = context.active_object.hair_wig
         layout.use_property_split = True
         layout.prop(s, "use_scalp")
+        skin = scene_reader.follow_skin_problem(context.active_object)
+        if skin is not None:
+            layout.label(text=skin[0], icon="ERROR")
         layout.prop(s, "compression")
         layout.prop(s, "use_length")
         col = layout.column()

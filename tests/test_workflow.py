@@ -259,3 +259,51 @@ def test_the_hairs_modifiers_are_off_while_a_bake_computes_and_back_as_they_were
     assert modifier_states(ob, other) == before
     assert job.__class__(bpy.context, [ob, other]).advance(100)
     assert modifier_states(ob, other) == before
+
+
+def _panel_labels(ob):
+    """The texts the sidebar's panels would show for ``ob`` (drawn into a recording layout)."""
+    from hair_wig_addon.panels import sidebar
+
+    texts = []
+
+    class Layout:
+        use_property_split = active = enabled = True
+
+        def label(self, text="", **_kw):
+            texts.append(text)
+
+        def __getattr__(self, _name):
+            return lambda *a, **k: self
+
+    bpy.context.view_layer.objects.active = ob
+    for cls in sidebar.classes:
+        if issubclass(cls, bpy.types.Panel) and cls.poll(bpy.context):
+            cls.draw(type("PanelSelf", (), {"layout": Layout()})(), bpy.context)
+    return texts
+
+
+def test_follow_skin_without_a_uv_map_says_so_in_the_panel_and_the_bake(scene, glue):
+    """A head without a UV map: Follow Skin cannot place the roots on the skin. The panel says so
+    under the checkbox, the bake reports it by name (and bakes, following the head), and once the
+    hair's surface has a UV map and root UVs both go quiet."""
+    baking, io = glue
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=1.0, calc_uvs=False)
+    head = bpy.context.active_object
+    head.name = "Head"
+    assert len(head.data.uv_layers) == 0
+    ob, _ = scenes.wig_on(head, 20, 6)
+    assert ob.hair_wig.use_scalp
+    assert "Follow Skin: 'Head' has no UV map set" in _panel_labels(ob)
+    cache = baking.compute(bpy.context, ob, 1, 2)
+    assert any("'Head'" in w and "no UV map" in w and "follows the head only" in w for w in cache.warnings)
+    ob.hair_wig.use_scalp = False
+    assert not any("Follow Skin" in t for t in _panel_labels(ob))
+    assert not baking.compute(bpy.context, ob, 1, 2).warnings
+    ob.hair_wig.use_scalp = True
+    head.data.uv_layers.new(name="UVMap")
+    ob.data.surface_uv_map = "UVMap"
+    assert "Follow Skin: the roots have no surface UVs" in _panel_labels(ob)
+    ob.data.attributes.new("surface_uv_coordinate", "FLOAT2", "CURVE")
+    assert not any("Follow Skin" in t for t in _panel_labels(ob))
+    assert not baking.compute(bpy.context, ob, 1, 2).warnings
