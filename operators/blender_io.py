@@ -101,7 +101,30 @@ def _curve_offsets(cv) -> np.ndarray:
     return offsets
 
 
+def no_curves(ob) -> tuple[str, str] | None:
+    """Why hair object ``ob`` holds nothing for a wig to animate: (a short line for the panel,
+    the whole story with what to do), or None when it has curves. Hair made by modifiers (Quick
+    Fur without its guides applied, Generate Hair Curves) shows curves in the viewport that the
+    object itself does not hold."""
+    count = len(ob.data.curves) if ob.type == "CURVES" else len(ob.data.splines)
+    if count:
+        return None
+    makers = [m.name for m in ob.modifiers if m.type == "NODES"]
+    if makers:
+        return (f"No curves of its own: apply '{makers[0]}'",
+                f"'{ob.name}' holds no curves of its own: the hair you see is made by its modifiers "
+                f"(first '{makers[0]}'). hair_wig animates the curves the object holds: apply "
+                f"'{makers[0]}' (the modifier's menu > Apply) to turn what it makes into curves — "
+                f"with Quick Fur these are its guides, and the rest of the stack still makes the "
+                f"children from them")
+    return ("No curves yet: add hair first",
+            f"'{ob.name}' has no curves yet: add hair first (Sculpt Mode: the Add or Density brush)")
+
+
 def _read_curves(ob, selection_attribute: str) -> HairSet:
+    problem = no_curves(ob)
+    if problem is not None:
+        raise HairWigError(problem[1])
     return read_curves_data(ob.data, ob.name, selection_attribute)
 
 

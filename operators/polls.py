@@ -20,6 +20,9 @@ def hair(cls, context) -> bool:
         return refuse(cls, "Select a hair object first (Curves hair, or a Curve)")
     if ob.type not in blender_io.HAIR_TYPES:
         return refuse(cls, f"'{ob.name}' is not hair: select a Curves hair object (or a Curve)")
+    problem = blender_io.no_curves(ob)
+    if problem is not None:
+        return refuse(cls, problem[1])
     return True
 
 

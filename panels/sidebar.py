@@ -21,6 +21,9 @@ class VIEW3D_PT_hair_wig(bpy.types.Panel):
         layout = self.layout
         ob = context.active_object
         s = ob.hair_wig
+        empty = blender_io.no_curves(ob)
+        if empty is not None:
+            layout.label(text=empty[0], icon="ERROR")
         if not s.enabled:
             layout.operator("hair_wig.enable", icon="CURVES")
             return

@@ -117,3 +117,30 @@ def test_greyed_out_buttons_say_why(scene):
     bpy.context.view_layer.objects.active = legacy
     bpy.ops.hair_wig.enable()
     assert "'Legacy' is a legacy Curve" in _why(bpy.ops.hair_wig.preview)
+
+
+def test_procedural_hair_says_where_its_curves_come_from_before_anything_is_set_up(scene, addon):
+    """Quick Fur without its guides applied: the viewport shows hair, the object holds no curves.
+    Enable Wig is greyed out and says which modifier makes them and to apply it (so does the
+    panel); a wig enabled on it anyway fails its bake with the same words. Applied, all works."""
+    bpy.ops.mesh.primitive_monkey_add()
+    head = bpy.context.active_object
+    assert bpy.ops.object.quick_fur(density="LOW", apply_hair_guides=False) == {"FINISHED"}
+    hair = next(o for o in scene.objects if o.type == "CURVES")
+    assert len(hair.data.curves) == 0 and hair.modifiers[0].name == "Generate"
+    bpy.context.view_layer.objects.active = hair
+    why = _why(bpy.ops.hair_wig.enable)
+    assert "holds no curves of its own" in why and "apply 'Generate'" in why
+    from test_workflow import _panel_labels
+    assert "No curves of its own: apply 'Generate'" in _panel_labels(hair)
+    hair.hair_wig.enabled = True                   # enabled before its curves went, say
+    hair.hair_wig.head = head
+    assert "apply 'Generate'" in _why(bpy.ops.hair_wig.add_magnet)
+    with pytest.raises(RuntimeError, match="holds no curves of its own"):
+        bpy.ops.hair_wig.bake()
+    hair.hair_wig.enabled = False
+    assert bpy.ops.object.modifier_apply(modifier="Generate") == {"FINISHED"}
+    assert len(hair.data.curves) > 0
+    assert bpy.ops.hair_wig.enable() == {"FINISHED"}
+    assert not any("curves" in t for t in _panel_labels(hair))
+    assert bpy.ops.hair_wig.add_magnet() == {"FINISHED"}
