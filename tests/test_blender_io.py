@@ -109,7 +109,7 @@ def test_read_curves_errors_name_what_is_wrong(scene, io, core):
     with pytest.raises(core.HairWigError, match="selection attribute 'vec' is FLOAT_VECTOR"):
         io.read_hair(ob, "vec")
     empty = scenes.link(bpy.data.objects.new("Bald", bpy.data.hair_curves.new("Bald")))
-    with pytest.raises(core.HairWigError, match="'Bald' has no hair curves"):
+    with pytest.raises(core.HairWigError, match="'Bald' has no curves yet: add hair first"):
         io.read_hair(empty)
     single = scenes.curves_hair("Short", np.zeros((3, 3)), [2, 1])
     with pytest.raises(core.HairWigError, match="'Short': strand 1 has 1 point"):
