@@ -104,11 +104,13 @@ def follow_skin_problem(ob) -> tuple[str, str] | None:
                 f"Surface): its hair follows the head only")
     uv_map = ob.data.surface_uv_map
     if not uv_map or surface.type != "MESH" or surface.data.uv_layers.get(uv_map) is None:
+        which = (f"the Surface UV Map of '{ob.name}' is empty" if not uv_map else
+                 f"'{surface.name}' has no UV map '{uv_map}' (the Surface UV Map of '{ob.name}')")
         return (f"Follow Skin: '{surface.name}' has no UV map set",
-                f"Follow Skin is on, but '{ob.name}' names no UV map of '{surface.name}' (its Surface "
-                f"UV Map is '{uv_map}'): the roots cannot find their place on the skin, so the hair "
-                f"follows the head only. Give '{surface.name}' a UV map and pick it as the hair's "
-                f"Surface UV Map, or turn Follow Skin off")
+                f"Follow Skin is on, but {which}: with no UV map the roots cannot find their place on "
+                f"'{surface.name}', so the hair follows the head only. Give '{surface.name}' a UV map "
+                f"and pick it as the hair's Surface UV Map (Object properties > Curves Surface), or "
+                f"turn Follow Skin off")
     if ob.data.attributes.get("surface_uv_coordinate") is None:
         return ("Follow Skin: the roots have no surface UVs",
                 f"Follow Skin is on, but the curves of '{ob.name}' have no surface UVs "

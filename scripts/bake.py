@@ -2,9 +2,11 @@
 
 Two runtimes, one script:
 
-    python scripts/bake.py FILE.blend [--objects NAME ...] [--frames START END] [--output OUT.blend]
+    ./run python scripts/bake.py FILE.blend [--objects NAME ...] [--frames START END] [--output OUT.blend]
     blender --background FILE.blend --python scripts/bake.py -- [--objects ...] [--frames ...] [--output ...]
 
+(the first: any Python with the ``bpy`` module, as ``./run python`` gives; a system Python without
+it is told so)
 It bakes every hair object with hair_wig enabled in the file's scene (or only the named ones),
 prints one line per object with the frames done and the frames per second, and saves to
 ``--output`` (default: the file itself). Any error — a missing or unreadable file, an unknown
@@ -16,6 +18,8 @@ and renamed into place, so it is never left half-written.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import os
 import sys
 from pathlib import Path
@@ -79,11 +83,38 @@ def pick_objects(bpy, scene_reader, names: list[str] | None) -> list:
     return obs
 
 
+@contextlib.contextmanager
+def blender_quiet():
+    """Blender's own report of a save names the temporary file (``Saved copy as
+    ".shot.blend.123.tmp.blend"``): keep Blender's standard output off the user's screen
+    meanwhile (our own line says where the file went). Where C's stdio cannot be reached
+    (Windows), Blender's line stays."""
+    try:
+        libc = ctypes.CDLL(None)
+    except (OSError, TypeError):
+        yield
+        return
+    sys.stdout.flush()
+    libc.fflush(None)
+    kept = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        yield
+    finally:
+        libc.fflush(None)
+        os.dup2(kept, 1)
+        os.close(kept)
+        os.close(null)
+
+
 def save_atomically(bpy, out: Path, compress: bool) -> None:
+    # Not straight onto ``out``: Blender would keep the old file as ``out.blend1``.
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp.blend")
     try:
-        bpy.ops.wm.save_as_mainfile(filepath=str(tmp), copy=True, compress=compress,
-                                    check_existing=False)
+        with blender_quiet():
+            bpy.ops.wm.save_as_mainfile(filepath=str(tmp), copy=True, compress=compress,
+                                        check_existing=False)
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -94,7 +125,12 @@ def run(argv: list[str], file_is_open: bool) -> int:
     args = parse_args(argv, file_is_open)
     if args.frames is not None and args.frames[1] < args.frames[0]:
         raise BakeFailed(f"bad frame range {args.frames[0]}..{args.frames[1]}: END is before START")
-    import bpy
+    try:
+        import bpy
+    except ImportError:
+        raise BakeFailed("this Python has no bpy (Blender as a module); run ./run python scripts/bake.py "
+                         "FILE.blend ... (the project's environment), or Blender itself: blender --background "
+                         "FILE.blend --python scripts/bake.py -- ...") from None
 
     addon.ensure_registered()
     from importlib import import_module

@@ -1,6 +1,7 @@
 """scripts/bake.py as a separate process: both invocation styles and every error case."""
 
 import hashlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -90,6 +91,8 @@ def test_python_runtime_bakes_to_output(addon, tmp_path):
     progress = [l for l in res.stdout.splitlines() if l.startswith("Hair:")]
     assert len(progress) == 1 and "10/10 frames (3..12)" in progress[0] and "frames/s" in progress[0]
     assert digest(src) == before
+    assert f"saved {out}" in res.stdout
+    assert ".tmp.blend" not in res.stdout + res.stderr   # the temporary file's name stays hidden
     frames = [3, 7, 12, 15]
     got, want = played_back(out, frames), expected_positions(src, rest, [3, 7, 12, 12])
     for f, w in zip(frames, want.values()):
@@ -182,3 +185,14 @@ def test_kill_9_leaves_the_input_intact_and_no_partial_output(addon, tmp_path, m
     # At most the hidden temp file the save was writing (SIGKILL leaves no chance to remove it).
     leftovers = {p.name for p in tmp_path.iterdir()} - {"in.blend", "in.blend1"}
     assert leftovers <= {f".out.blend.{proc.pid}.tmp.blend"}, leftovers
+
+
+def test_a_python_without_bpy_is_told_what_to_run(tmp_path):
+    """`python scripts/bake.py …` with a system Python: one line saying which commands work."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    code = "import sys; sys.modules['bpy'] = None; import runpy; sys.argv = sys.argv[1:]; " \
+           "runpy.run_path(sys.argv[0], run_name='__main__')"
+    res = subprocess.run([sys.executable, "-c", code, str(BAKE), str(tmp_path / "shot.blend")],
+                         capture_output=True, text=True, timeout=60, env=env)
+    one_error_line(res, r"this Python has no bpy .*\./run python scripts/bake\.py.*blender --background")
+    assert "Traceback" not in res.stderr
