@@ -182,5 +182,16 @@ def main() -> int:
         return 1
 
 
+def end(status: int) -> None:
+    """Leave at once with ``status``, everything written and flushed. Blender 4.5 can hang at exit
+    after a file whose Python driver it blocked (auto-run off): a farm worker would wait for its
+    timeout. The .blend is saved and renamed into place before this; nothing else is left to do."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with contextlib.suppress(OSError, TypeError, AttributeError):
+        ctypes.CDLL(None).fflush(None)         # Blender's own lines, still in C's buffers
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    end(main())
