@@ -86,6 +86,12 @@ class Profile:
         return cls([(0.0, start), (1.0, end)], "LINEAR", name)
 
     @classmethod
+    def pinned_root(cls, reach: float = 0.2, name: str = "profile") -> "Profile":
+        """0 at the root, rising straight to 1 at ``reach``, 1 beyond: the default secondary
+        blend (seed 000's dynablend is uniform along the strand; only the root stays put)."""
+        return cls([(0.0, 0.0), (reach, 1.0), (1.0, 1.0)], "LINEAR", name)
+
+    @classmethod
     def ease_out(cls, name: str = "profile") -> "Profile":
         """1 at 0 falling smoothly to 0 at 1, flat at both ends: the default magnet falloff."""
         return cls([(0.0, 1.0), (0.25, 0.9), (0.75, 0.1), (1.0, 0.0)], "SMOOTH", name)

@@ -23,7 +23,7 @@ WIG_PROFILES = {
     "attachment": ("Attachment", "How much each vertex follows the skin, root to tip", "CONSTANT"),
     "compression": ("Compression", "Where along the strand compression is held back, root to tip", "CONSTANT"),
     "gravity": ("Gravity", "Sag of dynamic magnets by head tilt: upright (left) to upside down (right)", "LINEAR"),
-    "secondary_blend": ("Secondary Blend", "How much each vertex lags, root to tip", "LINEAR"),
+    "secondary_blend": ("Secondary Blend", "How much each vertex lags, root to tip", "PINNED"),
 }
 MAGNET_PROFILES = {
     "falloff": ("Falloff", "Pull from the magnet's centre (left) to its radius (right)", "EASE_OUT"),
@@ -33,6 +33,9 @@ PRESETS = {
     "CONSTANT": ((0.0, 1.0), (1.0, 1.0)),
     "EASE": ((0.0, 0.0), (0.25, 0.1), (0.75, 0.9), (1.0, 1.0)),        # slow in, slow out
     "EASE_OUT": ((0.0, 1.0), (0.25, 0.9), (0.75, 0.1), (1.0, 0.0)),
+    # pinned at the root, full from a fifth of the strand on: the patent's dynablend is uniform
+    # along the strand, only the root must not swing
+    "PINNED": ((0.0, 0.0), (0.2, 1.0), (1.0, 1.0)),
 }
 SMOOTH_PRESETS = {"EASE", "EASE_OUT"}
 SAMPLES = 257

@@ -22,6 +22,7 @@ class HAIRWIG_OT_profile_preset(bpy.types.Operator):
         ("CONSTANT", "Constant", "1 everywhere"),
         ("EASE", "Ease", "Rising smoothly from 0 to 1"),
         ("EASE_OUT", "Ease Out", "Falling smoothly from 1 to 0"),
+        ("PINNED", "Pinned Root", "0 at the root, rising to 1 over the first fifth, then 1"),
         ("RESET", "Reset", "The profile's default shape")])
 
     @classmethod
