@@ -36,7 +36,9 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
     preroll = ob.hair_wig.preroll if preroll is None else int(preroll)
     frame, subframe = scene.frame_current, scene.frame_subframe
     muted = blender_io.mute_modifiers([ob, *(o for o in others if o != ob)])   # never read
+    shown = []
     try:
+        shown = scene_reader.evaluate_magnets(context, [ob])        # hidden magnets move too
         wig, head, empties, surface = scene_reader.bind(context, ob)
         cache = BakeCache(wig.hair, first, last)
         cache.new_topology = wig.keyed is not None      # key poses may have other curves than the hair
@@ -45,13 +47,19 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
         cache.colliders = [c.name for c in wig.colliders]
         total = cache.num_frames + preroll
         state = None
+        flat = set()                 # magnets already reported scaled to nothing
         scratch = np.empty_like(wig.hair.points)
         for done, f in enumerate(range(first - preroll, last + 1), start=1):
             scene.frame_set(f)
             out = cache.frame(f) if f >= first else scratch
-            _, state = wig.step(scene_reader.frame_input(context, ob, head, empties, surface, f, wig=wig),
-                                state, out=out,
-                                keep_state=False)
+            inp = scene_reader.frame_input(context, ob, head, empties, surface, f, wig=wig)
+            for name in set(scene_reader.flat_magnets(empties, inp)) - flat:
+                flat.add(name)
+                cache.warnings.append(
+                    f"'{ob.name}': magnet '{name}' is scaled to nothing at frame {f}, so Blender cannot "
+                    f"tell how it is turned and its pull loses its turn; hide it with Disable in "
+                    f"Viewports instead of scaling it (or its parent) to zero")
+            _, state = wig.step(inp, state, out=out, keep_state=False)
             if f >= first:
                 cache.check_finite(f)
                 cache.penetration = max(cache.penetration, wig.penetration)
@@ -64,6 +72,7 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
         # and Blender evaluates the stack once, when something next looks at the hair.
         scene.frame_set(frame, subframe=subframe)
         blender_io.unmute_modifiers(muted)
+        scene_reader.restore_magnets(context, shown)
     return cache
 
 

@@ -270,7 +270,7 @@ class HAIRWIG_OT_preview(bpy.types.Operator):
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
         wig = _previews[ob.session_uid].wig
-        for warning in wig.warnings() + wig.scene_warnings:
+        for warning in wig.warnings() + wig.scene_warnings + scene_reader.hidden_magnet_warnings(context, ob):
             self.report({"WARNING"}, warning)
         return {"FINISHED"}
 

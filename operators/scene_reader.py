@@ -134,6 +134,71 @@ def magnet_objects(scene, ob) -> list:
     return obs
 
 
+def unevaluated(context, obs) -> list:
+    """Those of ``obs`` Blender does not evaluate in this view layer — disabled in viewports (the
+    monitor icon), or only in excluded or disabled collections — so their animation does not move
+    them (hidden with the eye, they still move)."""
+    depsgraph = context.evaluated_depsgraph_get()
+    shown = {o.original.name for o in depsgraph.objects}
+    return [o for o in obs if o.name not in shown]
+
+
+def evaluate_magnets(context, obs) -> list:
+    """Make Blender evaluate the magnets of the wigs ``obs`` that it would not (``unevaluated``):
+    a magnet's effect must not depend on whether it is shown. Switches off "Disable in
+    Viewports" and, for one only in excluded or disabled collections, links it into the scene's
+    own collection too. Returns what to undo with :func:`restore_magnets`."""
+    scene = context.scene
+    empties = {m.name: m for ob in obs for m in magnet_objects(scene, ob)}
+    record = []
+    try:
+        for m in unevaluated(context, list(empties.values())):
+            if m.hide_viewport:
+                m.hide_viewport = False
+                record.append(("hide_viewport", m))
+        context.view_layer.update()
+        for m in unevaluated(context, list(empties.values())):
+            scene.collection.objects.link(m)
+            record.append(("linked", m))
+        context.view_layer.update()
+    except BaseException:
+        restore_magnets(context, record)
+        raise
+    return record
+
+
+def restore_magnets(context, record: list) -> None:
+    """Undo :func:`evaluate_magnets` exactly."""
+    for what, m in reversed(record):
+        try:
+            if what == "hide_viewport":
+                m.hide_viewport = True
+            elif context.scene.collection.objects.get(m.name) is m:
+                context.scene.collection.objects.unlink(m)
+        except ReferenceError:         # deleted meanwhile: nothing left to put back
+            continue
+    if record:
+        context.view_layer.update()
+
+
+def flat_magnets(empties, inp: FrameInput) -> list[str]:
+    """The magnets whose transform this frame is scaled to nothing (a controller scaled to zero to
+    hide them): Blender cannot tell how they are turned, so their pull loses its rotation. By name."""
+    mats = np.asarray(inp.magnet_matrices, np.float64).reshape(-1, 4, 4)
+    if not len(mats):
+        return []
+    size = np.abs(np.linalg.det(mats[:, :3, :3]))
+    return [e.name for e, s in zip(empties, size) if s < 1e-12]
+
+
+def hidden_magnet_warnings(context, ob) -> list[str]:
+    """What the live preview cannot show: magnets Blender does not move (it does not evaluate
+    them), by name. A bake moves them all the same."""
+    return [f"magnet '{m.name}' is disabled in viewports or in an excluded collection: Blender does "
+            f"not move it, so the live preview cannot (a bake does); show it to preview its effect"
+            for m in unevaluated(context, magnet_objects(context.scene, ob))]
+
+
 def capture_rest(context, ob) -> None:
     """Set the rest pose of a wig now: the hair's and the head's world matrices, and every magnet's
     transform in the head's space (seed 000: the magnet's rest matrix ``Mi``, taken at bind)."""

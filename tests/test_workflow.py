@@ -307,3 +307,46 @@ def test_follow_skin_without_a_uv_map_says_so_in_the_panel_and_the_bake(scene, g
     ob.data.attributes.new("surface_uv_coordinate", "FLOAT2", "CURVE")
     assert not any("Follow Skin" in t for t in _panel_labels(ob))
     assert not baking.compute(bpy.context, ob, 1, 2).warnings
+
+
+def test_a_magnet_moves_the_hair_whether_or_not_it_is_shown(scene, glue):
+    """Artists hide helper Empties before baking. A keyed magnet disabled in viewports, or only in
+    an excluded collection, bakes exactly as when shown (Blender does not evaluate it, so the bake
+    has it evaluated meanwhile and puts everything back); the live preview, which cannot, names it.
+    A magnet whose parent is scaled to zero is named in the bake's warnings."""
+    baking, io = glue
+    from hair_wig_addon.operators import scene_reader
+
+    ob, head, m = scenes.keyed_wig(frames=(1, 8), head_turn=False)
+    ob.hair_wig.use_scalp = False          # straight test hair has no root UVs to follow the skin by
+    shown = baking.compute(bpy.context, ob, 1, 8)
+    moved = np.abs(shown.frame(8) - shown.frame(1)).max()
+    assert moved > 0.05 and not shown.warnings
+    m.hide_viewport = True
+    assert scene_reader.hidden_magnet_warnings(bpy.context, ob)
+    hidden = baking.compute(bpy.context, ob, 1, 8)
+    assert np.array_equal(hidden.frame(8), shown.frame(8))
+    assert m.hide_viewport and [c.name for c in m.users_collection] == [scene.collection.name]
+    m.hide_viewport = False
+    helpers = bpy.data.collections.new("Helpers")
+    scene.collection.children.link(helpers)
+    helpers.objects.link(m)
+    scene.collection.objects.unlink(m)
+    bpy.context.view_layer.layer_collection.children["Helpers"].exclude = True
+    assert "magnet 'Magnet Hair'" in scene_reader.hidden_magnet_warnings(bpy.context, ob)[0]
+    excluded = baking.compute(bpy.context, ob, 1, 8)
+    assert np.array_equal(excluded.frame(8), shown.frame(8))
+    assert [c.name for c in m.users_collection] == ["Helpers"]
+    assert bpy.context.view_layer.layer_collection.children["Helpers"].exclude
+    bpy.context.view_layer.layer_collection.children["Helpers"].exclude = False
+    assert not scene_reader.hidden_magnet_warnings(bpy.context, ob)
+    controller = bpy.data.objects.new("Controller", None)
+    scene.collection.objects.link(controller)
+    world = m.matrix_world.copy()
+    m.parent = controller
+    m.matrix_world = world
+    controller.keyframe_insert("scale", frame=4)
+    controller.scale = (0, 0, 0)
+    controller.keyframe_insert("scale", frame=5)
+    flat = baking.compute(bpy.context, ob, 1, 8)
+    assert any("magnet 'Magnet Hair' is scaled to nothing at frame 5" in w for w in flat.warnings)
