@@ -271,7 +271,8 @@ class Wig:
     def warnings(self) -> list[str]:
         """What the artist should know about this binding, though it bakes: magnets whose radius
         reaches no hair, and what the head's shape keeps the ray-test collision from doing."""
-        out = [f"magnet '{m.name}' reaches no hair (radius {m.radius:g}); move it closer or widen it"
+        out = [f"magnet '{m.name}' reaches no hair at its rest pose (radius {m.radius:g}), where the hair "
+               f"it moves is picked up; move its rest pose closer to the hair or widen it"
                for m, n in zip(self.magnets, self.weights.reached) if n == 0]
         for c in self.colliders:
             if c.mesh.method == "RAY":

@@ -28,7 +28,8 @@ class HAIRWIG_OT_add_magnet(bpy.types.Operator):
         name="Follow", items=[("HEAD", "Head", "Parent the magnet to the head so it rides along"),
                               ("WORLD", "World", "Leave the magnet in the world")],
         default="HEAD")
-    radius: FloatProperty(name="Radius", description="Distance beyond which the magnet has no effect",
+    radius: FloatProperty(name="Radius", description="How far the magnet reaches, measured where it is "
+                                                     "now (its rest pose): the hair within it is what it moves",
                           default=0.5, min=1e-4, soft_max=10.0, subtype="DISTANCE", unit="LENGTH")
     dynamic: BoolProperty(name="Dynamic", description="Trail the keyed motion on a damped spring",
                           default=False)

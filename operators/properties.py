@@ -23,7 +23,10 @@ class HairWigMagnet(bpy.types.PropertyGroup):
         name="Exponent", description="How fast the pull weakens with distance: weight × distance^-exponent (b)",
         default=0.0, min=0.0, max=20.0, soft_max=4.0, options=set())
     radius: FloatProperty(
-        name="Radius", description="Distance beyond which the magnet has no effect (d)",
+        name="Radius", description="How far the magnet reaches, measured at its rest pose: the hair "
+                                   "within this distance of where the magnet rests is what it moves, "
+                                   "wherever it goes later (hair it sweeps past is not picked up). "
+                                   "Once it has moved, the viewport draws its reach at rest too",
         default=0.5, min=1e-4, soft_max=10.0, subtype="DISTANCE", unit="LENGTH", options=set())
     strand_attribute: StringProperty(
         name="Strands", description="Optional boolean attribute of the hair picking the strands this "

@@ -1,4 +1,6 @@
-"""Magnets drawn in the 3D viewport: each magnet's reach as a sphere of three circles, and for a
+"""Magnets drawn in the 3D viewport: each magnet's reach as a sphere of three circles (and, once
+the magnet has moved, its reach at the rest pose, dimmer: that is where the hair it moves was
+picked up — the reach is bound at rest, seed 000), and for a
 dynamic magnet the patent's pair — a horseshoe at the keyed target, a small sphere where the
 magnet actually acted (from the bake), and an arrow from one to the other. Draw code only; the
 geometry is plain numpy so it can be checked without a screen."""
@@ -9,9 +11,10 @@ import bpy
 import numpy as np
 
 from ..operators import blender_io, scene_reader
+from ..operators.properties import head_of
 
 SEGMENTS = 32
-COLORS = {"reach": (0.9, 0.6, 0.1, 0.6), "target": (0.2, 0.8, 1.0, 0.9),
+COLORS = {"reach": (0.9, 0.6, 0.1, 0.6), "rest": (0.9, 0.6, 0.1, 0.25), "target": (0.2, 0.8, 1.0, 0.9),
           "acted": (1.0, 0.3, 0.3, 0.9), "arrow": (1.0, 1.0, 1.0, 0.9)}
 
 
@@ -64,6 +67,11 @@ def magnet_lines(scene) -> dict[str, np.ndarray]:
             where = np.array(m.matrix_world.translation)
             s = m.hair_wig_magnet
             out["reach"].append(sphere(where, s.radius))
+            head = head_of(ob)
+            if s.has_rest and head is not None:        # the rest place, riding with the head
+                rest = (np.array(head.matrix_world) @ blender_io.stored_matrix(s, "rest_matrix"))[:3, 3]
+                if np.linalg.norm(rest - where) > 0.01 * s.radius:
+                    out["rest"].append(sphere(rest, s.radius))
             if not s.dynamic:
                 continue
             size = 0.15 * s.radius

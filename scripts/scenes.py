@@ -108,6 +108,7 @@ def keyed_wig(strands: int = 40, points: int = 6, radius: float = 0.5, travel: f
     if head_turn:
         keyed_head_turn(head, first, last)
     ob, _ = wig_on(head, strands, points)
+    ob.hair_wig.use_scalp = False           # straight hair has no root UVs to follow the skin by
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = first, last
     scene.cursor.location = magnet_at

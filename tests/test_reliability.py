@@ -109,7 +109,7 @@ def _no_head(ob, head, magnet):
 
 
 @pytest.mark.parametrize("edit, pattern", [
-    (_no_curves, r"'Hair' has no hair curves"),
+    (_no_curves, r"'Hair' has no curves yet: add hair first"),
     (_one_point_strand, r"'Hair': strand 40 has 1 point"),
     (_nan, r"'Hair': strand 1 has a NaN or infinite point position"),
     (_inf, r"'Hair': strand 2 has a NaN or infinite point position"),
@@ -170,7 +170,8 @@ def test_warnings_for_magnets_out_of_reach_and_heads_the_ray_test_cannot_handle(
     magnet.keyframe_insert("location", frame=1)
     bpy.ops.hair_wig.set_rest_pose()
     assert baking.compute(bpy.context, ob, 1, 2).warnings == [
-        "'Hair': magnet 'Magnet Hair' reaches no hair (radius 0.5); move it closer or widen it"]
+        "'Hair': magnet 'Magnet Hair' reaches no hair at its rest pose (radius 0.5), where the hair it "
+        "moves is picked up; move its rest pose closer to the hair or widen it"]
     # an open bowl: no surface above the centre; then a mushroom: two crossings under the cap
     bowl = bpy.data.meshes.new("Bowl")
     v = [(np.cos(a) * np.sin(t), np.sin(a) * np.sin(t), -np.cos(t))
