@@ -900,9 +900,15 @@ class Collider:
         if steps is None:
             return self.near_at(q, index)
         rest, skip2, limit = steps["rest"], steps["skip2"][j, strands], steps["limit"][j, strands]
+
+        def skip2_at(pick):
+            return skip2.take(pick)
+
+        def rest_at(pick):
+            return np.stack([rest[k, j, strands].take(pick) for k in range(3)])
+
         if margin is None:
-            return self._near(q, limit, lambda pick: skip2[pick],
-                              lambda pick: np.stack([rest[k, j, strands].take(pick) for k in range(3)]))
+            return self._near(q, limit, skip2_at, rest_at)
         margin -= np.float32(self.stretch) * seg if self.stretch != 1.0 else seg
         look = np.flatnonzero(margin < limit)
         if look.size == 0:
@@ -916,8 +922,7 @@ class Collider:
             margin[look] = lower
             pick = look.take(np.flatnonzero(lower < limit.take(look)))
         margin[pick] = -np.inf           # these may be moved: the next point is looked up
-        return self._confirm(q, pick, limit, lambda pick: skip2.take(pick),
-                             lambda pick: np.stack([rest[k, j, strands].take(pick) for k in range(3)]))
+        return self._confirm(q, pick, limit, skip2_at, rest_at)
 
     def _near(self, q, limit, skip2_at, rest_at) -> np.ndarray:
         """The grid's screen, then ``_confirm``: positions into ``q`` (3, S) that may be within

@@ -87,8 +87,9 @@ class Profile:
 
     @classmethod
     def pinned_root(cls, reach: float = 0.2, name: str = "profile") -> "Profile":
-        """0 at the root, rising straight to 1 at ``reach``, 1 beyond: the default secondary
-        blend (seed 000's dynablend is uniform along the strand; only the root stays put)."""
+        """0 at the root, rising straight to 1 at ``reach``, 1 beyond: the Pinned Root preset of
+        the secondary blend (seed 000's dynablend is uniform along the strand; only the root
+        stays put)."""
         return cls([(0.0, 0.0), (reach, 1.0), (1.0, 1.0)], "LINEAR", name)
 
     @classmethod

@@ -83,15 +83,23 @@ def pick_objects(bpy, scene_reader, names: list[str] | None) -> list:
     return obs
 
 
+def _c_stdio():
+    """The C library, whose stdio buffers hold Blender's own output; None where it cannot be
+    reached (Windows)."""
+    try:
+        return ctypes.CDLL(None)
+    except (OSError, TypeError):
+        return None
+
+
 @contextlib.contextmanager
 def blender_quiet():
     """Blender's own report of a save names the temporary file (``Saved copy as
     ".shot.blend.123.tmp.blend"``): keep Blender's standard output off the user's screen
     meanwhile (our own line says where the file went). Where C's stdio cannot be reached
     (Windows), Blender's line stays."""
-    try:
-        libc = ctypes.CDLL(None)
-    except (OSError, TypeError):
+    libc = _c_stdio()
+    if libc is None:
         yield
         return
     sys.stdout.flush()
@@ -188,8 +196,9 @@ def end(status: int) -> None:
     timeout. The .blend is saved and renamed into place before this; nothing else is left to do."""
     sys.stdout.flush()
     sys.stderr.flush()
-    with contextlib.suppress(OSError, TypeError, AttributeError):
-        ctypes.CDLL(None).fflush(None)         # Blender's own lines, still in C's buffers
+    libc = _c_stdio()
+    if libc is not None:
+        libc.fflush(None)                      # Blender's own lines, still in C's buffers
     os._exit(status)
 
 
