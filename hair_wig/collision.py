@@ -186,6 +186,7 @@ class MeshField:
     LIST_BAND = 1.5      # a cell keeps the triangles within this many grid cells of it
     COHERENT = 0.8       # a list cell whose unit normals sum to less than this per triangle is folded
     FOLD_ERROR = 2.0     # how far (cells) the grid may be off where the surface folds
+    SEAM = 1.05          # a cell whose corners' signs differ by more than its diagonal x this is a seam
     CHUNK = 1 << 15      # points per exact query at once (its scratch is ~50 triangle pairs each)
     TIGHT_PAIRS = 4096   # exact queries of more (point, triangle) pairs measure a first triangle
 
@@ -238,6 +239,7 @@ class MeshField:
         self._face_rows = np.ascontiguousarray((fn / np.linalg.norm(fn, axis=1, keepdims=True)).T)  # (3, T)
         self._build_lists()
         self._build_grid()
+        self._mark_seams()
 
     def _pairs(self, lo: np.ndarray, hi: np.ndarray, dims: np.ndarray):
         """Every (triangle, node) with the node in the triangle's box [lo, hi] (T, 3) of node
@@ -322,7 +324,6 @@ class MeshField:
         self._clamp_col = self._top_col + np.float32(0.5)
         self._shift_col = (0.5 - self.origin / self.cell).astype(np.float32)[:, None]
         self._stride = (np.int32(self.dims[1] * self.dims[2]), np.int32(self.dims[2]))
-        self._slack = np.float32(0.5 * np.sqrt(3.0) * self.cell * 1.01 + self.grid_error.max())
 
     def _build_grid(self):
         """Signed distance at every node: exact for the nodes within NODE_BAND cells of the
@@ -395,9 +396,46 @@ class MeshField:
             dist[i][dx * n[..., 0] + dy * n[..., 1] + dz * n[..., 2] < 0] *= -1
         self.distance_grid = dist.ravel()
 
+    def _mark_seams(self):
+        """Where the grid cannot be trusted at all: cells across which the sign jumps. The
+        pseudo-normal sign of an open mesh, or of shells that cross (Suzanne's eyes inside its
+        head), flips where the closest feature changes side — deep inside a head as well as
+        round a ground plane's rim — and the trilinear value across the jump reads about 0
+        whatever the depth (measured on a subdivided Suzanne: 0 where the point is 5 cells deep).
+        A continuous signed distance changes by at most the cell's diagonal from corner to
+        corner; a cell whose corners change sign by more is a seam. Its corners keep ``−|d|``
+        (all the grid can promise there is a lower bound, which ``screen`` and ``lower_bound``
+        read), and every cell with such a corner is ``untrusted``: no error bound (inf), its
+        points are decided by exact distances (``_exact_in_band``)."""
+        d = self.distance_grid.reshape(tuple(int(x) for x in self.dims))
+        inner = tuple(slice(0, n - 1) for n in d.shape)
+        hi, lo = d[inner].copy(), d[inner].copy()
+        corners = [(a, b, c) for a in (0, 1) for b in (0, 1) for c in (0, 1)]
+        for a, b, c in corners[1:]:
+            s = d[a:a + d.shape[0] - 1, b:b + d.shape[1] - 1, c:c + d.shape[2] - 1]
+            np.maximum(hi, s, out=hi)
+            np.minimum(lo, s, out=lo)
+        seam = (hi > 0) & (lo < 0) & (hi - lo > np.float32(self.SEAM * np.sqrt(3.0) * self.cell))
+        del hi, lo
+        self.seam_cells = int(seam.sum())
+        self.untrusted = None
+        if self.seam_cells:
+            touched = np.zeros(d.shape, bool)            # the corners of seam cells
+            for a, b, c in corners:
+                touched[a:a + d.shape[0] - 1, b:b + d.shape[1] - 1, c:c + d.shape[2] - 1] |= seam
+            d[touched] = -np.abs(d[touched])
+            # every cell with a touched corner, flagged at its low corner's node
+            cell = np.zeros(d.shape, bool)
+            for a, b, c in corners:
+                cell[:d.shape[0] - 1, :d.shape[1] - 1, :d.shape[2] - 1] |= touched[
+                    a:a + d.shape[0] - 1, b:b + d.shape[1] - 1, c:c + d.shape[2] - 1]
+            self.untrusted = cell.ravel()
+        self._slack = np.float32(0.5 * np.sqrt(3.0) * self.cell * 1.01 + self.grid_error.max())
+
     @property
     def nbytes(self) -> int:
-        return int(self.distance_grid.nbytes + self.list_start.nbytes + self.list_tri.nbytes)
+        seams = 0 if self.untrusted is None else self.untrusted.nbytes
+        return int(self.distance_grid.nbytes + self.list_start.nbytes + self.list_tri.nbytes + seams)
 
     # ------------------------------------------------------------------ queries
     def lookup(self, p: np.ndarray):
@@ -502,10 +540,14 @@ class MeshField:
         d = self._trilinear(base, *f)[2]
         d[~inside] = np.inf
         if self.LIST_CELL == 1:
-            return d, self.grid_error[base]
-        ii //= self.LIST_CELL                  # the list cell holding each point's grid cell
-        ly, lz = int(self.list_dims[1]), int(self.list_dims[2])
-        return d, self.grid_error[(ii[0] * ly + ii[1]) * lz + ii[2]]
+            err = self.grid_error[base]
+        else:
+            ii //= self.LIST_CELL                  # the list cell holding each point's grid cell
+            ly, lz = int(self.list_dims[1]), int(self.list_dims[2])
+            err = self.grid_error[(ii[0] * ly + ii[1]) * lz + ii[2]]
+        if self.untrusted is not None:
+            err[self.untrusted[base]] = np.inf
+        return d, err
 
     def _list_cell(self, p: np.ndarray) -> np.ndarray:
         ci = np.clip(np.floor((np.asarray(p, np.float64) - self.origin) / (self.cell * self.LIST_CELL)).astype(
@@ -513,30 +555,32 @@ class MeshField:
         return (ci[:, 0] * int(self.list_dims[1]) + ci[:, 1]) * int(self.list_dims[2]) + ci[:, 2]
 
     def error_at(self, p: np.ndarray) -> np.ndarray:
-        """How far (N,) the grid's distance at points ``p`` may be from the exact one."""
-        return self.grid_error[self._list_cell(p)]
+        """How far (N,) the grid's distance at points ``p`` may be from the exact one (inf where
+        the cell is ``untrusted``)."""
+        err = self.grid_error[self._list_cell(p)]
+        if self.untrusted is not None:
+            i = np.clip(np.floor((np.asarray(p, np.float64) - self.origin) / self.cell).astype(np.int64), 0,
+                        self.dims - 2)
+            err[self.untrusted[(i[:, 0] * int(self.dims[1]) + i[:, 1]) * int(self.dims[2]) + i[:, 2]]] = np.inf
+        return err
 
-    def exact(self, p: np.ndarray):
+    def exact(self, p: np.ndarray, ring: int | None = 0):
         """Exact signed distance (N,) of points ``p`` (N, 3), their closest points (N, 3) and the
-        outward direction there (N, 3), from the triangles listed for each point's cell: exact
-        where ``|d| ≤ exact_reach``, an upper bound beyond; ``known`` (N,) is False where the
-        cell lists no triangle (far from the surface)."""
+        outward direction there (N, 3), from the triangles listed for each point's list cell
+        (``ring`` 0), for it and its 26 neighbours (1), or from every triangle (None): exact where
+        ``|d| ≤ reach(ring)``, an upper bound beyond; ``known`` (N,) is False where no triangle
+        was listed (far from the surface)."""
         p = np.asarray(p, np.float64)
         if len(p) > self.CHUNK:                         # bounded scratch, however many points
-            parts = [self.exact(p[s:s + self.CHUNK]) for s in range(0, len(p), self.CHUNK)]
+            parts = [self.exact(p[s:s + self.CHUNK], ring) for s in range(0, len(p), self.CHUNK)]
             return tuple(np.concatenate(x) for x in zip(*parts))
-        node = self._list_cell(p)
-        s0, s1 = self.list_start[node], self.list_start[node + 1]
-        cnt = s1 - s0
+        q_of, t, cnt = self._all_pairs(p) if ring is None else self._listed_pairs(p, ring)
         known = cnt > 0
         sd = np.full(len(p), np.inf)
         closest = np.zeros((len(p), 3))
         outward = np.zeros((len(p), 3))
         if not known.any():
             return sd, closest, outward, known
-        q_of = np.repeat(np.arange(len(p)), cnt)
-        j = np.arange(len(q_of)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-        t = self.list_tri[s0[q_of] + j]
         q = np.ascontiguousarray((p - self.origin).T)                       # (3, N) rows
         rel = self._rel_rows
         corners = self.triangles
@@ -589,6 +633,53 @@ class MeshField:
         outward[known] = np.where(safe[:, None], dk * (sign / np.where(safe, dist, 1))[:, None], nn)
         return sd, closest, outward, known
 
+    def reach(self, ring: int | None = 0) -> float:
+        """How far from the surface ``exact(…, ring)`` is exact: a triangle within this of a point
+        is within LIST_BAND cells of the point's list cell or of a neighbour within ``ring``."""
+        return np.inf if ring is None else (self.LIST_BAND + ring * self.LIST_CELL) * self.cell
+
+    def _listed_pairs(self, p: np.ndarray, ring: int):
+        """(point, triangle) pairs from the lists of each point's list cell and of its
+        neighbours within ``ring``: point of each pair (sorted), triangle, pairs per point."""
+        ci = np.clip(np.floor((p - self.origin) / (self.cell * self.LIST_CELL)).astype(np.int64), 0,
+                     self.list_dims - 1)
+        if ring:
+            step = np.arange(-ring, ring + 1)
+            around = np.stack(np.meshgrid(step, step, step, indexing="ij"), -1).reshape(-1, 3)
+            ci = np.clip(ci[:, None] + around, 0, self.list_dims - 1)   # (N, K, 3); a clipped repeat
+        else:                                                           # only repeats pairs
+            ci = ci[:, None]
+        ly, lz = int(self.list_dims[1]), int(self.list_dims[2])
+        node = ((ci[..., 0] * ly + ci[..., 1]) * lz + ci[..., 2]).ravel()
+        s0 = self.list_start[node]
+        c = self.list_start[node + 1] - s0
+        cnt = c.reshape(len(p), -1).sum(axis=1)
+        q_of = np.repeat(np.arange(len(p)), cnt)
+        j = np.arange(len(q_of)) - np.repeat(np.cumsum(c) - c, c)
+        return q_of, self.list_tri[np.repeat(s0, c) + j], cnt
+
+    def _all_pairs(self, p: np.ndarray):
+        """(point, triangle) pairs over every triangle that may be closest to each point (its
+        bounding sphere is no farther than the nearest sphere's far side): for the few points
+        the lists cannot decide."""
+        q = (p - self.origin).astype(np.float32)
+        radii = self._radii
+        step = max(1, (1 << 22) // len(radii))
+        q_of, t = [], []
+        for s in range(0, len(q), step):
+            x = q[s:s + step]
+            d2 = np.zeros((len(x), len(radii)), np.float32)
+            for k in range(3):
+                diff = self._centres[k][None, :] - x[:, k, None]
+                d2 += diff * diff
+            dc = np.sqrt(d2, out=d2)
+            upper = (dc + radii).min(axis=1)
+            rows, cols = np.nonzero(dc - radii <= upper[:, None] * (1 + 1e-5) + 1e-5 * self.size)
+            q_of.append(rows + s)
+            t.append(cols)
+        q_of = np.concatenate(q_of)
+        return q_of, np.concatenate(t).astype(np.int32), np.bincount(q_of, minlength=len(p))
+
     @staticmethod
     def _first_of(value, owner, starts, known, n):
         """Per owner (N,), the position in ``value`` of its first smallest entry (owners' entries
@@ -612,7 +703,7 @@ class MeshField:
             d[beyond] = np.sqrt((gap * gap).sum(axis=1))
         near = np.flatnonzero(np.abs(d) < self.exact_reach + self.error_at(p))
         if near.size:
-            sd, _, _, ok = self._exact_in_band(p[near])
+            sd, _, _, ok = self._exact_in_band(p[near], d[near])
             d[near[ok]] = sd[ok]
         return d
 
@@ -621,10 +712,26 @@ class MeshField:
         """How far from the surface distances and pushes are exact."""
         return self.LIST_BAND * self.cell
 
-    def _exact_in_band(self, p: np.ndarray):
-        """``exact`` with ``ok`` (N,): where the distance is exact (within the band)."""
+    def _exact_in_band(self, p: np.ndarray, grid: np.ndarray):
+        """``exact`` with ``ok`` (N,): where the distance is exact. Where it is not (beyond the
+        band), the grid's distance ``grid`` (N,) decides — unless its error there is larger than
+        the band (a fold: up to FOLD_ERROR cells; a seam: no bound) and so large that even its
+        sign is in doubt: there the search widens to the neighbouring lists, then to every
+        triangle, until it is exact or the grid's error is smaller than what was searched."""
         sd, cp, out, known = self.exact(p)
-        return sd, cp, out, known & (np.abs(sd) <= self.exact_reach)
+        ok = known & (np.abs(sd) <= self.exact_reach)
+        if ok.all():
+            return sd, cp, out, ok
+        err = self.error_at(p)
+        doubt = ~ok & (np.abs(grid) <= err)
+        for ring, searched in ((1, self.exact_reach), (None, self.reach(1))):
+            redo = np.flatnonzero(doubt & ~ok & (err > searched))
+            if redo.size == 0:
+                continue
+            r = self.exact(p[redo], ring)
+            sd[redo], cp[redo], out[redo] = r[0], r[1], r[2]
+            ok[redo] = r[3] & (np.abs(r[0]) <= self.reach(ring))
+        return sd, cp, out, ok
 
     def project(self, p: np.ndarray, limit: np.ndarray, tolerance: float = 0.0):
         """Push every point of ``p`` (N, 3) whose signed distance is below ``limit`` (N,) out to
@@ -644,7 +751,7 @@ class MeshField:
         grid = np.ones(len(maybe), bool)                 # decided by the grid
         check = np.flatnonzero(np.abs(dm) < self.exact_reach + err[maybe])
         if check.size:
-            sd, cp, out, ok = self._exact_in_band(p[maybe[check]])
+            sd, cp, out, ok = self._exact_in_band(p[maybe[check]], dm[check])
             push = ok & (sd < lim[check] - tolerance)
             k = check[push]
             new[k] = cp[push] + out[push] * lim[check][push, None]
