@@ -36,7 +36,8 @@ class SecondarySettings:
     seed: int = 0
     dynablend: float = 1.0
     stiffness_profile: Profile | None = None
-    blend_profile: Profile = field(default_factory=lambda: Profile.linear(0.0, 1.0, "secondary blend"))
+    # pinned at the root, full lag from a fifth of the strand on (the patent's dynablend is uniform)
+    blend_profile: Profile = field(default_factory=lambda: Profile.pinned_root(0.2, "secondary blend"))
 
 
 @dataclass

@@ -23,7 +23,7 @@ WIG_PROFILES = {
     "attachment": ("Attachment", "How much each vertex follows the skin, root to tip", "CONSTANT"),
     "compression": ("Compression", "Where along the strand compression is held back, root to tip", "CONSTANT"),
     "gravity": ("Gravity", "Sag of dynamic magnets by head tilt: upright (left) to upside down (right)", "LINEAR"),
-    "secondary_blend": ("Secondary Blend", "How much each vertex lags, root to tip", "LINEAR"),
+    "secondary_blend": ("Secondary Blend", "How much each vertex lags, root to tip", "PINNED"),
 }
 MAGNET_PROFILES = {
     "falloff": ("Falloff", "Pull from the magnet's centre (left) to its radius (right)", "EASE_OUT"),
