@@ -1,7 +1,7 @@
 """Operators: enable a wig, bake, clear a bake. Thin: they call baking/blender_io and report."""
 
 import bpy
-from bpy.props import BoolProperty
+from bpy.props import BoolProperty, IntProperty
 
 from ..hair_wig import HairWigError
 from . import baking, blender_io, polls, profile_curves, scene_reader
@@ -139,4 +139,44 @@ class HAIRWIG_OT_clear_bake(bpy.types.Operator):
         return {"FINISHED"}
 
 
-classes = (HAIRWIG_OT_enable, HAIRWIG_OT_bake, HAIRWIG_OT_clear_bake)
+class HAIRWIG_OT_rebake_frames(bpy.types.Operator):
+    """Bake some frames again and keep the rest of the bake: after changing a magnet's keys in a
+    few frames, say. The wig runs from the bake's start, so dynamics come out exactly as a whole
+    re-bake would make them in these frames; the frames after them keep their old motion"""
+    bl_idname = "hair_wig.rebake_frames"
+    bl_label = "Re-bake Frames"
+    bl_options = {"REGISTER", "UNDO"}
+
+    frame_start: IntProperty(name="From", description="First frame to bake again")
+    frame_end: IntProperty(name="To", description="Last frame to bake again (included)")
+
+    @classmethod
+    def poll(cls, context):
+        return polls.baked_wig(cls, context)
+
+    def invoke(self, context, event):
+        scene = context.scene
+        first, last = blender_io.bake_range(_hair(context))
+        if scene.use_preview_range:          # the range the animator is working on
+            lo, hi = scene.frame_preview_start, scene.frame_preview_end
+        else:
+            lo = hi = scene.frame_current
+        self.frame_start = min(max(lo, first), last)
+        self.frame_end = min(max(hi, self.frame_start), last)
+        return context.window_manager.invoke_props_dialog(self)
+
+    def execute(self, context):
+        ob = _hair(context)
+        try:
+            cache = baking.rebake_frames(context, ob, self.frame_start, self.frame_end)
+        except HairWigError as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        for warning in cache.warnings:
+            self.report({"WARNING"}, warning)
+        self.report({"INFO"}, f"Re-baked frames {self.frame_start}..{self.frame_end} of '{ob.name}' "
+                              f"(bake {cache.first}..{cache.last} kept)")
+        return {"FINISHED"}
+
+
+classes = (HAIRWIG_OT_enable, HAIRWIG_OT_bake, HAIRWIG_OT_clear_bake, HAIRWIG_OT_rebake_frames)

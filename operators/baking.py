@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from ..hair_wig import BakeCache
+from ..hair_wig import BakeCache, HairWigError
 from ..hair_wig import check_memory as core_check_memory
 from . import blender_io, preview, scene_reader
 
@@ -98,6 +98,48 @@ def bake(context, ob, first=None, last=None, progress=None) -> BakeCache:
     cache = compute(context, ob, first, last, progress)
     blender_io.write_bake(ob, cache)
     return cache
+
+
+def rebake_frames(context, ob, first: int, last: int, progress=None) -> BakeCache:
+    """Re-bake frames ``first..last`` of the bake on ``ob`` and keep its other frames. The wig is
+    stepped from the bake's own start (with its pre-roll), exactly as a whole bake steps it, so
+    the frames re-baked equal those of a whole re-bake bit for bit, dynamics and all; the frames
+    after them keep the old bake's motion (re-bake to the end to carry changed dynamics on).
+    Nothing is written unless it succeeds."""
+    baked = blender_io.bake_range(ob)
+    if baked is None:
+        raise HairWigError(f"'{ob.name}' has no bake to re-bake frames of; bake it first")
+    first, last = int(first), int(last)
+    if last < first:
+        raise HairWigError(f"'{ob.name}': frames {first}..{last} are empty (end before start)")
+    if first < baked[0] or last > baked[1]:
+        raise HairWigError(f"'{ob.name}': frames {first}..{last} are not all inside its bake "
+                           f"({baked[0]}..{baked[1]}); bake the whole range instead")
+    edited = blender_io.edited_since_bake(ob)
+    if edited is not None:
+        raise HairWigError(f"'{ob.name}' was edited after the bake ({edited[0]} -> {edited[1]} points); "
+                           f"bake the whole range again")
+    _, positions, paths = blender_io.read_bake(ob)
+    fresh = compute(context, ob, baked[0], last, progress)
+    if positions.shape[1] != fresh.hair.num_points:
+        raise HairWigError(f"'{ob.name}': its bake has {positions.shape[1]} points, the hair "
+                           f"{fresh.hair.num_points}; bake the whole range again")
+    merged = BakeCache.from_positions(fresh.hair, baked[0], positions)
+    span = slice(first - baked[0], last - baked[0] + 1)
+    merged.positions[span] = fresh.positions[span]
+    for name, path in fresh.magnet_paths.items():
+        old = paths.get(name)
+        whole = np.array(old, np.float64) if old is not None and len(old) == merged.num_frames else None
+        if whole is None:                # a magnet that was not dynamic before: its path so far
+            whole = np.repeat(path[-1:], merged.num_frames, axis=0)
+            whole[:len(path)] = path
+        whole[span] = path[span]
+        merged.magnet_paths[name] = whole
+    merged.new_topology = fresh.new_topology
+    merged.warnings, merged.colliders = fresh.warnings, fresh.colliders
+    merged.penetration = fresh.penetration
+    blender_io.write_bake(ob, merged)
+    return merged
 
 
 class BakeJob:

@@ -334,6 +334,30 @@ def bake_range(ob) -> tuple[int, int] | None:
     return (int(rec["first"]), int(rec["last"])) if rec is not None else None
 
 
+def read_bake(ob):
+    """The bake stored on ``ob`` read back exactly as it was written: ``(first, last)``, the
+    positions (F, P, 3) float32 and the dynamic magnets' paths (name -> (F, 3))."""
+    rec = ob.get(RECORD)
+    if rec is None:
+        raise HairWigError(f"'{ob.name}' has no bake")
+    first, last = int(rec["first"]), int(rec["last"])
+    points = int(rec["points"])
+    out = np.empty((last - first + 1, points, 3), np.float32)
+    for i, f in enumerate(range(first, last + 1)):
+        if rec["kind"] == "CURVES":
+            data = ob.data.attributes.get(f"{BAKE_PREFIX}{f}")
+            field = "vector"
+        else:
+            key = ob.data.shape_keys
+            data = None if key is None else key.key_blocks.get(f"{LEGACY_KEY_PREFIX}{f}")
+            field = "co"
+        if data is None or len(data.data) != points:
+            raise HairWigError(f"'{ob.name}': the bake's frame {f} is missing or damaged; bake again")
+        data.data.foreach_get(field, out[i].ravel())
+    paths = {name: np.array(path, np.float64).reshape(-1, 3) for name, path in rec.get("magnets", {}).items()}
+    return (first, last), out, paths
+
+
 def check_bakeable(ob) -> None:
     """Refuse, before any work is done, objects a bake could not be written into safely."""
     if ob.type not in HAIR_TYPES:

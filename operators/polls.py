@@ -91,3 +91,13 @@ def some_bake(cls, context) -> bool:
     if any(blender_io.is_baked(o) for o in context.scene.objects):
         return True
     return refuse(cls, "Nothing is baked in this scene")
+
+
+def baked_wig(cls, context) -> bool:
+    """A wig with a bake of its own (to re-bake some of its frames)."""
+    if not wig(cls, context):
+        return False
+    ob = context.active_object
+    if not blender_io.is_baked(ob):
+        return refuse(cls, f"'{ob.name}' has no bake yet: press Bake first")
+    return True
