@@ -17,10 +17,14 @@ class HairWigMagnet(bpy.types.PropertyGroup):
     """A magnet's settings, kept on its Empty (``Object.hair_wig_magnet``)."""
 
     multiplier: FloatProperty(
-        name="Weight", description="How strongly the magnet pulls the hair it reaches (a); key it to "
-                                   "fade the magnet in or out", default=1.0, min=0.0, soft_max=2.0)
+        name="Weight", description="How strongly the magnet pulls the hair it reaches: 1 moves the hair "
+                                   "at its centre all the way with it, 0 not at all. Key it to fade the "
+                                   "magnet in or out", default=1.0, min=0.0, soft_max=2.0)
     exponent: FloatProperty(
-        name="Exponent", description="How fast the pull weakens with distance: weight × distance^-exponent (b)",
+        name="Sharpness", description="How much more the magnet pulls the hair close to it than the hair "
+                                      "farther out, on top of the Falloff curve. 0: the curve alone; "
+                                      "higher: a tight grip near the centre that fades fast (the pull is "
+                                      "divided by distance to this power)",
         default=0.0, min=0.0, max=20.0, soft_max=4.0, options=set())
     radius: FloatProperty(
         name="Radius", description="How far the magnet reaches, measured at its rest pose: the hair "
@@ -45,10 +49,13 @@ class HairWigMagnet(bpy.types.PropertyGroup):
         name="Damping", description="How quickly the swinging dies down", default=6.0, min=0.0,
         max=1e4, soft_max=100.0, options=set())
     dynablend: FloatProperty(
-        name="Dynablend", description="0: follow the keys exactly; 1: fully dynamic (can be keyed)",
+        name="Dynablend", description="How much of the swing the hair shows: 0 follows the keyed magnet "
+                                       "exactly, 1 shows the whole spring motion. Key it to calm the hair "
+                                       "for a shot or let it loose",
         default=1.0, min=0.0, max=1.0, subtype="FACTOR")
     substeps: IntProperty(
-        name="Substeps", description="Spring steps per frame", default=1, min=1, max=64, options=set())
+        name="Substeps", description="Spring steps per frame: raise it when a stiff, light magnet jitters "
+                                     "or flies off", default=1, min=1, max=64, options=set())
     gravity: FloatProperty(
         name="Gravity", description="Scale of the scene's gravity on this magnet when the head is upside down "
                                     "(no sag when upright)", default=1.0, min=0.0, soft_max=2.0,
@@ -120,45 +127,53 @@ class HairWigSettings(bpy.types.PropertyGroup):
         options=set())
     profiles: PointerProperty(name="Profiles", description="Hidden node group holding the wig's profile curves",
                               type=bpy.types.NodeTree, options=set())
-    magnets: CollectionProperty(type=HairWigMagnetSlot, name="Magnets", options=set())
+    magnets: CollectionProperty(type=HairWigMagnetSlot, name="Magnets", options=set(),
+                                description="The Empties that move this hair when you key them")
     magnet_index: IntProperty(name="Active Magnet", description="The magnet shown below the list",
                               default=0, options=set())
     normalisation: EnumProperty(
         name="Overlap", description="How the pulls of overlapping magnets combine",
         items=[("cap", "Cap", "Add the pulls, but never more than a full pull (smooth at every magnet's edge)"),
-               ("sum", "Share", "Share one full pull among the magnets reaching a point (the patent's way)")],
+               ("sum", "Share", "Share one full pull among the magnets reaching a point: where two "
+                                "overlap each gets half, so the hair there never moves more than one magnet")],
         default="cap", options=set())
     use_scalp: BoolProperty(
         name="Follow Skin", description="Hair follows the surface's own deformation (shape keys, armature) "
                                         "at its roots, like Deform Curves on Surface", default=True, options=set())
     use_secondary: BoolProperty(
-        name="Secondary Dynamics", description="Every strand lags behind and settles on its own spring",
+        name="Secondary Dynamics", description="Every strand lags behind the motion and settles on its "
+                                               "own, a little differently from its neighbours",
         default=False, options=set())
     secondary_stiffness: FloatProperty(
-        name="Stiffness", description="How hard each vertex is pulled to its posed place", default=120.0,
+        name="Stiffness", description="How quickly the strands catch up with the motion: lower is looser, "
+                                       "floppier hair", default=120.0,
         min=0.0, max=1e4, soft_max=1000.0, options=set())
     secondary_damping: FloatProperty(
         name="Damping", description="How quickly the strands stop swinging", default=8.0, min=0.0,
         max=1e4, soft_max=100.0, options=set())
     secondary_random: FloatProperty(
-        name="Variation", description="Per-strand random change of stiffness and damping", default=0.2,
+        name="Variation", description="How differently strands move: each gets its own stiffness and "
+                                       "damping, up to this fraction off the settings", default=0.2,
         min=0.0, max=0.95, subtype="FACTOR", options=set())
     secondary_seed: IntProperty(name="Seed", description="Seed of the per-strand variation (the same seed "
                                                          "gives the same bake)", default=0, min=0, options=set())
     secondary_dynablend: FloatProperty(
-        name="Dynablend", description="0: no lag shown; 1: full lag (can be keyed)", default=1.0,
+        name="Dynablend", description="How much of the strands' lag shows: 0 none (the hair sits exactly "
+                                       "on the magnets' pose), 1 all of it. Key it per shot", default=1.0,
         min=0.0, max=1.0, subtype="FACTOR")
     compression: FloatProperty(
-        name="Compression", description="How much hair pushed towards the head is held back (0: none, "
-                                        "1: all of the inward motion)", default=0.0, min=0.0, max=1.0,
+        name="Compression", description="Keeps magnets from squashing hair into the scalp: 0 lets hair be "
+                                        "pushed in towards the head, 1 keeps all of it at its groomed "
+                                        "height (its sideways motion stays)", default=0.0, min=0.0, max=1.0,
         subtype="FACTOR", options=set())
     use_length: BoolProperty(name="Keep Length", description="Keep strands at their rest length",
                              default=True, options=set())
     elasticity: FloatProperty(
-        name="Elasticity", description="0: strands keep their length exactly; 1: they stretch freely",
+        name="Elasticity", description="0: strands keep their groomed length exactly; higher lets them "
+                                        "stretch with the magnets (1: freely)",
         default=0.0, min=0.0, max=1.0, subtype="FACTOR", options=set())
     length_mode: EnumProperty(
-        name="Length Mode",
+        name="Length Mode", description="How Keep Length holds the strands to their groomed length",
         items=[("SEGMENT", "Per Segment", "Every segment keeps its own length, root to tip: nothing "
                                           "stretches, not even under dynamics or collision"),
                ("STRAND", "Whole Strand", "Scale each strand back to its rest length (the patent's): the "
@@ -174,15 +189,18 @@ class HairWigSettings(bpy.types.PropertyGroup):
                                         "close)", default=0.0, min=0.0,
         soft_max=0.1, subtype="DISTANCE", unit="LENGTH", options=set())
     collision_method: EnumProperty(
-        name="Head Shape",
+        name="Head Shape", description="How the head's inside is told from its outside",
         items=[("FIELD", "Any Shape", "The distance to the head's surface, whatever its shape (ears, nose, "
                                       "neck): hair is pushed out the shortest way"),
                ("RAY", "Ray (patent)", "The patent's test along rays from the head's centre: only for heads "
                                        "round enough to see all of their surface from the centre")],
         default="FIELD", options=set())
     # Keyframed hairstyles (seed 002)
-    key_poses: CollectionProperty(type=HairWigKeyPose, name="Key Poses", options=set())
-    key_pose_index: IntProperty(name="Active Key Pose", default=0, options=set())
+    key_poses: CollectionProperty(type=HairWigKeyPose, name="Key Poses", options=set(),
+                                  description="Hairstyles recorded at frames; the hair is in-betweened "
+                                              "from one to the next")
+    key_pose_index: IntProperty(name="Active Key Pose", default=0, options=set(),
+                                description="The key pose selected in the list")
     use_key_poses: BoolProperty(
         name="Animate Key Poses", description="The hairstyle in-betweened from the key poses is the rest pose the "
                                               "magnets, dynamics and refinement deform, frame by frame",
@@ -206,7 +224,9 @@ class HairWigSettings(bpy.types.PropertyGroup):
     key_noise_period: FloatProperty(
         name="Noise Period", description="Frames between the noise's turns", default=12.0, min=1.0,
         soft_max=48.0, options=set())
-    key_noise_seed: IntProperty(name="Noise Seed", default=0, min=0, options=set())
+    key_noise_seed: IntProperty(name="Noise Seed", description="Another number gives the tips another "
+                                                               "wander; the same number, the same bake",
+                                default=0, min=0, options=set())
     use_key_leaders: BoolProperty(
         name="Key Leaders Only", description="Only the leader curves (marked by Make Wisps or Mark Leaders) "
                                              "follow the key poses; every other curve follows its leader",

@@ -103,3 +103,22 @@ def test_panels_draw_only_existing_properties(scene, addon, dynamic, curves):
     assert not lists and len(seen) > 20
     for data, name in seen:
         assert name in data.bl_rna.properties, (type(data).__name__, name)
+
+
+def test_every_setting_says_in_words_what_it_does(addon):
+    """Issue 14 part 8: every setting an artist sees has a tooltip, and none speaks in the seeds'
+    letters and formulas ("(a)", "distance^-exponent", "the patent's way")."""
+    import re
+
+    from hair_wig_addon.operators import properties
+
+    seen = 0
+    for group in (properties.HairWigSettings, properties.HairWigMagnet, properties.HairWigKeyPose):
+        for prop in group.bl_rna.properties:
+            if prop.identifier in ("rna_type", "name") or prop.is_hidden:
+                continue
+            seen += 1
+            words = " ".join([prop.description] + [i.description for i in getattr(prop, "enum_items", [])])
+            assert prop.description.strip(), f"{group.__name__}.{prop.identifier} has no tooltip"
+            assert not re.search(r"\([a-d]\)|\^|patent's way|seed 00", words), (prop.identifier, words)
+    assert seen > 40
