@@ -253,6 +253,29 @@ def read_mesh(ob, depsgraph=None, uv_map: str = "", topology: bool = True) -> Me
                       tri_verts, tri_corners, tri_uv)
 
 
+def changes_topology(ob, depsgraph) -> bool:
+    """Whether ``ob``'s modifiers give it another mesh than its own (Subdivision Surface, …)."""
+    return len(ob.evaluated_get(depsgraph).data.vertices) != len(ob.data.vertices)
+
+
+def read_rest_surface(ob, uv_map: str, frame: int) -> MeshArrays:
+    """The skin hair attaches to when ``ob``'s modifiers change its topology: the mesh Blender
+    evaluates (subdivided, say) at the wig's rest ``frame``, which is what the groom lies on.
+    (Blender's Deform Curves on Surface takes the ``rest_position`` attribute instead, which a
+    Subdivision Surface interpolates off its limit surface: it moves a groom 1 % of the head at
+    rest.) The scene's frame is back as it was afterwards."""
+    scene = bpy.context.scene
+    now = (scene.frame_current, scene.frame_subframe)
+    away = now != (int(frame), 0.0)
+    try:
+        if away:
+            scene.frame_set(int(frame))
+        return read_mesh(ob, bpy.context.evaluated_depsgraph_get(), uv_map)
+    finally:
+        if away:
+            scene.frame_set(now[0], subframe=now[1])
+
+
 def write_positions(cv, points: np.ndarray) -> None:
     """Set the points of ``Curves`` data ``cv`` to ``points`` (P, 3) float32. Through
     ``position_data``: on Blender 5.2 a write through ``attributes['position']`` makes the next

@@ -288,8 +288,14 @@ class Surface:
         nrm /= np.maximum(np.linalg.norm(nrm, axis=1, keepdims=True), 1e-12)
         return pos, nrm
 
-    def bind(self, source, depsgraph):
-        self.rest = rest = blender_io.read_mesh(self.surface, None, source.surface_uv_map)
+    def bind(self, source, depsgraph, rest_frame: int):
+        """Roots bound to the surface's own mesh, or — when its modifiers change its topology (a
+        Subdivision Surface after the armature, the usual head) — to the mesh Blender evaluates
+        at the rest frame, the skin the groom lies on; each frame then follows the evaluated skin."""
+        if blender_io.changes_topology(self.surface, depsgraph):
+            self.rest = rest = blender_io.read_rest_surface(self.surface, source.surface_uv_map, rest_frame)
+        else:
+            self.rest = rest = blender_io.read_mesh(self.surface, None, source.surface_uv_map)
         pos, nrm = self.to_head(rest, depsgraph)
         self.vertex_count = len(rest.positions)
         return ScalpSpace(rest.tri_verts, rest.tri_corners, rest.tri_uv, pos, nrm,
@@ -299,8 +305,9 @@ class Surface:
         mesh = blender_io.read_mesh(self.surface, depsgraph, topology=False)
         if len(mesh.positions) != self.vertex_count:
             raise HairWigError(
-                f"'{self.surface.name}': its modifiers change its vertex count; the hair can only "
-                f"follow a surface that deforms (shape keys, armature) — turn off Follow Skin")
+                f"'{self.surface.name}': its modifiers change its vertex count from frame to frame "
+                f"({self.vertex_count} at rest, {len(mesh.positions)} now), so the roots lose their "
+                f"place on it; turn off Follow Skin, or keep its modifiers' topology fixed")
         return self.to_head(mesh, depsgraph)
 
 
@@ -345,7 +352,7 @@ def bind(context, ob, rest_points=None, dynamics: bool = True):
     skin = follow_skin_problem(ob)
     if s.use_scalp and skin is None and source.hair.surface_uv is not None:
         surface = Surface(source.surface, head)
-        scalp = surface.bind(source, depsgraph)
+        scalp = surface.bind(source, depsgraph, s.rest_frame)
     wig = Wig(source.hair, hair_rest, head_rest, magnets, read_settings(s, dynamics), head_mesh, scalp=scalp,
               threads=THREADS, head_name=head.name, colliders=colliders)
     # Each frame's input reads these again: where they are, and their shape if they deform.

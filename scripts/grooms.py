@@ -184,33 +184,7 @@ def quick_fur(density="MEDIUM") -> Groom:
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = FRAMES
     head = _subdivided_suzanne(1)
-    bpy.ops.object.armature_add(location=(0, 0, -1.2))
-    rig = bpy.context.active_object
-    rig.name = "Rig"
-    bpy.ops.object.mode_set(mode="EDIT")
-    bone = rig.data.edit_bones[0]
-    bone.name = "Neck"
-    bone.head, bone.tail = (0, 0, 0), (0, 0, 0.9)
-    top = rig.data.edit_bones.new("Skull")
-    top.head, top.tail, top.parent = (0, 0, 0.9), (0, 0, 2.0), bone
-    bpy.ops.object.mode_set(mode="OBJECT")
-    co = np.empty(len(head.data.vertices) * 3, np.float32)
-    head.data.vertices.foreach_get("co", co)
-    z = co.reshape(-1, 3)[:, 2]
-    w = np.clip((z + 0.6) / 0.9, 0, 1)                          # the skull bends, the jaw less
-    for name, weight in (("Skull", w), ("Neck", 1 - w)):
-        g = head.vertex_groups.new(name=name)
-        for value in np.unique(np.round(weight, 2)):
-            ids = np.flatnonzero(np.round(weight, 2) == value).tolist()
-            if value > 0:
-                g.add(ids, float(value), "REPLACE")
-    arm = head.modifiers.new("Armature", "ARMATURE")
-    arm.object = rig
-    pose = rig.pose.bones["Skull"]
-    pose.rotation_mode = "XYZ"
-    pose.keyframe_insert("rotation_euler", frame=FRAMES[0])
-    pose.rotation_euler = (0.35, 0.0, 0.25)
-    pose.keyframe_insert("rotation_euler", frame=FRAMES[1])
+    scenes.armature_bend(head, FRAMES, base=-1.2, joint=0.9, top=2.0, ramp=(-0.6, 0.3))
     bpy.ops.object.select_all(action="DESELECT")
     head.select_set(True)
     bpy.context.view_layer.objects.active = head

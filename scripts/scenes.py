@@ -74,6 +74,41 @@ def keyed_head_turn(head, first: int, last: int, angle: float = 0.8, lift: float
     head.keyframe_insert("location", frame=last)
 
 
+def armature_bend(head, frames, base=-1.2, joint=0.9, top=2.0, ramp=(-0.6, 0.3), turn=(0.35, 0.0, 0.25)):
+    """Bend ``head`` with an armature (a "Rig" with a Neck bone from ``base`` up ``joint`` and a
+    Skull bone on to ``top``): vertices weighted to the Skull from 0 at height ``ramp[0]`` to 1 at
+    ``ramp[1]``, the Skull turned by ``turn`` (Euler) from ``frames[0]`` to ``frames[1]``.
+    Returns the rig."""
+    bpy.ops.object.armature_add(location=(0, 0, base))
+    rig = bpy.context.active_object
+    rig.name = "Rig"
+    bpy.ops.object.mode_set(mode="EDIT")
+    bone = rig.data.edit_bones[0]
+    bone.name = "Neck"
+    bone.head, bone.tail = (0, 0, 0), (0, 0, joint)
+    skull = rig.data.edit_bones.new("Skull")
+    skull.head, skull.tail, skull.parent = (0, 0, joint), (0, 0, top), bone
+    bpy.ops.object.mode_set(mode="OBJECT")
+    co = np.empty(len(head.data.vertices) * 3, np.float32)
+    head.data.vertices.foreach_get("co", co)
+    z = co.reshape(-1, 3)[:, 2]
+    w = np.clip((z - ramp[0]) / (ramp[1] - ramp[0]), 0, 1)
+    for name, weight in (("Skull", w), ("Neck", 1 - w)):
+        g = head.vertex_groups.new(name=name)
+        for value in np.unique(np.round(weight, 2)):
+            ids = np.flatnonzero(np.round(weight, 2) == value).tolist()
+            if value > 0:
+                g.add(ids, float(value), "REPLACE")
+    arm = head.modifiers.new("Armature", "ARMATURE")
+    arm.object = rig
+    pose = rig.pose.bones["Skull"]
+    pose.rotation_mode = "XYZ"
+    pose.keyframe_insert("rotation_euler", frame=frames[0])
+    pose.rotation_euler = turn
+    pose.keyframe_insert("rotation_euler", frame=frames[1])
+    return rig
+
+
 def deform_on_surface_group(name: str = "Surface Deform"):
     """A geometry-nodes group that is just Blender's "Deform Curves on Surface" node."""
     g = bpy.data.node_groups.new(name, "GeometryNodeTree")

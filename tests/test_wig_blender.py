@@ -56,6 +56,56 @@ def test_scalp_space_agrees_with_deform_curves_on_surface(scene, glue):
         assert err <= 1e-4 * 2.0, (f, err)                      # 1e-4 of the head's size (2 m)
 
 
+def _skin_distance(head, points, frame):
+    """Distance (N,) of ``points`` (world = head space here) to ``head`` as Blender evaluates it
+    at ``frame`` (its BVH tree)."""
+    from mathutils.bvhtree import BVHTree
+
+    bpy.context.scene.frame_set(frame)
+    tree = BVHTree.FromObject(head, bpy.context.evaluated_depsgraph_get())
+    return np.array([tree.find_nearest(p)[3] for p in points.tolist()])
+
+
+def test_follow_skin_through_a_subdivision_surface_on_an_armature_bent_head(scene, glue):
+    """Issue 14 part 4: the usual head — an armature bends it, a Subdivision Surface smooths it
+    after — was refused for Follow Skin. The roots now ride on the subdivided skin Blender
+    evaluates: the groom untouched at rest, every root as far from the bent skin as it was from
+    the skin at rest, the strands moving as Blender's own Deform Curves on Surface moves them."""
+    baking, io = glue
+    bpy.ops.mesh.primitive_uv_sphere_add(segments=24, ring_count=12, radius=1.0)
+    head = bpy.context.active_object
+    bpy.ops.object.shade_smooth()
+    scenes.armature_bend(head, (1, 5), base=-1.0, joint=0.8, top=1.6, ramp=(-0.4, 0.5), turn=(0.5, 0.0, 0.3))
+    head.modifiers.new("Subdivision", "SUBSURF").levels = 1
+    ob, pts = scenes.uv_hair_on(head, 300)
+    s = ob.hair_wig
+    s.use_length = s.use_collision = False
+    cache = baking.compute(bpy.context, ob, 1, 5)
+    assert not cache.warnings
+    assert np.abs(cache.frame(1) - pts).max() <= 1e-6 * 2.0
+    first = io.read_hair(ob).offsets[:-1]
+    rest = _skin_distance(head, pts[first], 1)
+    bent = _skin_distance(head, cache.frame(5)[first], 5)
+    moved = np.abs(cache.frame(5)[first] - pts[first]).max()
+    # with Blender's stack on the same hair (it needs the surface's rest positions)
+    head.add_rest_position_attribute = True
+    ob.modifiers.new("Surface Deform", "NODES").node_group = scenes.deform_on_surface_group()
+    blender = {f: evaluated(io, ob, f) for f in (1, 5)}
+    theirs = _skin_distance(head, blender[5][first], 5) - _skin_distance(head, blender[1][first], 1)
+    motion = np.abs((cache.frame(5) - pts) - (blender[5] - blender[1])).max()
+    assert moved > 0.3                                            # the bone really bent the skin
+    assert np.abs(bent - rest).max() <= 5e-4 * 2.0               # measured 1.4e-4
+    # Blender's stack keeps its roots' gap exactly but shifts the whole groom at rest (its
+    # rest_position is not the subdivided surface): the motions agree within that shift.
+    assert np.abs(theirs).max() <= 1e-5
+    assert np.abs((cache.frame(5) - pts) - (blender[5] - blender[1])).max() <= np.abs(blender[1] - pts).max()
+    # the head alone would leave the skin
+    s.use_scalp = False
+    ob.modifiers.remove(ob.modifiers["Surface Deform"])
+    head_only = baking.compute(bpy.context, ob, 1, 5)
+    assert np.abs(_skin_distance(head, head_only.frame(5)[first], 5) - rest).max() > 0.05
+
+
 def suzanne_dragged(strands):
     """Suzanne with ``strands`` x 8 hair and a magnet keyed from above her to below, dragging
     the hair through her head (frames 1-6)."""
