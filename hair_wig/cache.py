@@ -39,6 +39,12 @@ class BakeCache:
         # inside its collision surface over the bake (world units).
         self.colliders: list[str] = []
         self.penetration = 0.0
+        # For hair whose own modifier stack carries it with the skin: each frame's root frame
+        # change (rotation (N, 3, 3), rest and current root (N, 3), head-from-hair (4, 4)), or
+        # None where the skin is at rest; the bake is then stored in the skin's rest space.
+        self.skin: list | None = None
+        # Frames whose positions are already as stored (kept from an earlier bake).
+        self.stored = np.zeros(last - first + 1, bool)
 
     @classmethod
     def from_positions(cls, hair: HairSet, first: int, positions: np.ndarray) -> "BakeCache":

@@ -35,6 +35,7 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
     scene = context.scene
     preroll = ob.hair_wig.preroll if preroll is None else int(preroll)
     frame, subframe = scene.frame_current, scene.frame_subframe
+    carried = blender_io.attaches_to_surface(ob)        # read before the stack is switched off
     muted = blender_io.mute_modifiers([ob, *(o for o in others if o != ob)])   # never read
     shown = []
     try:
@@ -45,6 +46,13 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
         cache.warnings = [f"'{ob.name}': {w}" for w in wig.warnings()] + wig.scene_warnings
         cache.penetration = 0.0
         cache.colliders = [c.name for c in wig.colliders]
+        # The stack carries the hair with the skin: the bake keeps each frame's skin motion to be
+        # stored in the skin's rest space — where the roots were bound on the skin Blender's
+        # Surface Deform reads too (not on a subdivided one: Blender's rest_position there is
+        # off the limit surface, and the groom would move at rest).
+        if carried and wig.scalp is not None and not blender_io.changes_topology(
+                surface.surface, context.evaluated_depsgraph_get()):
+            cache.skin = [None] * cache.num_frames
         total = cache.num_frames + preroll
         state = None
         flat = set()                 # magnets already reported scaled to nothing
@@ -60,6 +68,11 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
                     f"tell how it is turned and its pull loses its turn; hide it with Disable in "
                     f"Viewports instead of scaling it (or its parent) to zero")
             _, state = wig.step(inp, state, out=out, keep_state=False)
+            if f >= first and cache.skin is not None and not wig.scalp.at_rest(inp.surface_positions,
+                                                                                inp.surface_normals):
+                rot, o0, o1 = wig.scalp.transforms(inp.surface_positions, inp.surface_normals)
+                cache.skin[f - first] = (rot.astype(np.float32), o0, o1,
+                                         np.linalg.solve(inp.head_matrix, inp.hair_matrix))
             if f >= first:
                 cache.check_finite(f)
                 cache.penetration = max(cache.penetration, wig.penetration)
@@ -120,13 +133,22 @@ def rebake_frames(context, ob, first: int, last: int, progress=None) -> BakeCach
         raise HairWigError(f"'{ob.name}' was edited after the bake ({edited[0]} -> {edited[1]} points); "
                            f"bake the whole range again")
     _, positions, paths = blender_io.read_bake(ob)
+    space = ob[blender_io.RECORD].get("space", "OBJECT")
     fresh = compute(context, ob, baked[0], last, progress)
+    if ("SURFACE_REST" if fresh.skin is not None else "OBJECT") != space:
+        raise HairWigError(f"'{ob.name}': its modifiers or Follow Skin changed since the bake, so "
+                           f"its frames would not fit together; bake the whole range again")
     if positions.shape[1] != fresh.hair.num_points:
         raise HairWigError(f"'{ob.name}': its bake has {positions.shape[1]} points, the hair "
                            f"{fresh.hair.num_points}; bake the whole range again")
     merged = BakeCache.from_positions(fresh.hair, baked[0], positions)
     span = slice(first - baked[0], last - baked[0] + 1)
     merged.positions[span] = fresh.positions[span]
+    merged.stored[:] = True                 # the old frames go back exactly as they were stored
+    merged.stored[span] = False
+    if fresh.skin is not None:
+        merged.skin = [None] * merged.num_frames
+        merged.skin[span] = fresh.skin[span]
     for name, path in fresh.magnet_paths.items():
         old = paths.get(name)
         whole = np.array(old, np.float64) if old is not None and len(old) == merged.num_frames else None

@@ -495,14 +495,36 @@ def _rest_counts(ob) -> np.ndarray:
     return counts
 
 
+def _stored_frame(cache: BakeCache, f: int) -> np.ndarray:
+    """Frame ``f`` as the bake stores it. A cache with the skin's motion (``cache.skin``, for hair
+    whose own stack carries it with the skin) is stored in the surface's rest space: each strand
+    moved back by its root frame's change, ``q = R_fᵀ (p − o_f) + o_0`` in the head's space
+    (SPEC §2), which Blender's stack then applies again — to the guides and to the children it
+    grows from them."""
+    i = f - cache.first
+    skin = cache.skin[i] if getattr(cache, "skin", None) is not None else None
+    if skin is None or cache.stored[i]:
+        return cache.frame(f)
+    rot, o0, o1, head_from_hair = skin
+    p = cache.frame(f).astype(np.float64)
+    q = p @ head_from_hair[:3, :3].T + head_from_hair[:3, 3]
+    s = cache.hair.strand_of_point()
+    q -= o1[s]
+    q = np.einsum("pji,pj->pi", rot[s].astype(np.float64), q)
+    q += o0[s]
+    back = np.linalg.inv(head_from_hair)
+    return (q @ back[:3, :3].T + back[:3, 3]).astype(np.float32)
+
+
 def _write_curves(ob, cache: BakeCache) -> None:
     cv = ob.data
+    rest_space = getattr(cache, "skin", None) is not None
     # The record goes first so that clear_bake can find a half-written bake.
     ob[RECORD] = {"kind": "CURVES", "first": cache.first, "last": cache.last, "points": cache.hair.num_points,
-                  "action_created": False, "disabled": []}
+                  "action_created": False, "disabled": [], "space": "SURFACE_REST" if rest_space else "OBJECT"}
     for f in cache.frames:
         attr = cv.attributes.new(f"{BAKE_PREFIX}{f}", "FLOAT_VECTOR", "POINT")
-        attr.data.foreach_set("vector", cache.frame(f).ravel())
+        attr.data.foreach_set("vector", _stored_frame(cache, f).ravel())
     group = playback_group()
     md = ob.modifiers.new(MODIFIER_NAME, "NODES")
     md.node_group = group
@@ -513,7 +535,9 @@ def _write_curves(ob, cache: BakeCache) -> None:
            if item.item_type == "SOCKET" and item.in_out == "INPUT"}
     compat.set_modifier_input(md, ids["Frame"], float(cache.first))
     compat.set_modifier_input(md, ids["Last"], cache.last)
-    ob[RECORD]["disabled"] = _disable_surface_deform(ob, md)
+    # In rest space the stack's own surface deformation puts the hair on the skin; otherwise the
+    # bake already has the skin's motion and such modifiers would add it a second time.
+    ob[RECORD]["disabled"] = [] if rest_space else _disable_surface_deform(ob, md)
     ob[RECORD]["action_created"] = _key_linear(
         ob, compat.modifier_input_path(md, ids["Frame"]), cache.frames,
         np.arange(cache.first, cache.last + 1, dtype=np.float32), f"{ob.name} HairWig Bake")
@@ -579,6 +603,30 @@ def _deforms_on_surface(group, seen=None) -> bool:
         if node.bl_idname == "GeometryNodeGroup" and _deforms_on_surface(node.node_tree, seen):
             return True
     return False
+
+
+def _attaches_by_uv(group, seen=None) -> bool:
+    """Whether a node group places curves on the surface by their surface UVs: Deform Curves on
+    Surface, or (Blender 5.2's Interpolate Hair Curves) sampling the surface by UV."""
+    seen = set() if seen is None else seen
+    if group is None or group.name in seen:
+        return False
+    seen.add(group.name)
+    for node in group.nodes:
+        if node.bl_idname in ("GeometryNodeDeformCurvesOnSurface", "GeometryNodeSampleUVSurface"):
+            return True
+        if node.bl_idname == "GeometryNodeGroup" and _attaches_by_uv(node.node_tree, seen):
+            return True
+    return False
+
+
+def attaches_to_surface(ob) -> bool:
+    """Whether ``ob``'s own modifier stack carries its curves with the skin of their surface
+    (Quick Fur's: Surface Deform on 4.5, Interpolate Hair Curves on 5.2). Such a stack expects the
+    hair in the surface's rest space and moves it — guides and children alike — onto the skin."""
+    return ob.type == "CURVES" and any(
+        md.type == "NODES" and (md.show_viewport or md.show_render) and not _is_playback_group(md.node_group)
+        and _attaches_by_uv(md.node_group) for md in ob.modifiers)
 
 
 def _disable_surface_deform(ob, own_modifier) -> list:
