@@ -37,6 +37,12 @@ class Magnet:
         The set of hairs the magnet acts on (claim 1, "sets of hairs"); ``None``: all.
     dynamic : DynamicMagnet or None
         Spring settings when the magnet is dynamic (SPEC §4).
+    follow : bool
+        The reach follows the magnet (beyond the patent; ``FollowReach``): each frame it takes
+        the hair within its radius of where it is, and moves it by its own motion over the last
+        ``trail`` frames, instead of the hair near where it rests by its motion since rest.
+    trail : int
+        Frames over which a following magnet's motion is taken (at least 1).
     """
 
     name: str
@@ -47,6 +53,8 @@ class Magnet:
     falloff: Profile = field(default_factory=lambda: Profile.ease_out("falloff"))
     strands: np.ndarray | None = None
     dynamic: object = None
+    follow: bool = False
+    trail: int = 4
 
     def __post_init__(self):
         self.rest_matrix = np.asarray(self.rest_matrix, dtype=np.float64)
@@ -58,6 +66,9 @@ class Magnet:
             raise HairWigError(f"magnet '{self.name}': distance exponent must be in 0..20, got {self.exponent}")
         if not np.isfinite(self.multiplier) or self.multiplier < 0:
             raise HairWigError(f"magnet '{self.name}': weight multiplier must be >= 0, got {self.multiplier}")
+        if self.follow and int(self.trail) < 1:
+            raise HairWigError(f"magnet '{self.name}': a reach that follows the magnet needs a trail of "
+                               f"at least 1 frame, got {self.trail}")
 
     @property
     def rest_position(self) -> np.ndarray:
@@ -105,6 +116,8 @@ class MagnetWeights:
                 raise HairWigError(
                     f"magnet '{mag.name}': its strand set has {np.shape(mag.strands)} entries for "
                     f"{hair.num_strands} strands")
+            if mag.follow:            # weighed each frame where it is (FollowReach), not here
+                continue
             d = rest_points - mag.rest_position.astype(np.float32)
             w = mag.weight(np.sqrt(np.einsum("ij,ij->i", d, d)))
             if mag.strands is not None:
@@ -212,3 +225,100 @@ class MagnetWeights:
                 o[axis] += dot
                 o[axis] += g[4 * axis + 3]
         return out
+
+
+class FollowReach:
+    """Magnets whose reach follows them (beyond seed 000, whose reach is bound at rest): each
+    frame a following magnet ``j`` at head-local ``c_j`` weighs every point ``p`` of the pose
+    it deforms by its current distance, ``w_j = a · x^-b · c(x / d)`` with ``x = |p − c_j|``
+    (the patent's weight, "Primary Movement"), and moves it by its own motion over the last
+    ``trail`` frames, ``A_j = F_j(t) · F_j(t − trail)⁻¹`` (head-local): what it sweeps through
+    bends along with it and comes back once it has passed or stopped.
+
+    Overlap combines with the magnets bound at rest as one normalisation over all of them
+    (SPEC §3): the rest magnets' blend, stored as ``f g w_k / n_rest``, is rescaled to
+    ``n_rest / n_all`` where a following magnet reaches, and ``f g w_j (A_j p − p) / n_all``
+    added; ``n = max(1, Σ w)`` ('cap') or ``Σ w`` ('sum'). Profiles ``f`` (flex, along the
+    strand) and ``g`` (length) apply as for the others.
+    """
+
+    def __init__(self, hair: HairSet, magnets: list[Magnet], flex: Profile, length: Profile,
+                 rest_total: np.ndarray, normalisation: str):
+        self.index = [i for i, m in enumerate(magnets) if m.follow]
+        self.magnets = [magnets[i] for i in self.index]
+        self.trail = np.array([int(m.trail) for m in self.magnets], np.int64)
+        strand = hair.strand_of_point()
+        self.fg = (flex(hair.vertex_t()) * length(hair.normalised_length())[strand]).astype(np.float32)
+        self.strand_of_point = strand
+        self.rest_total = np.asarray(rest_total, np.float64)
+        self.normalisation = normalisation
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    @property
+    def history(self) -> int:
+        """Frames of head-local magnet matrices a state keeps for the trails."""
+        return int(self.trail.max()) + 1 if len(self) else 0
+
+    def _norm(self, total: np.ndarray) -> np.ndarray:
+        if self.normalisation == "cap":
+            return np.maximum(total, 1.0)
+        return np.where(total > 0, total, 1.0)
+
+    def apply_rows(self, base: np.ndarray, p: np.ndarray, span: slice, centres: np.ndarray,
+                   motions: np.ndarray) -> None:
+        """Add the following magnets' pull to the block ``p`` (3, C) — the wig's points ``span``,
+        whose pose before the magnets is ``base`` (3, C) and whose rest magnets' blend ``p`` already
+        holds — in place. ``centres`` (J, 3), ``motions`` (J, 4, 4) head-local, this frame."""
+        lo = span.start or 0
+        hits = []                                   # per magnet: points reached, weights, pulls
+        for j, mag in enumerate(self.magnets):
+            a = motions[j]
+            if np.array_equal(a, np.eye(4)):
+                continue
+            r = np.float32(mag.radius)
+            cx, cy, cz = (np.float32(v) for v in centres[j])
+            near = np.flatnonzero(np.abs(base[0] - cx) <= r)          # one row screens first
+            if near.size == 0:
+                continue
+            x, y, z = (base[k].take(near) for k in range(3))
+            d2 = (x - cx) ** 2 + (y - cy) ** 2 + (z - cz) ** 2
+            keep = np.flatnonzero(d2 <= r * r)
+            near, x, y, z = near.take(keep), x.take(keep), y.take(keep), z.take(keep)
+            w = mag.weight(np.sqrt(d2.take(keep)))
+            if mag.strands is not None:
+                w = w * np.asarray(mag.strands, np.float64)[self.strand_of_point.take(lo + near)]
+            keep = np.flatnonzero(w > 0)
+            if keep.size == 0:
+                continue
+            near, w = near.take(keep), w.take(keep)
+            x, y, z = x.take(keep), y.take(keep), z.take(keep)
+            m = a.astype(np.float32)
+            pull = [w * (m[k, 0] * x + m[k, 1] * y + m[k, 2] * z + m[k, 3] - v) for k, v in enumerate((x, y, z))]
+            hits.append((near, w, pull))
+        if not hits:
+            return
+        if len(hits) == 1:
+            at, total, pull = hits[0]
+        else:                      # each magnet reaches a point once: plain indexed adds suffice
+            reached = np.zeros(base.shape[1], bool)
+            for near, _, _ in hits:
+                reached[near] = True
+            at = np.flatnonzero(reached)
+            slot = np.empty(base.shape[1], np.int64)
+            slot[at] = np.arange(len(at))
+            total = np.zeros(len(at))
+            pull = [np.zeros(len(at)) for _ in range(3)]
+            for near, w, part in hits:
+                i = slot.take(near)
+                total[i] += w
+                for k in range(3):
+                    pull[k][i] += part[k]
+        rest_total = self.rest_total.take(lo + at)
+        n_all = self._norm(rest_total + total)
+        scale = np.where(rest_total > 0, self._norm(rest_total) / n_all, 0.0)
+        share = self.fg.take(lo + at) / n_all
+        for k in range(3):
+            b = base[k].take(at).astype(np.float64)
+            p[k].put(at, (b + (p[k].take(at) - b) * scale + pull[k] * share).astype(np.float32))

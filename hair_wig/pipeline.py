@@ -17,7 +17,7 @@ import numpy as np
 from .dynamics import DynamicMagnets, SecondarySprings, WindSource
 from .errors import HairWigError
 from .hairset import HairSet
-from .magnets import Magnet, MagnetWeights
+from .magnets import FollowReach, Magnet, MagnetWeights
 from .profiles import Profile
 from .collision import Collider, ColliderMesh
 from .refinement import LengthControl, compensate_compression_rows, compression_vectors
@@ -97,13 +97,16 @@ class WigState:
     strand_pos: np.ndarray | None
     strand_vel: np.ndarray | None
     magnet_shown: np.ndarray | None = None      # (D, 3) where each dynamic magnet acted this frame
+    # (H, J, 4, 4) head-local matrices of the magnets whose reach follows them, oldest first,
+    # this frame last: their trails (FollowReach)
+    magnet_history: np.ndarray | None = None
 
     def copy(self) -> "WigState":
         return WigState(*(None if a is None else a.copy() for a in self._arrays()))
 
     def _arrays(self):
         return (self.magnet_pos, self.magnet_vel, self.magnet_target, self.strand_pos, self.strand_vel,
-                self.magnet_shown)
+                self.magnet_shown, self.magnet_history)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, WigState) and all(
@@ -155,6 +158,10 @@ class Wig:
                                 for m in self.magnets]).reshape(-1, 4, 4)
         self.weights = MagnetWeights(hair, rest_local, self.magnets, settings.flex,
                                      settings.length_profile, settings.normalisation)
+        self.follow = None
+        if any(m.follow for m in self.magnets):
+            self.follow = FollowReach(hair, self.magnets, settings.flex, settings.length_profile,
+                                      self.weights.total, settings.normalisation)
         self.dynamic_index = [i for i, m in enumerate(self.magnets) if m.dynamic is not None]
         self.dynamics = DynamicMagnets([self.magnets[i].name for i in self.dynamic_index],
                                        [self.magnets[i].dynamic for i in self.dynamic_index])
@@ -273,7 +280,7 @@ class Wig:
         reaches no hair, and what the head's shape keeps the ray-test collision from doing."""
         out = [f"magnet '{m.name}' reaches no hair at its rest pose (radius {m.radius:g}), where the hair "
                f"it moves is picked up; move its rest pose closer to the hair or widen it"
-               for m, n in zip(self.magnets, self.weights.reached) if n == 0]
+               for m, n in zip(self.magnets, self.weights.reached) if n == 0 and not m.follow]
         for c in self.colliders:
             if c.mesh.method == "RAY":
                 out += c.field.map.warnings()
@@ -351,6 +358,7 @@ class Wig:
                           for a in self.scalp.transforms(inp.surface_positions, inp.surface_normals))
         # Dynamic magnets (a few points in world space) step once for the whole wig.
         motions = None
+        follow = None
         if self.magnets:
             mats = np.asarray(inp.magnet_matrices, dtype=np.float64)
             if mats.shape != (len(self.magnets), 4, 4):
@@ -367,10 +375,17 @@ class Wig:
                     state.magnet_shown = shown
                 state.magnet_target = target
             motions = head_inv[None] @ mats @ self.mi_inv
+            if self.follow is not None:
+                follow = self._follow_motions(head_inv @ mats[self.follow.index], state, first)
+                motions[self.follow.index] = np.eye(4)
             if inp.magnet_strength is not None:
                 # A keyed weight scales the magnet's whole pull: W_k (M_k − I) · strength.
                 eye = np.eye(4)
-                motions = eye + (motions - eye) * np.asarray(inp.magnet_strength, np.float64)[:, None, None]
+                strength = np.asarray(inp.magnet_strength, np.float64)
+                motions = eye + (motions - eye) * strength[:, None, None]
+                if follow is not None:
+                    centres, trail = follow
+                    follow = centres, eye + (trail - eye) * strength[self.follow.index, None, None]
         if self.secondary is not None and inp.secondary_dynablend is not None:
             self.secondary.set_dynablend(inp.secondary_dynablend)
         if self.secondary is not None and first:
@@ -401,7 +416,7 @@ class Wig:
         def run(block):
             span, first_strand = block
             self._step_block(span, first_strand, scalp, motions, head, head_inv, inp.dt, state,
-                             first, to_object, out, timings, rest)
+                             first, to_object, out, timings, rest, follow)
 
         if self.secondary is not None:
             self.secondary.coefficients(inp.dt)       # once, before the blocks share them
@@ -439,11 +454,26 @@ class Wig:
                 to_field = head_rest_inv @ c.mesh.matrix @ np.linalg.solve(now, head)
             c.set_frame(to_field, verts[k])
 
+    def _follow_motions(self, local: np.ndarray, state: WigState, first: bool):
+        """This frame's centres (J, 3) and trail motions ``A_j = F_j(t) · F_j(t − trail)⁻¹``
+        (J, 4, 4) of the magnets whose reach follows them, from their head-local matrices
+        ``local`` (J, 4, 4) now; the state keeps their last frames (at the first frame they are
+        taken to have been still before it)."""
+        history = state.magnet_history
+        if first or history is None:
+            history = state.magnet_history = np.repeat(local[None], self.follow.history, axis=0)
+        else:
+            history[:-1] = history[1:]
+            history[-1] = local
+        before = history[-1 - self.follow.trail, np.arange(len(self.follow))]
+        return local[:, :3, 3].copy(), local @ np.linalg.inv(before)
+
     def _step_block(self, span, first_strand, scalp, motions, head, head_inv, dt, state, first,
-                    to_object, out, timings=None, rest=None):
+                    to_object, out, timings=None, rest=None, follow=None):
         """The pipeline after the dynamic magnets, for the strands of one block. ``scalp``: this
         frame's root frames when the surface is deformed; ``rest``: this frame's rest pose as rows
-        (3, P) when it is not the bound one."""
+        (3, P) when it is not the bound one; ``follow``: the following magnets' centres and trail
+        motions this frame."""
         ws = self._workspaces.get()
         try:
             clock = _Clock(timings)
@@ -458,6 +488,8 @@ class Wig:
             # Primary movement: magnets' motion from rest, in head-local space.
             if motions is not None:
                 self.weights.displace_rows(base, motions, p, span, ws.blend)
+            if follow is not None:
+                self.follow.apply_rows(base, p, span, *follow)
             clock.lap("primary")
             # Secondary movement: per-vertex springs in world space.
             if self.secondary is not None:

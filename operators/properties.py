@@ -27,11 +27,25 @@ class HairWigMagnet(bpy.types.PropertyGroup):
                                       "divided by distance to this power)",
         default=0.0, min=0.0, max=20.0, soft_max=4.0, options=set())
     radius: FloatProperty(
-        name="Radius", description="How far the magnet reaches, measured at its rest pose: the hair "
+        name="Radius", description="How far the magnet reaches. At Rest (the default Reach): the hair "
                                    "within this distance of where the magnet rests is what it moves, "
-                                   "wherever it goes later (hair it sweeps past is not picked up). "
-                                   "Once it has moved, the viewport draws its reach at rest too",
+                                   "wherever it goes later (hair it sweeps past is not picked up; once it "
+                                   "has moved, the viewport draws its reach at rest too). Follows Magnet: "
+                                   "the hair within this distance of where it is now",
         default=0.5, min=1e-4, soft_max=10.0, subtype="DISTANCE", unit="LENGTH", options=set())
+    reach: EnumProperty(
+        name="Reach", description="Which hair the magnet moves",
+        items=[("REST", "At Rest", "The hair within its radius of where it rests, moved by its motion since "
+                                   "then wherever it goes (the classic magnet: key it to pose the hair)"),
+               ("FOLLOW", "Follows Magnet", "The hair within its radius of where it is now, moved by its "
+                                            "motion over the last Trail frames: it takes what it sweeps "
+                                            "through and lets it go once it has passed (a hand through "
+                                            "grass or fur). Shows in a bake; the live preview keeps no frames")],
+        default="REST", options=set())
+    trail: IntProperty(
+        name="Trail", description="How many frames of the magnet's motion a following reach passes on: "
+                                  "more bends what it sweeps through further",
+        default=4, min=1, soft_max=24, max=240, options=set())
     strand_attribute: StringProperty(
         name="Strands", description="Optional boolean attribute of the hair picking the strands this "
                                     "magnet acts on (a set of hairs). Empty: all strands", default="",

@@ -194,9 +194,13 @@ def flat_magnets(empties, inp: FrameInput) -> list[str]:
 def hidden_magnet_warnings(context, ob) -> list[str]:
     """What the live preview cannot show: magnets Blender does not move (it does not evaluate
     them), by name. A bake moves them all the same."""
+    empties = magnet_objects(context.scene, ob)
     return [f"magnet '{m.name}' is disabled in viewports or in an excluded collection: Blender does "
             f"not move it, so the live preview cannot (a bake does); show it to preview its effect"
-            for m in unevaluated(context, magnet_objects(context.scene, ob))]
+            for m in unevaluated(context, empties)] + [
+        f"magnet '{m.name}' has a reach that follows it: what it sweeps through moves by its last "
+        f"frames of motion, which the live preview does not keep — bake to see it"
+        for m in empties if m.hair_wig_magnet.reach == "FOLLOW"]
 
 
 def capture_rest(context, ob) -> None:
@@ -248,7 +252,8 @@ def read_magnets(ob, empties, head_rest, depsgraph, selection, gravity: float, c
                                     gravity_profile=gravity_profile)
         magnets.append(Magnet(e.name, rest,
                               multiplier=ms.multiplier, exponent=ms.exponent, radius=ms.radius / scale,
-                              falloff=profile_curves.read(ms, "falloff"), strands=strands, dynamic=dynamic))
+                              falloff=profile_curves.read(ms, "falloff"), strands=strands, dynamic=dynamic,
+                              follow=ms.reach == "FOLLOW", trail=ms.trail))
     return magnets
 
 

@@ -68,7 +68,7 @@ def magnet_lines(scene) -> dict[str, np.ndarray]:
             s = m.hair_wig_magnet
             out["reach"].append(sphere(where, s.radius))
             head = head_of(ob)
-            if s.has_rest and head is not None:        # the rest place, riding with the head
+            if s.has_rest and head is not None and s.reach == "REST":   # the rest place, with the head
                 rest = (np.array(head.matrix_world) @ blender_io.stored_matrix(s, "rest_matrix"))[:3, 3]
                 if np.linalg.norm(rest - where) > 0.01 * s.radius:
                     out["rest"].append(sphere(rest, s.radius))

@@ -93,6 +93,10 @@ class VIEW3D_PT_hair_wig_magnets(_WigSubPanel, bpy.types.Panel):
         col.prop(m, "multiplier")
         col.prop(m, "exponent")
         col.prop(m, "radius")
+        col = layout.column(align=True)
+        col.prop(m, "reach")
+        if m.reach == "FOLLOW":
+            col.prop(m, "trail")
         draw_profile(layout, m, "falloff")
         layout.prop(m, "strand_attribute")
         layout.prop(m, "dynamic")

@@ -313,6 +313,24 @@ def sparse_weights(strands: int, magnets: int = 32) -> dict:
             times.append(time.perf_counter() - t1)
         result[order] = {"per_point": w.magnets_per_point(), "mb": w.nbytes / 2**20,
                          "dense_mb": 4 * magnets * hair.num_points / 2**20, "ms": 1e3 * float(np.median(times))}
+    # Reaches that follow their magnets (weighed every frame where the magnet is): 1 and 8 of
+    # radius 0.6 sweeping over the same hair, each moved over its trail.
+    from hair_wig.magnets import FollowReach
+
+    for count in (1, 8):
+        follow = [Magnet(f"F{k}", ring[k * (magnets // 8)].rest_matrix, radius=0.6, follow=True)
+                  for k in range(count)]
+        reach = FollowReach(hair, follow, Profile.linear(0, 1), Profile.constant(1), np.zeros(hair.num_points), "cap")
+        centres = np.array([m.rest_position for m in follow])
+        trail = np.repeat(np.eye(4)[None], count, axis=0)
+        trail[:, :3, 3] = 0.05
+        times = []
+        for _ in range(5):
+            out = rows.copy()
+            t1 = time.perf_counter()
+            reach.apply_rows(rows, out, slice(0, hair.num_points), centres, trail)
+            times.append(time.perf_counter() - t1)
+        result[f"follow_{count}_ms"] = 1e3 * float(np.median(times))
     return result
 
 
@@ -450,6 +468,8 @@ def main(argv=None) -> int:
         o = r[order]
         print(f"   hair in {order} order: {o['per_point']:.1f} magnets stored per point, {o['mb']:.0f} MB, "
               f"primary movement {o['ms']:.1f} ms per frame")
+    print(f"   reaches that follow their magnets (weighed each frame where the magnet is, radius 0.6): "
+          f"1 magnet {r['follow_1_ms']:.1f} ms per frame, 8 magnets {r['follow_8_ms']:.1f} ms")
     if args.quick_fur != "NONE":
         r = _run("--quick-fur-one", args.quick_fur)
         per = {k: 1e3 * r[k] / r["frames"] for k in ("off_s", "on_s", "evaluated_s")}

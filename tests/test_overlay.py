@@ -46,6 +46,11 @@ def test_reach_target_and_where_the_magnet_acted(scene, addon):
     np.testing.assert_allclose(centre, acted, atol=1e-3)
     np.testing.assert_allclose(lines["arrow"][0], keyed, atol=1e-5)
     np.testing.assert_allclose(lines["arrow"][1], acted, atol=1e-5)
+    # a reach that follows the magnet is only where the magnet is
+    m.hair_wig_magnet.reach = "FOLLOW"
+    lines = overlay.magnet_lines(scene)
+    assert "rest" not in lines
+    np.testing.assert_allclose(np.linalg.norm(lines["reach"] - keyed, axis=1), 0.7, atol=1e-5)
 
 
 def test_draw_handler_comes_and_goes_with_the_addon(addon):

@@ -486,3 +486,71 @@ def test_the_same_answer_scaled_x100_and_moved_1000_units():
     assert wig.residual <= 1e-3 * 2                                    # and kept out
     np.testing.assert_allclose(far, base, atol=2e-4)                   # object space: the same hair
     assert abs(wig_far.residual - wig.residual) <= 1e-4
+
+
+def _grass(n=41, k=4):
+    """Blades of height 0.3 standing on the plane z = 0 at x = 0, 0.1, ... 4."""
+    x = np.linspace(0.0, 4.0, n)
+    t = np.linspace(0.0, 0.3, k)
+    pts = np.stack(np.broadcast_arrays(x[:, None], 0.0, t[None, :]), -1).reshape(-1, 3)
+    return HairSet(pts, [k] * n, name="Grass")
+
+
+def test_a_reach_that_follows_the_magnet_takes_what_it_passes_and_lets_it_go():
+    """A following magnet (issue 14 part 2) sweeping at constant speed v through blades: every
+    point within its radius of where it is moves by its motion over the trail, v · trail (flex,
+    falloff and weight all 1), nothing outside moves, and once it has passed and stopped every
+    blade is back at rest. The same magnet bound at rest (the patent's) moves only what lay
+    within reach of where it rested, by its whole travel."""
+    h = _grass()
+    v, trail, radius = 0.1, 3, 0.35
+    one = Profile.constant(1.0)
+
+    def path(f):                                     # from x = -1 across the blades, then still
+        return translate(-1.0 + v * min(f, 40), 0, 0.15)
+
+    inputs = [FrameInput(np.eye(4), np.eye(4), np.array([path(f)])) for f in range(50)]
+    mag = Magnet("Sweep", path(0), radius=radius, falloff=one, follow=True, trail=trail)
+    wig = Wig(h, np.eye(4), np.eye(4), [mag], no_refinement(flex=one))
+    frames, state = run(wig, inputs)
+    for f in (10, 20, 30):
+        centre = path(f)[:3, 3]
+        reached = np.linalg.norm(h.points - centre, axis=1) <= radius
+        assert reached.any()
+        shift = v * min(trail, f)
+        np.testing.assert_allclose(frames[f][reached], h.points[reached] + [shift, 0, 0], atol=1e-6)
+        np.testing.assert_array_equal(frames[f][~reached], h.points[~reached])
+    np.testing.assert_array_equal(frames[49], h.points)             # passed and still: all back
+    assert state.magnet_history.shape == (trail + 1, 1, 4, 4)
+    # bound at rest: only what lay within reach of x = -1 — nothing here
+    rest = Wig(h, np.eye(4), np.eye(4), [Magnet("Sweep", path(0), radius=radius, falloff=one)],
+               no_refinement(flex=one))
+    np.testing.assert_array_equal(run(rest, inputs)[0][20], h.points)
+
+
+def test_following_and_resting_magnets_share_one_normalisation():
+    """Where a following magnet overlaps one bound at rest, 'cap' adds their pulls up to one full
+    pull and 'sum' shares it: with weights 1 and translations a and b, a point reached by both
+    moves by (a + b) / 2 under either rule (Σ w = 2), a point reached by one only by its own."""
+    h = _grass(n=21)
+    one = Profile.constant(1.0)
+    a, b = np.array([0.0, 0.2, 0.0]), np.array([0.0, 0.0, 0.1])
+    rest_mag = Magnet("Rest", translate(1.0, 0, 0), radius=1.05, falloff=one)
+    follow_mag = Magnet("Follow", translate(2.0, 0, 0), radius=1.05, falloff=one, follow=True, trail=1)
+    for rule in ("cap", "sum"):
+        wig = Wig(h, np.eye(4), np.eye(4), [rest_mag, follow_mag], no_refinement(flex=one, normalisation=rule))
+        still = FrameInput(np.eye(4), np.eye(4), np.array([rest_mag.rest_matrix, translate(2.0, 0, 0)]))
+        moved = FrameInput(np.eye(4), np.eye(4), np.array([translate(*a) @ rest_mag.rest_matrix,
+                                                           translate(2.0 + b[0], b[1], b[2])]))
+        out, state = wig.step(still)
+        out, _ = wig.step(moved, state)
+        x = h.points[:, 0]
+        near_rest = np.abs(x - 1.0) <= 1.05
+        near_follow = np.linalg.norm(h.points - (2.0 + b[0], b[1], b[2]), axis=1) <= 1.05
+        both = near_rest & near_follow
+        assert both.any() and (near_rest & ~near_follow).any() and (near_follow & ~near_rest).any()
+        np.testing.assert_allclose(out[both] - h.points[both], np.broadcast_to((a + b) / 2, (both.sum(), 3)), atol=1e-6)
+        np.testing.assert_allclose(out[near_rest & ~near_follow] - h.points[near_rest & ~near_follow],
+                                   np.broadcast_to(a, ((near_rest & ~near_follow).sum(), 3)), atol=1e-6)
+        np.testing.assert_allclose(out[near_follow & ~near_rest] - h.points[near_follow & ~near_rest],
+                                   np.broadcast_to(b, ((near_follow & ~near_rest).sum(), 3)), atol=1e-6)

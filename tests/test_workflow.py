@@ -392,3 +392,50 @@ def test_rebaking_a_few_frames_keeps_the_rest_and_equals_a_whole_rebake_there(sc
     assert bpy.ops.hair_wig.clear_bake() == {"FINISHED"}
     with pytest.raises(RuntimeError, match="no bake yet"):
         bpy.ops.hair_wig.rebake_frames(frame_start=5, frame_end=8)
+
+
+def test_a_magnet_whose_reach_follows_it_sweeps_through_grass(scene, glue):
+    """Issue 14 part 2: a magnet keyed to sweep through a patch of grass from outside it. Bound
+    at rest (the default) it reaches no blade and says so; with Reach = Follows Magnet it bends
+    the blades it passes — along its motion over the last Trail frames — and leaves every blade
+    exactly as groomed once it has stopped beyond them."""
+    baking, io = glue
+    bpy.ops.mesh.primitive_plane_add(size=4.0)
+    ground = bpy.context.active_object
+    ground.name = "Ground"
+    g = np.linspace(-1.5, 1.5, 20)
+    x, y = np.meshgrid(g, g)
+    z = np.linspace(0.0, 0.3, 4)
+    pts = np.stack(np.broadcast_arrays(x.reshape(-1, 1), y.reshape(-1, 1), z[None]), -1).reshape(-1, 3)
+    ob = scenes.curves_hair("Grass", pts, [4] * 400)
+    bpy.context.view_layer.objects.active = ob
+    bpy.ops.hair_wig.enable()
+    s = ob.hair_wig
+    s.head = ground
+    s.use_scalp = s.use_collision = False
+    m = scenes.keyed_magnet(ob, "Hand", (-3.0, 0.0, 0.15), (6.0, 0.0, 0.0), (1, 40), 0.4)
+    scene.frame_start, scene.frame_end = 1, 26
+    groom = io.read_hair(ob).points
+
+    def moved(cache, f):
+        return np.linalg.norm(cache.frame(f) - groom, axis=1).reshape(400, 4).max(axis=1)
+
+    at_rest = baking.compute(bpy.context, ob, 1, 26)
+    assert max(moved(at_rest, f).max() for f in range(1, 27)) == 0.0
+    assert any("reaches no hair at its rest pose" in w for w in at_rest.warnings)
+    m.hair_wig_magnet.reach = "FOLLOW"
+    m.hair_wig_magnet.trail = 4
+    follow = baking.compute(bpy.context, ob, 1, 26)
+    assert not any("reaches no hair" in w for w in follow.warnings)
+    swept = np.zeros(400, bool)
+    for f in range(1, 21):
+        swept |= moved(follow, f) > 1e-3
+    assert swept.sum() > 40                                    # a lane of blades bent as it passed
+    lane = np.abs(y.ravel()) < 0.3
+    assert swept[lane].mean() > 0.8 and not swept[np.abs(y.ravel()) > 0.6].any()
+    # along its way: the tips of blades it is passing lean in +x
+    f = 12
+    hand = np.array(scene.frame_set(f) or m.matrix_world.translation)
+    near = np.linalg.norm(groom.reshape(400, 4, 3)[:, 3] - hand, axis=1) < 0.3
+    assert near.any() and (follow.frame(f).reshape(400, 4, 3)[near, 3, 0] > groom.reshape(400, 4, 3)[near, 3, 0]).all()
+    assert all(moved(follow, f).max() == 0.0 for f in range(21, 27))    # stopped beyond: as groomed
