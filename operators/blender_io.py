@@ -623,8 +623,11 @@ def _attaches_by_uv(group, seen=None) -> bool:
 def attaches_to_surface(ob) -> bool:
     """Whether ``ob``'s own modifier stack carries its curves with the skin of their surface
     (Quick Fur's: Surface Deform on 4.5, Interpolate Hair Curves on 5.2). Such a stack expects the
-    hair in the surface's rest space and moves it — guides and children alike — onto the skin."""
-    return ob.type == "CURVES" and any(
+    hair in the surface's rest space and moves it — guides and children alike — onto the skin;
+    it can only when the surface keeps its rest positions (Add Rest Position, which Quick Fur
+    switches on: without it Blender's Deform Curves on Surface passes the hair through)."""
+    surface = ob.data.surface if ob.type == "CURVES" else None
+    return surface is not None and surface.add_rest_position_attribute and any(
         md.type == "NODES" and (md.show_viewport or md.show_render) and not _is_playback_group(md.node_group)
         and _attaches_by_uv(md.node_group) for md in ob.modifiers)
 
