@@ -164,6 +164,8 @@ def test_kill_9_leaves_the_input_intact_and_no_partial_output(addon, tmp_path, m
     ob = scenes.curves_hair("Hair", pts, counts)
     ob.hair_wig.enabled, ob.hair_wig.head = True, head
     ob.hair_wig.use_secondary = True
+    # long enough to be killed while it computes or writes; collision would only make it slower
+    ob.hair_wig.use_collision = False
     bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 400
     bpy.ops.wm.save_as_mainfile(filepath=str(src))
     before = digest(src)
