@@ -186,7 +186,8 @@ class MeshField:
     LIST_BAND = 1.5      # a cell keeps the triangles within this many grid cells of it
     COHERENT = 0.8       # a list cell whose unit normals sum to less than this per triangle is folded
     FOLD_ERROR = 2.0     # how far (cells) the grid may be off where the surface folds
-    SEAM = 1.05          # a cell whose corners' signs differ by more than its diagonal x this is a seam
+    SEAM = 1.0           # a cell whose corners' signs differ by more than its diagonal + this many
+                         # cells is a seam (swept nodes are off by up to ~0.13 cell on a sphere)
     CHUNK = 1 << 15      # points per exact query at once (its scratch is ~50 triangle pairs each)
     TIGHT_PAIRS = 4096   # exact queries of more (point, triangle) pairs measure a first triangle
 
@@ -403,7 +404,8 @@ class MeshField:
         round a ground plane's rim — and the trilinear value across the jump reads about 0
         whatever the depth (measured on a subdivided Suzanne: 0 where the point is 5 cells deep).
         A continuous signed distance changes by at most the cell's diagonal from corner to
-        corner; a cell whose corners change sign by more is a seam. Its corners keep ``−|d|``
+        corner; a cell whose corners change sign by more (and by more than the swept nodes'
+        error, a cell allowed) is a seam. Its corners keep ``−|d|``
         (all the grid can promise there is a lower bound, which ``screen`` and ``lower_bound``
         read), and every cell with such a corner is ``untrusted``: no error bound (inf), its
         points are decided by exact distances (``_exact_in_band``)."""
@@ -415,7 +417,7 @@ class MeshField:
             s = d[a:a + d.shape[0] - 1, b:b + d.shape[1] - 1, c:c + d.shape[2] - 1]
             np.maximum(hi, s, out=hi)
             np.minimum(lo, s, out=lo)
-        seam = (hi > 0) & (lo < 0) & (hi - lo > np.float32(self.SEAM * np.sqrt(3.0) * self.cell))
+        seam = (hi > 0) & (lo < 0) & (hi - lo > np.float32((np.sqrt(3.0) + self.SEAM) * self.cell))
         del hi, lo
         self.seam_cells = int(seam.sum())
         self.untrusted = None

@@ -78,6 +78,9 @@ def test_sphere_distances_exact_near_the_surface_and_signed_everywhere():
     v, t = sphere()
     field = MeshField(v, t)
     assert field.closed and not field.flipped
+    # a smooth closed head has no seam: every cell's grid value is trusted (a false seam sends
+    # points to the exact search every frame — it once made the live preview 7x slower)
+    assert field.seam_cells == 0 and MeshField(*sphere(1.0, 32, 64)).seam_cells == 0
     rng = np.random.default_rng(0)
     d = rng.normal(size=(4000, 3))
     d /= np.linalg.norm(d, axis=1, keepdims=True)
