@@ -15,6 +15,7 @@ import bpy
 import numpy as np
 
 from ..hair_wig import BakeCache, HairSet, HairWigError, WindSource
+from ..hair_wig.spaces import transform_points
 from . import compat
 
 BAKE_PREFIX = ".hw_bake_"          # dot: Blender keeps such attributes out of the UI lists
@@ -495,36 +496,34 @@ def _rest_counts(ob) -> np.ndarray:
     return counts
 
 
-def _stored_frame(cache: BakeCache, f: int) -> np.ndarray:
-    """Frame ``f`` as the bake stores it. A cache with the skin's motion (``cache.skin``, for hair
-    whose own stack carries it with the skin) is stored in the surface's rest space: each strand
-    moved back by its root frame's change, ``q = R_fᵀ (p − o_f) + o_0`` in the head's space
-    (SPEC §2), which Blender's stack then applies again — to the guides and to the children it
-    grows from them."""
+def _stored_frame(cache: BakeCache, f: int, strand: np.ndarray) -> np.ndarray:
+    """Frame ``f`` as the bake stores it (``strand``: each point's strand). A cache with the
+    skin's motion (``cache.skin``, for hair whose own stack carries it with the skin) is stored in
+    the surface's rest space: each strand moved back by its root frame's change,
+    ``q = R_fᵀ (p − o_f) + o_0`` in the head's space (SPEC §2), which Blender's stack then applies
+    again — to the guides and to the children it grows from them."""
     i = f - cache.first
-    skin = cache.skin[i] if getattr(cache, "skin", None) is not None else None
+    skin = cache.skin[i] if cache.skin is not None else None
     if skin is None or cache.stored[i]:
         return cache.frame(f)
     rot, o0, o1, head_from_hair = skin
-    p = cache.frame(f).astype(np.float64)
-    q = p @ head_from_hair[:3, :3].T + head_from_hair[:3, 3]
-    s = cache.hair.strand_of_point()
-    q -= o1[s]
-    q = np.einsum("pji,pj->pi", rot[s].astype(np.float64), q)
-    q += o0[s]
-    back = np.linalg.inv(head_from_hair)
-    return (q @ back[:3, :3].T + back[:3, 3]).astype(np.float32)
+    q = transform_points(cache.frame(f).astype(np.float64), head_from_hair)
+    q -= o1[strand]
+    q = np.einsum("pji,pj->pi", rot[strand].astype(np.float64), q)
+    q += o0[strand]
+    return transform_points(q, np.linalg.inv(head_from_hair)).astype(np.float32)
 
 
 def _write_curves(ob, cache: BakeCache) -> None:
     cv = ob.data
-    rest_space = getattr(cache, "skin", None) is not None
+    rest_space = cache.skin is not None
     # The record goes first so that clear_bake can find a half-written bake.
     ob[RECORD] = {"kind": "CURVES", "first": cache.first, "last": cache.last, "points": cache.hair.num_points,
                   "action_created": False, "disabled": [], "space": "SURFACE_REST" if rest_space else "OBJECT"}
+    strand = cache.hair.strand_of_point() if rest_space else None
     for f in cache.frames:
         attr = cv.attributes.new(f"{BAKE_PREFIX}{f}", "FLOAT_VECTOR", "POINT")
-        attr.data.foreach_set("vector", _stored_frame(cache, f).ravel())
+        attr.data.foreach_set("vector", _stored_frame(cache, f, strand).ravel())
     group = playback_group()
     md = ob.modifiers.new(MODIFIER_NAME, "NODES")
     md.node_group = group
@@ -592,32 +591,23 @@ def _key_linear(id_data, data_path: str, frames: range, values: np.ndarray, acti
     return created
 
 
-def _deforms_on_surface(group, seen=None) -> bool:
+def _uses_node(group, kinds: tuple, seen=None) -> bool:
+    """Whether a node group holds a node of one of ``kinds`` (bl_idname), nested groups included."""
     seen = set() if seen is None else seen
     if group is None or group.name in seen:
         return False
     seen.add(group.name)
     for node in group.nodes:
-        if node.bl_idname == "GeometryNodeDeformCurvesOnSurface":
+        if node.bl_idname in kinds:
             return True
-        if node.bl_idname == "GeometryNodeGroup" and _deforms_on_surface(node.node_tree, seen):
+        if node.bl_idname == "GeometryNodeGroup" and _uses_node(node.node_tree, kinds, seen):
             return True
     return False
 
 
-def _attaches_by_uv(group, seen=None) -> bool:
-    """Whether a node group places curves on the surface by their surface UVs: Deform Curves on
-    Surface, or (Blender 5.2's Interpolate Hair Curves) sampling the surface by UV."""
-    seen = set() if seen is None else seen
-    if group is None or group.name in seen:
-        return False
-    seen.add(group.name)
-    for node in group.nodes:
-        if node.bl_idname in ("GeometryNodeDeformCurvesOnSurface", "GeometryNodeSampleUVSurface"):
-            return True
-        if node.bl_idname == "GeometryNodeGroup" and _attaches_by_uv(node.node_tree, seen):
-            return True
-    return False
+_DEFORMS_ON_SURFACE = ("GeometryNodeDeformCurvesOnSurface",)
+# Deform Curves on Surface, or (Blender 5.2's Interpolate Hair Curves) sampling the surface by UV
+_ATTACHES_BY_UV = ("GeometryNodeDeformCurvesOnSurface", "GeometryNodeSampleUVSurface")
 
 
 def attaches_to_surface(ob) -> bool:
@@ -629,7 +619,7 @@ def attaches_to_surface(ob) -> bool:
     surface = ob.data.surface if ob.type == "CURVES" else None
     return surface is not None and surface.add_rest_position_attribute and any(
         md.type == "NODES" and (md.show_viewport or md.show_render) and not _is_playback_group(md.node_group)
-        and _attaches_by_uv(md.node_group) for md in ob.modifiers)
+        and _uses_node(md.node_group, _ATTACHES_BY_UV) for md in ob.modifiers)
 
 
 def _disable_surface_deform(ob, own_modifier) -> list:
@@ -638,7 +628,7 @@ def _disable_surface_deform(ob, own_modifier) -> list:
     for md in ob.modifiers:
         if md == own_modifier or md.type != "NODES" or not (md.show_viewport or md.show_render):
             continue
-        if _deforms_on_surface(md.node_group):
+        if _uses_node(md.node_group, _DEFORMS_ON_SURFACE):
             record.append([md.persistent_uid, int(md.show_viewport), int(md.show_render)])
             md.show_viewport = False
             md.show_render = False
