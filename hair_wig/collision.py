@@ -56,49 +56,68 @@ def closest_rows(p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray):
     Returns ``bary (3, N)`` (weights of a, b, c) and ``feature (N,) int8`` (FACE, VERT_*, EDGE_*).
     """
     ab, ac, bc = b - a, c - a, c - b
-    ap = p - a
-    d00, d01, d11 = _dot(ab, ab), _dot(ab, ac), _dot(ac, ac)
-    d1, d2 = _dot(ab, ap), _dot(ac, ap)
+    ub, uc, feature = closest_feet(p - a, ab, ac, bc, *_gram(ab, ac, bc))
+    return np.stack([1 - ub - uc, ub, uc]), feature
+
+
+def _gram(ab: np.ndarray, ac: np.ndarray, bc: np.ndarray) -> list:
+    """What the feet of a triangle's edges ab, ac, bc (rows (3, T)) divide by: d00 = ab·ab,
+    d01 = ab·ac, d11 = ac·ac, then 1/(d00 d11 − d01²), 1/d00, 1/d11, 1/(bc·bc) (1 where a
+    triangle is degenerate)."""
+    d00, d01, d11, ll = _dot(ab, ab), _dot(ab, ac), _dot(ac, ac), _dot(bc, bc)
     den = d00 * d11 - d01 * d01
-    den[den == 0] = 1
-    v = (d11 * d1 - d01 * d2) / den
-    w = (d00 * d2 - d01 * d1) / den
+    return [d00, d01, d11] + [np.divide(1, x, out=np.ones_like(x), where=x != 0) for x in (den, d00, d11, ll)]
+
+
+def triangle_rows(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """A mesh's triangles ``(a, b, c)`` (rows (3, T)) as ``closest_feet`` reads them, one
+    (19, T) array computed once, whose columns a query gathers in one call: a, ab, ac, bc (rows
+    0–11) and ``_gram`` (12–18)."""
+    ab, ac, bc = b - a, c - a, c - b
+    return np.concatenate([a, ab, ac, bc, np.stack(_gram(ab, ac, bc))])
+
+
+def _closest_on_rows(ap: np.ndarray, rows: np.ndarray):
+    """``closest_feet`` of points at ``ap`` (3, N) from a, on ``triangle_rows`` columns."""
+    return closest_feet(ap, rows[3:6], rows[6:9], rows[9:12], *rows[12:19])
+
+
+# feature of an edge's clamped foot: [edge (ab, bc, ca)] × [t ≤ 0, inside, t ≥ 1]
+_EDGE_FEATURES = np.array([VERT_A, EDGE_AB, VERT_B, VERT_B, EDGE_BC, VERT_C, VERT_A, EDGE_CA, VERT_C], np.int8)
+
+
+def closest_feet(ap, ab, ac, bc, d00, d01, d11, inv_den, inv_d00, inv_d11, inv_ll):
+    """The closest point on triangles to points at ``ap`` = p − a (3, N), given the triangles'
+    edges (rows) and ``_gram``: ``(ub, uc)`` (N,), the closest point being ``a + ub·ab + uc·ac``,
+    and its feature (N,) int8 (see ``closest_rows``)."""
+    d1, d2 = _dot(ab, ap), _dot(ac, ap)
+    v = (d11 * d1 - d01 * d2) * inv_den
+    w = (d00 * d2 - d01 * d1) * inv_den
     face = (v >= 0) & (w >= 0) & (v + w <= 1)
     # the three edges' clamped feet: ab from a, bc from b, ca from a (towards c)
-    one = p.dtype.type(1)
-    d00[d00 == 0] = 1
-    d11[d11 == 0] = 1
-    t_ab = np.clip(d1 / d00, 0, one)
-    t_ca = np.clip(d2 / d11, 0, one)
-    ll = _dot(bc, bc)
-    ll[ll == 0] = 1
+    one = ap.dtype.type(1)
+    t_ab = np.clip(d1 * inv_d00, 0, one)
+    t_ca = np.clip(d2 * inv_d11, 0, one)
     bp = ap - ab
-    t_bc = np.clip(_dot(bc, bp) / ll, 0, one)
+    t_bc = np.clip(_dot(bc, bp) * inv_ll, 0, one)
     e = ap - t_ab * ab
     dist_ab = _dot(e, e)
     e = ap - t_ca * ac
     dist_ca = _dot(e, e)
     e = bp - t_bc * bc
     dist_bc = _dot(e, e)
-    which = np.where(dist_bc < dist_ab, 1, 0)
-    which[dist_ca < np.minimum(dist_ab, dist_bc)] = 2
-    t = np.choose(which, (t_ab, t_bc, t_ca))
-    s = 1 - t
-    bary = np.zeros((3,) + t.shape, p.dtype)
-    is_ab, is_bc = which == 0, which == 1
-    bary[0] = np.where(is_bc, 0, s)
-    bary[1] = np.where(is_ab, t, np.where(is_bc, s, 0))
-    bary[2] = np.where(is_ab, 0, t)
-    feature = np.choose(which, (EDGE_AB, EDGE_BC, EDGE_CA)).astype(np.int8)
-    at = t <= 0
-    feature[at] = np.array([VERT_A, VERT_B, VERT_A], np.int8)[which[at]]
-    at = t >= 1
-    feature[at] = np.array([VERT_B, VERT_C, VERT_C], np.int8)[which[at]]
-    bary[0] = np.where(face, 1 - v - w, bary[0])
-    bary[1] = np.where(face, v, bary[1])
-    bary[2] = np.where(face, w, bary[2])
+    on_bc = dist_bc < dist_ab
+    on_ca = dist_ca < np.minimum(dist_ab, dist_bc)
+    on_bc &= ~on_ca
+    t = np.where(on_ca, t_ca, np.where(on_bc, t_bc, t_ab))
+    ub = np.where(on_ca, 0, np.where(on_bc, 1 - t, t))
+    uc = np.where(on_ca, t, np.where(on_bc, t, 0))
+    ub = np.where(face, v, ub)
+    uc = np.where(face, w, uc)
+    at = on_bc * np.int8(3) + on_ca * np.int8(6) + (t > 0) + (t >= 1)
+    feature = _EDGE_FEATURES.take(at)
     feature[face] = FACE
-    return bary, feature
+    return ub, uc, feature
 
 
 def pseudo_normals(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
@@ -188,6 +207,7 @@ class MeshField:
     FOLD_ERROR = 2.0     # how far (cells) the grid may be off where the surface folds
     SEAM = 1.0           # a cell whose corners' signs differ by more than its diagonal + this many
                          # cells is a seam (swept nodes are off by up to ~0.13 cell on a sphere)
+    SEAM_BAND = 3.5      # a list cell holding part of a seam lists the triangles this many cells out
     CHUNK = 1 << 15      # points per exact query at once (its scratch is ~50 triangle pairs each)
     TIGHT_PAIRS = 4096   # exact queries of more (point, triangle) pairs measure a first triangle
 
@@ -229,7 +249,7 @@ class MeshField:
             normals = -normals
         self.normals = normals.astype(np.float32)
         rel = v - self.origin
-        self._rel_rows = np.ascontiguousarray(rel.T)
+        self._tri_rows = triangle_rows(*(np.ascontiguousarray(rel[tri[:, k]].T) for k in range(3)))
         corners = rel[tri]                                             # (T, 3, 3), grid-relative
         centre = corners.mean(axis=1)
         self._centres = np.ascontiguousarray(centre.T, np.float32)
@@ -241,6 +261,7 @@ class MeshField:
         self._build_lists()
         self._build_grid()
         self._mark_seams()
+        self._widen_lists()
 
     def _pairs(self, lo: np.ndarray, hi: np.ndarray, dims: np.ndarray):
         """Every (triangle, node) with the node in the triangle's box [lo, hi] (T, 3) of node
@@ -270,6 +291,19 @@ class MeshField:
         t_of = np.concatenate([t for t, _ in parts])
         ijk = np.concatenate([x for _, x in parts], axis=1)
         return t_of, ijk[0], ijk[1], ijk[2]
+
+    def _pair_chunks(self, lo: np.ndarray, hi: np.ndarray, dims: np.ndarray, budget: int = 1 << 21):
+        """``_pairs`` over consecutive runs of triangles of about ``budget`` pairs each (bounded
+        scratch), triangle indices global."""
+        per = np.prod(np.maximum(np.clip(hi, 0, dims - 1) - np.clip(lo, 0, dims - 1) + 1, 0), axis=1)
+        cum = np.cumsum(per)
+        start = 0
+        while start < len(lo):
+            base = int(cum[start - 1]) if start else 0
+            stop = max(int(np.searchsorted(cum, base + budget, side="right")), start + 1)
+            t_of, ix, iy, iz = self._pairs(lo[start:stop], hi[start:stop], dims)
+            yield (t_of + np.int32(start), ix, iy, iz)
+            start = stop
 
     def _build_lists(self):
         """Triangles per list cell (CSR): those whose box, grown by LIST_BAND cells, meets the
@@ -341,25 +375,20 @@ class MeshField:
         total = nx * ny * nz
         best = np.full(total, np.inf, np.float32)
         pieces = []
-        per = np.prod(np.clip(hi, 0, self.dims - 1) - np.clip(lo, 0, self.dims - 1) + 1, axis=1)
-        cum = np.cumsum(per)
-        start, budget = 0, 1 << 21
-        while start < len(tc):
-            base = int(cum[start - 1]) if start else 0
-            stop = max(int(np.searchsorted(cum, base + budget, side="right")), start + 1)
-            t_of, ix, iy, iz = self._pairs(lo[start:stop], hi[start:stop], self.dims)
-            t_of = t_of + np.int32(start)
+        for t_of, ix, iy, iz in self._pair_chunks(lo, hi, self.dims):
             x = np.stack([ix, iy, iz]).astype(np.float32)
             x *= h
             ta = _take_rows(tcr[0], t_of)
             keep = np.abs(_dot(x - ta, _take_rows(fnr, t_of))) <= band
             t_of, x, ta = t_of[keep], x[:, keep], ta[:, keep]
             node = (ix[keep].astype(np.int64) * ny + iy[keep]) * nz + iz[keep]
-            tb, tcc = _take_rows(tcr[1], t_of), _take_rows(tcr[2], t_of)
-            bary, feat = closest_rows(x, ta, tb, tcc)
-            cp = bary[0] * ta
-            cp += bary[1] * tb
-            cp += bary[2] * tcc
+            ab, ac = _take_rows(tcr[1], t_of), _take_rows(tcr[2], t_of)
+            ab -= ta
+            ac -= ta
+            bc = ac - ab
+            ub, uc, feat = closest_feet(x - ta, ab, ac, bc, *_gram(ab, ac, bc))
+            cp = ta + ub * ab
+            cp += uc * ac
             diff = x - cp
             d = np.sqrt(_dot(diff, diff))
             near = d <= band
@@ -367,7 +396,6 @@ class MeshField:
             cp = cp[:, near].T
             np.minimum.at(best, node, d)
             pieces.append((node, d, t_of[near], cp, feat[near]))
-            start = stop
         grid_cp = np.full((3, total), 1e18, np.float32)     # "none yet"; its square still fits
         src = np.full(total, -1, np.int32)
         band_n = []
@@ -433,6 +461,60 @@ class MeshField:
                     a:a + d.shape[0] - 1, b:b + d.shape[1] - 1, c:c + d.shape[2] - 1]
             self.untrusted = cell.ravel()
         self._slack = np.float32(0.5 * np.sqrt(3.0) * self.cell * 1.01 + self.grid_error.max())
+
+    def _widen_lists(self):
+        """Where the grid may be off by more than the band its lists are exact to, the grid
+        cannot be trusted with the side, so those list cells list farther: a folded cell (grid
+        off by up to FOLD_ERROR cells) the triangles within FOLD_ERROR cells of it, a cell that
+        holds part of a seam (no bound) those within SEAM_BAND. Its points are then measured
+        exactly wherever the grid is in doubt from their one list. ``list_reach`` (per list
+        cell): how far from the surface its list is exact.
+
+        A wide cell lists the triangles whose bounding sphere comes within its band of the cell's
+        box."""
+        band = np.full(len(self.list_start) - 1, np.float32(self.LIST_BAND))
+        band[self.grid_error > np.float32(0.5 * self.cell)] = self.FOLD_ERROR
+        if self.untrusted is not None:
+            g = np.unravel_index(np.flatnonzero(self.untrusted), tuple(int(x) for x in self.dims))
+            band[np.ravel_multi_index(tuple(x // self.LIST_CELL for x in g), tuple(self.list_dims))] = self.SEAM_BAND
+        self.list_reach = band * np.float32(self.cell)
+        is_wide = band > self.LIST_BAND
+        wide = np.flatnonzero(is_wide)
+        if wide.size == 0:
+            return
+        h = self.cell * self.LIST_CELL
+        grow = self.SEAM_BAND * self.cell
+        lo = np.floor((self._corners.min(axis=1) - grow) / h).astype(np.int64)
+        hi = np.floor((self._corners.max(axis=1) + grow) / h).astype(np.int64)
+        ny, nz = int(self.list_dims[1]), int(self.list_dims[2])
+        bits = max(int(len(self.triangles)).bit_length(), 1)
+        keys = []
+        for t_of, ix, iy, iz in self._pair_chunks(lo, hi, self.list_dims):
+            cell = (ix.astype(np.int64) * ny + iy) * nz + iz
+            m = np.flatnonzero(is_wide.take(cell))
+            t_of, cell = t_of.take(m), cell.take(m)
+            # the triangle's bounding sphere against the cell's box
+            gap = np.stack([ix.take(m), iy.take(m), iz.take(m)]).astype(np.float32)
+            gap += np.float32(0.5)
+            gap *= np.float32(h)
+            gap -= _take_rows(self._centres, t_of)
+            np.abs(gap, out=gap)
+            gap -= np.float32(0.5 * h)
+            np.maximum(gap, 0, out=gap)
+            near = np.sqrt(_dot(gap, gap)) - self._radii.take(t_of) <= self.list_reach.take(cell) * np.float32(1 + 1e-5)
+            keys.append((cell[near] << bits) | t_of[near])
+        # every other cell keeps its list; the wide cells' lists are replaced
+        count = np.diff(self.list_start)
+        narrow = count.copy()
+        narrow[wide] = 0
+        cell_of = np.repeat(np.arange(len(count)), count)
+        kept = np.repeat(narrow > 0, count)
+        keys.append((cell_of[kept] << bits) | self.list_tri[kept])
+        key = np.concatenate(keys)
+        key.sort()
+        self.list_tri = (key & ((1 << bits) - 1)).astype(np.int32)
+        self.list_start = np.zeros(len(count) + 1, np.int64)
+        np.cumsum(np.bincount(key >> bits, minlength=len(count)), out=self.list_start[1:])
 
     @property
     def nbytes(self) -> int:
@@ -556,27 +638,26 @@ class MeshField:
             np.int64), 0, self.list_dims - 1)
         return (ci[:, 0] * int(self.list_dims[1]) + ci[:, 1]) * int(self.list_dims[2]) + ci[:, 2]
 
-    def error_at(self, p: np.ndarray) -> np.ndarray:
+    def error_at(self, p: np.ndarray, cell: np.ndarray | None = None) -> np.ndarray:
         """How far (N,) the grid's distance at points ``p`` may be from the exact one (inf where
-        the cell is ``untrusted``)."""
-        err = self.grid_error[self._list_cell(p)]
+        the cell is ``untrusted``); ``cell``: their list cells, if known."""
+        err = self.grid_error[self._list_cell(p) if cell is None else cell]
         if self.untrusted is not None:
             i = np.clip(np.floor((np.asarray(p, np.float64) - self.origin) / self.cell).astype(np.int64), 0,
                         self.dims - 2)
             err[self.untrusted[(i[:, 0] * int(self.dims[1]) + i[:, 1]) * int(self.dims[2]) + i[:, 2]]] = np.inf
         return err
 
-    def exact(self, p: np.ndarray, ring: int | None = 0):
+    def exact(self, p: np.ndarray, every: bool = False):
         """Exact signed distance (N,) of points ``p`` (N, 3), their closest points (N, 3) and the
         outward direction there (N, 3), from the triangles listed for each point's list cell
-        (``ring`` 0), for it and its 26 neighbours (1), or from every triangle (None): exact where
-        ``|d| ≤ reach(ring)``, an upper bound beyond; ``known`` (N,) is False where no triangle
-        was listed (far from the surface)."""
+        (exact where ``|d| ≤ reach_at(p)``, an upper bound beyond) or, ``every``, from every
+        triangle; ``known`` (N,) is False where no triangle was listed (far from the surface)."""
         p = np.asarray(p, np.float64)
         if len(p) > self.CHUNK:                         # bounded scratch, however many points
-            parts = [self.exact(p[s:s + self.CHUNK], ring) for s in range(0, len(p), self.CHUNK)]
+            parts = [self.exact(p[s:s + self.CHUNK], every) for s in range(0, len(p), self.CHUNK)]
             return tuple(np.concatenate(x) for x in zip(*parts))
-        q_of, t, cnt = self._all_pairs(p) if ring is None else self._listed_pairs(p, ring)
+        q_of, t, cnt = self._all_pairs(p) if every else self._listed_pairs(p)
         known = cnt > 0
         sd = np.full(len(p), np.inf)
         closest = np.zeros((len(p), 3))
@@ -584,17 +665,12 @@ class MeshField:
         if not known.any():
             return sd, closest, outward, known
         q = np.ascontiguousarray((p - self.origin).T)                       # (3, N) rows
-        rel = self._rel_rows
-        corners = self.triangles
-
         def nearest_on(x, t):
             """Closest points (3, K) on triangles ``t`` (K,) to ``x`` (3, K) and their features."""
-            tri = corners[t]
-            a, b, c = (_take_rows(rel, tri[:, k]) for k in range(3))
-            bary, feat = closest_rows(x, a, b, c)
-            cp = bary[0] * a
-            cp += bary[1] * b
-            cp += bary[2] * c
+            rows = self._tri_rows.take(t, axis=1)
+            ub, uc, feat = _closest_on_rows(x - rows[0:3], rows)
+            cp = rows[0:3] + ub * rows[3:6]
+            cp += uc * rows[6:9]
             return cp, feat
 
         # Bounding spheres first: a triangle farther (at least) than some triangle is (exactly)
@@ -635,30 +711,26 @@ class MeshField:
         outward[known] = np.where(safe[:, None], dk * (sign / np.where(safe, dist, 1))[:, None], nn)
         return sd, closest, outward, known
 
-    def reach(self, ring: int | None = 0) -> float:
-        """How far from the surface ``exact(…, ring)`` is exact: a triangle within this of a point
-        is within LIST_BAND cells of the point's list cell or of a neighbour within ``ring``."""
-        return np.inf if ring is None else (self.LIST_BAND + ring * self.LIST_CELL) * self.cell
+    def reach_at(self, p: np.ndarray) -> np.ndarray:
+        """How far (N,) from the surface ``exact`` is exact at points ``p``: its list cell's
+        ``list_reach``."""
+        return self.list_reach[self._list_cell(p)]
 
-    def _listed_pairs(self, p: np.ndarray, ring: int):
-        """(point, triangle) pairs from the lists of each point's list cell and of its
-        neighbours within ``ring``: point of each pair (sorted), triangle, pairs per point."""
-        ci = np.clip(np.floor((p - self.origin) / (self.cell * self.LIST_CELL)).astype(np.int64), 0,
-                     self.list_dims - 1)
-        if ring:
-            step = np.arange(-ring, ring + 1)
-            around = np.stack(np.meshgrid(step, step, step, indexing="ij"), -1).reshape(-1, 3)
-            ci = np.clip(ci[:, None] + around, 0, self.list_dims - 1)   # (N, K, 3); a clipped repeat
-        else:                                                           # only repeats pairs
-            ci = ci[:, None]
-        ly, lz = int(self.list_dims[1]), int(self.list_dims[2])
-        node = ((ci[..., 0] * ly + ci[..., 1]) * lz + ci[..., 2]).ravel()
+    def _listed_pairs(self, p: np.ndarray):
+        """(point, triangle) pairs from the list of each point's list cell: point of each pair
+        (sorted), triangle, pairs per point."""
+        s0, c = self._list_spans(self._list_cell(p))
+        return np.repeat(np.arange(len(p)), c), self.list_tri[self._span_index(s0, c)], c
+
+    def _list_spans(self, node: np.ndarray):
+        """Where the lists of list cells ``node`` start in ``list_tri``, and their lengths."""
         s0 = self.list_start[node]
-        c = self.list_start[node + 1] - s0
-        cnt = c.reshape(len(p), -1).sum(axis=1)
-        q_of = np.repeat(np.arange(len(p)), cnt)
-        j = np.arange(len(q_of)) - np.repeat(np.cumsum(c) - c, c)
-        return q_of, self.list_tri[np.repeat(s0, c) + j], cnt
+        return s0, self.list_start[node + 1] - s0
+
+    @staticmethod
+    def _span_index(s0: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """Every index of the spans ``[s0, s0 + c)``, span after span."""
+        return np.repeat(s0 - (np.cumsum(c) - c), c) + np.arange(int(c.sum()))
 
     def _all_pairs(self, p: np.ndarray):
         """(point, triangle) pairs over every triangle that may be closest to each point (its
@@ -716,23 +788,21 @@ class MeshField:
 
     def _exact_in_band(self, p: np.ndarray, grid: np.ndarray):
         """``exact`` with ``ok`` (N,): where the distance is exact. Where it is not (beyond the
-        band), the grid's distance ``grid`` (N,) decides — unless its error there is larger than
-        the band (a fold: up to FOLD_ERROR cells; a seam: no bound) and so large that even its
-        sign is in doubt: there the search widens to the neighbouring lists, then to every
-        triangle, until it is exact or the grid's error is smaller than what was searched."""
+        list's reach), the grid's distance ``grid`` (N,) decides — its error there is within the
+        reach (``_widen_lists``), so its sign is right — unless the cell is a seam's and the
+        point is farther than SEAM_BAND cells: there every triangle is searched."""
         sd, cp, out, known = self.exact(p)
-        ok = known & (np.abs(sd) <= self.exact_reach)
+        cell = self._list_cell(p)
+        reach = self.list_reach[cell]
+        ok = known & (np.abs(sd) <= reach)
         if ok.all():
             return sd, cp, out, ok
-        err = self.error_at(p)
-        doubt = ~ok & (np.abs(grid) <= err)
-        for ring, searched in ((1, self.exact_reach), (None, self.reach(1))):
-            redo = np.flatnonzero(doubt & ~ok & (err > searched))
-            if redo.size == 0:
-                continue
-            r = self.exact(p[redo], ring)
+        err = self.error_at(p, cell)
+        redo = np.flatnonzero(~ok & (np.abs(grid) <= err) & (err > reach))
+        if redo.size:
+            r = self.exact(p[redo], every=True)
             sd[redo], cp[redo], out[redo] = r[0], r[1], r[2]
-            ok[redo] = r[3] & (np.abs(r[0]) <= self.reach(ring))
+            ok[redo] = r[3]
         return sd, cp, out, ok
 
     def project(self, p: np.ndarray, limit: np.ndarray, tolerance: float = 0.0):
