@@ -46,12 +46,12 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
         cache.warnings = [f"'{ob.name}': {w}" for w in wig.warnings()] + wig.scene_warnings
         cache.penetration = 0.0
         cache.colliders = [c.name for c in wig.colliders]
-        # The stack carries the hair with the skin: the bake keeps each frame's skin motion to be
-        # stored in the skin's rest space — where the roots were bound on the skin Blender's
-        # Surface Deform reads too (not on a subdivided one: Blender's rest_position there is
-        # off the limit surface, and the groom would move at rest).
-        if carried and wig.scalp is not None and not blender_io.changes_topology(
-                surface.surface, context.evaluated_depsgraph_get()):
+        # The stack carries the hair with the skin: the bake keeps each frame's skin motion (from
+        # the skin the roots were bound on at the rest frame) to be stored in the skin's rest
+        # space, and the stack carries it as it carried the groom. On a subdivided head Blender's
+        # own stack shifts the groom at rest (it measures the skin from its rest_position, off
+        # the limit surface); stored so, the bake shows that same groom at rest, children too.
+        if carried and wig.scalp is not None:
             cache.skin = [None] * cache.num_frames
         total = cache.num_frames + preroll
         state = None

@@ -126,17 +126,23 @@ def _root_gaps(hair, head, frame):
     return np.array([tree.find_nearest(r)[3] for r in roots.tolist()])
 
 
-def test_quick_fur_children_stay_on_a_bending_skin_after_the_bake(scene, glue):
-    """Issue 14 part 5: Quick Fur on a head an armature bends. Its stack carries guides and
-    children with the skin (4.5: Surface Deform; 5.2: Interpolate Hair Curves), so the bake is
-    stored in the skin's rest space and that stack puts it back on the skin: every child root is
-    as close to the bent skin as with Blender's own stack (before: 0.35 off on 4.5, 0.23 on 5.2),
-    the groom is as it was at rest, and the children follow the magnet-pulled guides."""
+@pytest.mark.parametrize("subdivided", [False, True])
+def test_quick_fur_children_stay_on_a_bending_skin_after_the_bake(scene, glue, subdivided):
+    """Issue 14 part 5: Quick Fur on a head an armature bends, with or without an (unapplied)
+    Subdivision Surface after the armature. Its stack carries guides and children with the skin
+    (4.5: Surface Deform; 5.2: Interpolate Hair Curves), so the bake is stored in the skin's rest
+    space and that stack puts it back on the skin: every child root is as close to the bent skin
+    as with Blender's own stack (before: 0.35 off on 4.5, 0.23 on 5.2; subdivided 0.40 and 0.28,
+    and 4.5 moved the subdivided groom 0.22 at rest), the groom is as the artist saw it at rest
+    (on a subdivided head that is Blender's own shifted groom), and the children follow the
+    magnet-pulled guides."""
     _, io = glue
     bpy.ops.mesh.primitive_monkey_add(size=2.0, calc_uvs=True)
     head = bpy.context.active_object
     head.name = "Head"
     scenes.armature_bend(head, (1, 6), base=-1.2, joint=0.9, top=2.0, ramp=(-0.6, 0.3))
+    if subdivided:
+        head.modifiers.new("Subdivision", "SUBSURF").levels = 2
     bpy.ops.object.select_all(action="DESELECT")
     head.select_set(True)
     bpy.context.view_layer.objects.active = head
