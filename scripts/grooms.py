@@ -179,12 +179,14 @@ def long_hair(strands=3000, points=36, with_shoulders=True) -> Groom:
 
 
 def quick_fur(density="MEDIUM") -> Groom:
-    """Blender's Quick Fur on a subdivided Suzanne whose head bone bends it (armature)."""
+    """Blender's Quick Fur on a subdivided Suzanne whose head bone bends it (armature), with a
+    Subdivision Surface after the armature, unapplied, as heads usually have."""
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = FRAMES
     head = _subdivided_suzanne(1)
     scenes.armature_bend(head, FRAMES, base=-1.2, joint=0.9, top=2.0, ramp=(-0.6, 0.3))
+    head.modifiers.new("Subdivision", "SUBSURF").levels = 1
     bpy.ops.object.select_all(action="DESELECT")
     head.select_set(True)
     bpy.context.view_layer.objects.active = head
