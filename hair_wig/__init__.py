@@ -15,10 +15,11 @@ from .collision import Collider, ColliderMesh, MeshField
 from .refinement import LengthControl, RadiusMap, compensate_compression
 from .scalp import ScalpSpace, locate_uv
 from .spaces import transform_points, transform_rows
+from .strands import StrandSettings, VerletStrands
 
 __all__ = [
     "BakeCache", "DynamicMagnet", "FrameInput", "HairSet", "HairWigError", "LengthControl",
     "Collider", "ColliderMesh", "Magnet", "MagnetWeights", "MeshField", "Profile", "RadiusMap", "SecondarySettings", "ScalpSpace", "SecondarySprings", "locate_uv",
-    "Wig", "WigSettings", "WigState", "WindSource", "compensate_compression",
+    "StrandSettings", "VerletStrands", "Wig", "WigSettings", "WigState", "WindSource", "compensate_compression",
     "check_memory", "spring_step_coefficients", "transform_points", "transform_rows",
 ]

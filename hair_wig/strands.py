@@ -1,0 +1,191 @@
+"""Verlet strands (seed 004, Barnes after Chang, Jin, Yu; SPEC §7 "004" and §8): the *Strands*
+dynamics layer.
+
+Each strand is a chain of particles stepped by position Verlet at a fixed number of substeps per
+frame, ``x ← x + (x − x_prev) + a h²`` (exact for constant acceleration), under gravity, air drag,
+the scene's force fields and a goal force towards the wig's pose (SPEC §8: the pose after scalp
+space and magnets is the goal). Segments keep their length by follow-the-leader with velocity
+correction (Müller, Kim, Chentanez 2012, "Fast simulation of inextensible hair and fur", eq. 9) or,
+as the seed does, by Jakobsen's iterated relaxation.
+
+**The style is the equilibrium** (seed 003, eq. 6, generalised to particles): the groom hangs as
+the artist combed it, not as gravity would pull it. At bind the layer keeps, in the head's frame,
+the acceleration that cancels gravity at the rest pose (``hold``); it turns with the head. With
+nothing moving the forces on every particle sum to exactly zero, so the first frame is the groom
+and it stays there — no sag, no settling pass — while a head that tilts or turns feels gravity's
+change against the style.
+
+Arrays are point-major, ``(3, n, S)``: coordinate, point along the strand, strand (every strand
+of a layer has ``n`` points), so each step along the strands is one pass over contiguous rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import HairWigError
+from .profiles import Profile
+
+METHODS = ("FTL", "JAKOBSEN")
+
+
+@dataclass
+class StrandSettings:
+    """How the strands move. Rates are per second; stiffness is an acceleration per unit of
+    distance from the goal (1/s²)."""
+
+    substeps: int = 8
+    goal_stiffness: float = 400.0
+    # how the goal's pull varies root (left) to tip (right): held at the root, free-er at the tip
+    goal_profile: Profile = field(default_factory=lambda: Profile.linear(1.0, 0.25, "goal stiffness"))
+    goal_damping: float = 10.0           # damps motion relative to the goal (not following it)
+    drag: float = 0.5                    # air drag on the motion itself
+    dynablend: float = 1.0               # 0: exactly the goal, 1: the strands' own motion
+    method: str = "FTL"                  # FTL (follow-the-leader) or JAKOBSEN (the seed's)
+    iterations: int = 20                 # Jakobsen's relaxation rounds per substep
+    # Müller et al.'s s_damping: how much of each point's length correction is taken off its
+    # leader's velocity. 1 keeps a chain's energy from growing (measured: without it a swinging
+    # chain gains energy from the corrections, 0.9 still overshoots its start by 7 %)
+    ftl_damping: float = 1.0
+    pinned: bool = True                  # roots ride on the goal's roots
+    root_direction: bool = True          # the first segment points where the goal's does
+    hold_style: bool = True              # the groom is the equilibrium under gravity
+
+    def check(self) -> None:
+        if int(self.substeps) < 1:
+            raise HairWigError(f"strand dynamics: substeps must be at least 1, got {self.substeps}")
+        for what in ("goal_stiffness", "goal_damping", "drag", "ftl_damping"):
+            v = getattr(self, what)
+            if not np.isfinite(v) or v < 0:
+                raise HairWigError(f"strand dynamics: {what.replace('_', ' ')} must be >= 0, got {v}")
+        if not 0 <= self.dynablend <= 1:
+            raise HairWigError(f"strand dynamics: dynablend must be in 0..1, got {self.dynablend}")
+        if self.method not in METHODS:
+            raise HairWigError(f"strand dynamics: method must be one of {METHODS}, got {self.method!r}")
+        if int(self.iterations) < 1:
+            raise HairWigError(f"strand dynamics: iterations must be at least 1, got {self.iterations}")
+
+
+def to_layout(points: np.ndarray, n: int) -> np.ndarray:
+    """Strand-major points (S·n, 3) → point-major rows (3, n, S), float64."""
+    p = np.asarray(points, np.float64)
+    return np.ascontiguousarray(p.reshape(-1, n, 3).transpose(2, 1, 0))
+
+
+def from_layout(rows: np.ndarray) -> np.ndarray:
+    """Point-major rows (3, n, S) → strand-major points (S·n, 3)."""
+    return np.ascontiguousarray(rows.transpose(2, 1, 0)).reshape(-1, 3)
+
+
+class VerletStrands:
+    """The strands of one point count ``n``, bound to their groom ``rest`` (3, n, S).
+
+    State (``initial_state``) is a dict of named arrays — ``pos`` and ``prev`` (3, n, S), the
+    last frame's ``goal`` (3, n, S), and ``hold`` (3,) in the head's frame — so a bake can copy,
+    compare and resume it."""
+
+    def __init__(self, rest: np.ndarray, settings: StrandSettings | None = None):
+        self.settings = s = settings or StrandSettings()
+        s.check()
+        rest = np.asarray(rest, np.float64)
+        if rest.ndim != 3 or rest.shape[0] != 3 or rest.shape[1] < 2:
+            raise HairWigError(f"strand dynamics needs strands of 2 points or more, got shape {rest.shape}")
+        self.n = rest.shape[1]
+        seg = np.diff(rest, axis=1)
+        self.length = np.sqrt(np.einsum("knj,knj->nj", seg, seg))                # (n − 1, S)
+        t = np.cumsum(np.r_[np.zeros((1, rest.shape[2])), self.length], axis=0)
+        t /= np.maximum(t[-1], 1e-300)
+        self.t = t                                                               # (n, S) along the strand
+        self.stiffness = s.goal_stiffness * s.goal_profile(t)
+        self.blend = np.where(t > 0, s.dynablend, 0.0) if s.pinned else np.full_like(t, s.dynablend)
+
+    def initial_state(self, goal: np.ndarray, gravity, head_turn=None) -> dict:
+        """At rest on the goal (3, n, S); ``head_turn`` (3, 3): the head's rotation at rest."""
+        goal = np.asarray(goal, np.float64)
+        turn = np.eye(3) if head_turn is None else np.asarray(head_turn, np.float64)
+        hold = -turn.T @ np.asarray(gravity, np.float64) if self.settings.hold_style else np.zeros(3)
+        return {"pos": goal.copy(), "prev": goal.copy(), "goal": goal.copy(), "hold": hold}
+
+    def step(self, state: dict, goal: np.ndarray, dt: float, gravity, head_turn=None,
+             accel=None) -> np.ndarray:
+        """Advance ``state`` (in place) over a frame of ``dt`` seconds towards this frame's
+        ``goal`` (3, n, S), world space; returns the positions shown (3, n, S):
+        ``goal + dynablend · (pos − goal)``, roots on the goal's.
+
+        ``gravity`` (3,); ``head_turn`` (3, 3) the head's rotation now (the style's ``hold``
+        turns with it); ``accel(x, v)`` → (3, n, S): the scene's force fields as accelerations.
+        The goal moves linearly from the last frame's over the substeps."""
+        s = self.settings
+        goal = np.asarray(goal, np.float64)
+        m = int(s.substeps)
+        h = float(dt) / m
+        g0 = state["goal"]
+        step = (goal - g0) / m
+        v_goal = step / h                                   # the goal's velocity this frame
+        turn = np.eye(3) if head_turn is None else np.asarray(head_turn, np.float64)
+        base = np.asarray(gravity, np.float64) + turn @ state["hold"]          # (3,)
+        pos, prev = state["pos"], state["prev"]
+        k = self.stiffness
+        for i in range(1, m + 1):
+            target = g0 + step * i
+            v = (pos - prev) / h
+            a = k * (target - pos)
+            a += s.goal_damping * (v_goal - v)
+            a -= s.drag * v
+            a += base[:, None, None]
+            if accel is not None:
+                a += accel(pos, v)
+            new = pos + v * h + a * (h * h)
+            prev[...] = pos
+            self._constrain(new, prev, target)
+            pos[...] = new
+        state["goal"] = goal.copy()
+        out = goal + self.blend * (pos - goal)
+        return out
+
+    def _constrain(self, x: np.ndarray, prev: np.ndarray, target: np.ndarray) -> None:
+        """Roots and lengths on the predicted positions ``x`` (3, n, S), in place. FTL moves each
+        point ``j`` by ``d_j`` onto its segment's length from its (already placed) leader and
+        corrects the leader's velocity by ``−s_damping d_j / h`` through ``prev`` (Müller et al.,
+        eq. 9); Jakobsen relaxes every segment towards its length, ``iterations`` rounds, even and
+        odd segments in turn (each half moves no point twice)."""
+        s = self.settings
+        L = self.length
+        first = 1                                   # the first point the constraints may move
+        if s.pinned:
+            x[:, 0] = target[:, 0]
+            prev[:, 0] = x[:, 0]                    # a root moves with the goal, not on its own
+            if s.root_direction:
+                d = target[:, 1] - target[:, 0]
+                r = np.sqrt(np.einsum("ks,ks->s", d, d))
+                x[:, 1] = x[:, 0] + d * (L[0] / np.maximum(r, 1e-300))
+                first = 2
+        if s.method == "FTL":
+            start = max(first, 1)
+            for j in range(start, self.n):
+                d = x[:, j] - x[:, j - 1]
+                r = np.sqrt(np.einsum("ks,ks->s", d, d))
+                placed = x[:, j - 1] + d * (L[j - 1] / np.maximum(r, 1e-300))
+                if j >= 2 and s.ftl_damping:
+                    prev[:, j - 1] += s.ftl_damping * (placed - x[:, j])
+                x[:, j] = placed
+            return
+        moves = np.ones(self.n)
+        moves[:first if s.pinned else 0] = 0.0
+        wa, wb = moves[:-1], moves[1:]
+        total = wa + wb
+        wa = np.divide(wa, total, out=np.zeros_like(wa), where=total > 0)[:, None]
+        wb = np.divide(wb, total, out=np.zeros_like(wb), where=total > 0)[:, None]
+        for _ in range(int(s.iterations)):
+            for parity in (0, 1):
+                seg = slice(parity, self.n - 1, 2)
+                a, b = x[:, parity:self.n - 1:2], x[:, parity + 1::2]
+                k = min(a.shape[1], b.shape[1])
+                a, b = a[:, :k], b[:, :k]
+                d = b - a
+                r = np.sqrt(np.einsum("knj,knj->nj", d, d))
+                c = d * ((r - L[seg][:k]) / np.maximum(r, 1e-300))
+                a += c * wa[seg][:k]
+                b -= c * wb[seg][:k]

@@ -1,0 +1,215 @@
+"""Verlet strands (seed 004, SPEC §7–8), numpy core only: analytic answers where physics has one."""
+
+import copy
+
+import numpy as np
+import pytest
+
+from hair_wig.errors import HairWigError
+from hair_wig.profiles import Profile
+from hair_wig.strands import StrandSettings, VerletStrands, from_layout, to_layout
+
+G = np.array([0.0, 0.0, -9.81])
+
+
+def hanging(strands=5, n=8, length=0.4, seed=0):
+    """Curved strands (3, n, S) rooted on a unit sphere's top, combed out and down."""
+    rng = np.random.default_rng(seed)
+    phi = rng.uniform(0, 2 * np.pi, strands)
+    theta = rng.uniform(0.2, 0.8, strands)
+    root = np.stack([np.sin(theta) * np.cos(phi), np.sin(theta) * np.sin(phi), np.cos(theta)])
+    out = root * np.array([1.0, 1.0, 0.0])[:, None]
+    out /= np.linalg.norm(out, axis=0)
+    s = np.linspace(0, 1, n)[:, None]
+    pts = root[:, None] + length * (out[:, None] * np.sin(s * 1.2) + np.array([0, 0, -1.0])[:, None, None]
+                                    * (1 - np.cos(s * 1.2)) * 0.8 + root[:, None] * 0.15 * s)
+    return np.ascontiguousarray(pts)
+
+
+def seg_lengths(x):
+    d = np.diff(x, axis=1)
+    return np.sqrt(np.einsum("knj,knj->nj", d, d))
+
+
+def free(**kw):
+    base = dict(goal_stiffness=0.0, goal_damping=0.0, drag=0.0, hold_style=False)
+    base.update(kw)
+    return StrandSettings(**base)
+
+
+def test_layout_round_trip():
+    p = np.random.default_rng(1).normal(size=(6 * 4, 3))
+    rows = to_layout(p, 4)
+    assert rows.shape == (3, 4, 6)
+    np.testing.assert_array_equal(from_layout(rows), p)
+    np.testing.assert_array_equal(rows[:, 2, 3], p[3 * 4 + 2])
+
+
+def test_free_fall_of_an_unpinned_chain_is_exact():
+    """Position Verlet is exact for a constant acceleration: started on the trajectory
+    (x_prev = x(−h)), the chain falls as x0 + v0 t + ½ g t², keeping its lengths."""
+    rest = hanging(3, 6)
+    layer = VerletStrands(rest, free(pinned=False, substeps=4))
+    v0 = np.array([0.3, -0.2, 1.5])
+    state = layer.initial_state(rest, G)
+    dt = 1 / 24
+    h = dt / 4
+    state["prev"][...] = rest - (v0 * h)[:, None, None] + (0.5 * G * h * h)[:, None, None]
+    for f in range(1, 25):
+        layer.step(state, rest, dt, G)
+        t = f * dt
+        want = rest + (v0 * t + 0.5 * G * t * t)[:, None, None]
+        assert np.abs(state["pos"] - want).max() <= 1e-9, f
+    np.testing.assert_allclose(seg_lengths(state["pos"]), layer.length, rtol=1e-12)
+
+
+def test_small_angle_pendulum_period():
+    """A one-segment strand pinned at its root swings with period 2π √(L / g) (within 1 %)."""
+    L, angle = 0.8, 0.05
+    rest = np.zeros((3, 2, 1))
+    rest[:, 1, 0] = (L * np.sin(angle), 0.0, -L * np.cos(angle))
+    layer = VerletStrands(rest, free(root_direction=False, substeps=16))
+    goal = rest.copy()
+    state = layer.initial_state(goal, G)
+    dt, xs = 1 / 24, []
+    for _ in range(24 * 12):
+        layer.step(state, goal, dt, G)
+        xs.append(state["pos"][0, 1, 0])
+    xs = np.array(xs)
+    t = (np.arange(len(xs)) + 1) * dt
+    up = np.flatnonzero((xs[:-1] < 0) & (xs[1:] >= 0))            # upward zero crossings
+    cross = t[up] + dt * (-xs[up]) / (xs[up + 1] - xs[up])
+    period = np.diff(cross).mean()
+    want = 2 * np.pi * np.sqrt(L / 9.81) * (1 + angle ** 2 / 16)
+    assert len(cross) >= 4
+    assert abs(period / want - 1) <= 0.01, (period, want)
+    assert np.abs(seg_lengths(state["pos"]) - L).max() <= 1e-12
+
+
+def test_the_groom_is_the_equilibrium_under_gravity():
+    """Nothing moving: frame 1 is the groom and 100 frames later it still is (≤ 1e-5 × length)."""
+    rest = hanging(20, 12)
+    layer = VerletStrands(rest)
+    state = layer.initial_state(rest, G)
+    length = layer.length.sum(axis=0).max()
+    for f in range(100):
+        out = layer.step(state, rest, 1 / 24, G)
+        assert np.abs(out - rest).max() <= 1e-5 * length, f
+    # without the style's hold the same strands sag
+    sag = VerletStrands(rest, StrandSettings(hold_style=False))
+    state = sag.initial_state(rest, G)
+    for _ in range(24):
+        out = sag.step(state, rest, 1 / 24, G)
+    assert np.abs(out - rest).max() > 1e-3
+
+
+def _head_motion(rest, frames, stop):
+    """The goal: the groom carried by a head that turns about z and lifts until ``stop``."""
+    for f in range(frames):
+        a = 0.8 * min(f, stop) / stop
+        c, s = np.cos(a), np.sin(a)
+        R = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]])
+        lift = np.array([0.0, 0.0, 0.3 * min(f, stop) / stop])
+        yield f, R, np.einsum("ij,jns->ins", R, rest) + lift[:, None, None]
+
+
+@pytest.mark.parametrize("method", ["FTL", "JAKOBSEN"])
+def test_energy_stays_bounded_without_damping_or_goal(method):
+    """A chain swinging under gravity with no drag, no goal and no goal damping — only the
+    length constraint (FTL with its velocity correction, or Jakobsen's relaxation): its energy
+    (kinetic + potential, per unit mass) never grows past its start, and it does swing."""
+    n = 8
+    rest = np.zeros((3, n, 1))
+    rest[0, :, 0] = np.linspace(0, 0.7, n)                      # horizontal: it will swing down
+    layer = VerletStrands(rest, free(root_direction=False, substeps=16, method=method))
+    state = layer.initial_state(rest, G)
+    h = 1 / 24 / 16
+
+    def energy():
+        v = (state["pos"] - state["prev"])[:, 1:] / h
+        return float(0.5 * np.einsum("kns,kns->", v, v) - G @ state["pos"][:, 1:].sum(axis=(1, 2)))
+
+    e0 = energy()
+    worst, lowest = -np.inf, np.inf
+    for _ in range(24 * 10):
+        layer.step(state, rest, 1 / 24, G)
+        worst = max(worst, energy())
+        lowest = min(lowest, energy())
+    assert worst <= e0 + 1e-9, (worst, e0)
+    assert lowest < e0 - 10.0                                 # it fell and swung
+
+
+@pytest.mark.parametrize("method", ["FTL", "JAKOBSEN"])
+def test_every_segment_keeps_its_length_after_every_frame(method):
+    rest = hanging(30, 16)
+    settings = StrandSettings(method=method, iterations=200 if method == "JAKOBSEN" else 20)
+    layer = VerletStrands(rest, settings)
+    state = layer.initial_state(rest, G)
+    worst = 0.0
+    for f, R, goal in _head_motion(rest, 36, 12):
+        layer.step(state, goal, 1 / 24, G, head_turn=R)
+        worst = max(worst, np.abs(seg_lengths(state["pos"]) / layer.length - 1).max())
+        np.testing.assert_allclose(state["pos"][:, 0], goal[:, 0], atol=1e-12)       # roots on the scalp
+    assert worst <= 1e-4, worst
+
+
+def test_back_to_the_style_within_two_seconds_after_the_motion_stops():
+    """Default settings: the head turns and lifts for half a second; 2 s after it stops every
+    point is within 1 % of its strand's length of the style (carried by the head)."""
+    rest = hanging(30, 16)
+    layer = VerletStrands(rest)
+    state = layer.initial_state(rest, G)
+    length = layer.length.sum(axis=0)
+    peak = 0.0
+    for f, R, goal in _head_motion(rest, 12 + 48 + 1, 12):
+        out = layer.step(state, goal, 1 / 24, G, head_turn=R)
+        off = np.sqrt(np.einsum("kns,kns->ns", out - goal, out - goal)).max(axis=0) / length
+        if f <= 14:
+            peak = max(peak, off.max())
+    assert peak > 0.02                               # it really lagged
+    assert off.max() <= 0.01, off.max()
+
+
+def test_resuming_from_a_saved_state_gives_the_same_bits():
+    rest = hanging(10, 10)
+    layer = VerletStrands(rest)
+    state = layer.initial_state(rest, G)
+    frames = list(_head_motion(rest, 30, 10))
+    saved = None
+    for f, R, goal in frames:
+        out = layer.step(state, goal, 1 / 24, G, head_turn=R)
+        if f == 12:
+            saved = copy.deepcopy(state)
+    again = VerletStrands(rest)
+    for f, R, goal in frames[13:]:
+        resumed = again.step(saved, goal, 1 / 24, G, head_turn=R)
+    np.testing.assert_array_equal(resumed, out)
+    for k in state:
+        np.testing.assert_array_equal(saved[k], state[k])
+
+
+def test_dynablend_zero_is_exactly_the_goal_and_roots_never_leave_it():
+    rest = hanging(8, 10)
+    layer = VerletStrands(rest, StrandSettings(dynablend=0.0))
+    state = layer.initial_state(rest, G)
+    for f, R, goal in _head_motion(rest, 20, 8):
+        out = layer.step(state, goal, 1 / 24, G, head_turn=R)
+        np.testing.assert_array_equal(out, goal)
+    layer = VerletStrands(rest)
+    state = layer.initial_state(rest, G)
+    for f, R, goal in _head_motion(rest, 20, 8):
+        out = layer.step(state, goal, 1 / 24, G, head_turn=R)
+        np.testing.assert_array_equal(out[:, 0], goal[:, 0])
+
+
+def test_settings_are_checked_by_name():
+    rest = hanging(2, 4)
+    with pytest.raises(HairWigError, match="substeps"):
+        VerletStrands(rest, StrandSettings(substeps=0))
+    with pytest.raises(HairWigError, match="goal stiffness"):
+        VerletStrands(rest, StrandSettings(goal_stiffness=-1.0))
+    with pytest.raises(HairWigError, match="method"):
+        VerletStrands(rest, StrandSettings(method="RK4"))
+    with pytest.raises(HairWigError, match="2 points"):
+        VerletStrands(rest[:, :1], StrandSettings())
+    assert Profile.linear(1.0, 0.25)(np.array([0.0, 1.0])).tolist() == [1.0, 0.25]
