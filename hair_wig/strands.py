@@ -4,7 +4,8 @@ dynamics layer.
 Each strand is a chain of particles stepped by position Verlet at a fixed number of substeps per
 frame, ``x ← x + (x − x_prev) + a h²`` (exact for constant acceleration), under gravity, air drag,
 the scene's force fields and a goal force towards the wig's pose (SPEC §8: the pose after scalp
-space and magnets is the goal). Segments keep their length by follow-the-leader with velocity
+space and magnets is the goal). The goal's spring is taken implicitly and the damping exactly
+over each substep, so no stiffness or damping can make a strand blow up. Segments keep their length by follow-the-leader with velocity
 correction (Müller, Kim, Chentanez 2012, "Fast simulation of inextensible hair and fur", eq. 9) or,
 as the seed does, by Jakobsen's iterated relaxation.
 
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import HairWigError
+from .interaction import link_forces, repulsion, static_links
 from .profiles import Profile
 
 METHODS = ("FTL", "JAKOBSEN")
@@ -52,11 +54,19 @@ class StrandSettings:
     pinned: bool = True                  # roots ride on the goal's roots
     root_direction: bool = True          # the first segment points where the goal's does
     hold_style: bool = True              # the groom is the equilibrium under gravity
+    # hair–hair (seed 004): segments of different strands closer than a hair's diameter repel
+    # with repulsion · (diameter − d); static links join each strand to its nearest neighbours
+    hair_hair: bool = False
+    diameter: float = 0.005
+    repulsion: float = 2000.0
+    links: int = 0                       # neighbours each strand is linked to (0: none)
+    link_stiffness: float = 50.0
 
     def check(self) -> None:
         if int(self.substeps) < 1:
             raise HairWigError(f"strand dynamics: substeps must be at least 1, got {self.substeps}")
-        for what in ("goal_stiffness", "goal_damping", "drag", "ftl_damping"):
+        for what in ("goal_stiffness", "goal_damping", "drag", "ftl_damping", "diameter", "repulsion",
+                     "link_stiffness"):
             v = getattr(self, what)
             if not np.isfinite(v) or v < 0:
                 raise HairWigError(f"strand dynamics: {what.replace('_', ' ')} must be >= 0, got {v}")
@@ -66,6 +76,8 @@ class StrandSettings:
             raise HairWigError(f"strand dynamics: method must be one of {METHODS}, got {self.method!r}")
         if int(self.iterations) < 1:
             raise HairWigError(f"strand dynamics: iterations must be at least 1, got {self.iterations}")
+        if int(self.links) < 0:
+            raise HairWigError(f"strand dynamics: links must be 0 or more, got {self.links}")
 
 
 def to_layout(points: np.ndarray, n: int) -> np.ndarray:
@@ -100,6 +112,14 @@ class VerletStrands:
         self.t = t                                                               # (n, S) along the strand
         self.stiffness = s.goal_stiffness * s.goal_profile(t)
         self.blend = np.where(t > 0, s.dynablend, 0.0) if s.pinned else np.full_like(t, s.dynablend)
+        num = rest.shape[2]
+        self.segment_strand = np.tile(np.arange(num), self.n - 1)         # point-major segments
+        self.link_a = self.link_b = np.zeros(0, np.int64)
+        if s.links:
+            self.link_a, self.link_b = static_links(rest[:, 0], int(s.links))
+        d = rest[:, :, self.link_b] - rest[:, :, self.link_a]
+        self.link_rest = np.sqrt(np.einsum("knl,knl->nl", d, d))
+        self.pairs = 0                                                   # hair–hair pairs, last step
 
     def initial_state(self, goal: np.ndarray, gravity, head_turn=None) -> dict:
         """At rest on the goal (3, n, S); ``head_turn`` (3, 3): the head's rotation at rest."""
@@ -127,22 +147,44 @@ class VerletStrands:
         turn = np.eye(3) if head_turn is None else np.asarray(head_turn, np.float64)
         base = np.asarray(gravity, np.float64) + turn @ state["hold"]          # (3,)
         pos, prev = state["pos"], state["prev"]
-        k = self.stiffness
+        kh2 = self.stiffness * (h * h)
+        # damping, exactly over a substep: dv/dt = −c_g (v − v_goal) − c_d v relaxes v towards
+        # v_eq = c_g v_goal / (c_g + c_d) by e^{−(c_g + c_d) h}, stable however strong
+        rate = s.goal_damping + s.drag
+        keep = np.exp(-rate * h)
+        toward = s.goal_damping / rate if rate > 0 else 0.0
         for i in range(1, m + 1):
             target = g0 + step * i
             v = (pos - prev) / h
-            a = k * (target - pos)
-            a += s.goal_damping * (v_goal - v)
-            a -= s.drag * v
-            a += base[:, None, None]
+            v *= keep
+            v += (1 - keep) * toward * v_goal
+            a = np.broadcast_to(base[:, None, None], pos.shape).copy()
             if accel is not None:
                 a += accel(pos, v)
-            new = pos + v * h + a * (h * h)
+            if s.hair_hair or self.link_a.size:
+                a += self.interaction(pos)
+            # the goal's spring implicitly: x' = x + v h + (a + k (target − x')) h², stable
+            # for any stiffness, and exactly x at rest on the goal
+            new = pos + v * h + a * (h * h) + kh2 * target
+            new /= 1 + kh2
             prev[...] = pos
             self._constrain(new, prev, target)
             pos[...] = new
         state["goal"] = goal.copy()
         out = goal + self.blend * (pos - goal)
+        return out
+
+    def interaction(self, pos: np.ndarray) -> np.ndarray:
+        """Hair–hair accelerations (3, n, S) at positions ``pos``: repulsion between segments of
+        different strands closer than the diameter, and the static links' springs."""
+        s = self.settings
+        out = link_forces(pos, self.link_a, self.link_b, self.link_rest, s.link_stiffness)
+        if s.hair_hair:
+            n, num = self.n, pos.shape[2]
+            on_a, on_b, self.pairs = repulsion(pos[:, :-1].reshape(3, -1), pos[:, 1:].reshape(3, -1),
+                                               self.segment_strand, s.diameter, s.repulsion)
+            out[:, :-1] += on_a.reshape(3, n - 1, num)
+            out[:, 1:] += on_b.reshape(3, n - 1, num)
         return out
 
     def _constrain(self, x: np.ndarray, prev: np.ndarray, target: np.ndarray) -> None:

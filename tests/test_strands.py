@@ -213,3 +213,18 @@ def test_settings_are_checked_by_name():
     with pytest.raises(HairWigError, match="2 points"):
         VerletStrands(rest[:, :1], StrandSettings())
     assert Profile.linear(1.0, 0.25)(np.array([0.0, 1.0])).tolist() == [1.0, 0.25]
+
+
+def test_stiff_and_heavily_damped_strands_stay_stable():
+    """Goal stiffness, goal damping and drag far past anything useful (the explicit step would
+    blow up at stiffness · h² > 4 or damping · h > 2): the strands stay finite, on their
+    lengths, and settle on the goal."""
+    rest = hanging(10, 12)
+    for kw in (dict(goal_stiffness=1e7), dict(goal_damping=1e5), dict(drag=1e5),
+               dict(goal_stiffness=1e7, goal_damping=1e5, drag=1e5)):
+        layer = VerletStrands(rest, StrandSettings(**kw))
+        state = layer.initial_state(rest, G)
+        for f, R, goal in _head_motion(rest, 24, 8):
+            out = layer.step(state, goal, 1 / 24, G, head_turn=R)
+            assert np.isfinite(out).all(), kw
+        assert np.abs(seg_lengths(state["pos"]) / layer.length - 1).max() <= 1e-9

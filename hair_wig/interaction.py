@@ -1,0 +1,182 @@
+"""Hair–hair interaction (seed 004, Barnes after Chang, Jin, Yu; SPEC §7 "004"): segments of
+different strands closer than a hair's diameter repel with ``k (threshold − d)`` along the
+shortest vector between them, and static links between neighbouring strands hold a style's
+volume.
+
+The broadphase is a hashed uniform grid over the segments' boxes (grown by half the threshold):
+a cell at least as wide as the widest box, so a box meets at most 2 × 2 × 2 cells; the pairs that
+share a cell are the candidates, each counted once, in the cell that holds the corner where
+their boxes start to overlap. The narrow phase is the exact distance between two segments.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _span_index(start: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Every index of the runs ``[start, start + count)``, run after run."""
+    return np.repeat(start - (np.cumsum(count) - count), count) + np.arange(int(count.sum()))
+
+
+def segment_closest(p0, p1, q0, q1):
+    """Closest points of segments ``p0 p1`` and ``q0 q1`` (rows (3, K)), pairwise: parameters
+    ``s, t`` (K,) in [0, 1] and the shortest vector ``q(t) − p(s)`` (3, K) (Ericson, *Real-Time
+    Collision Detection* §5.1.9)."""
+    d1, d2 = p1 - p0, q1 - q0
+    r = p0 - q0
+    a = np.einsum("kn,kn->n", d1, d1)
+    e = np.einsum("kn,kn->n", d2, d2)
+    f = np.einsum("kn,kn->n", d2, r)
+    c = np.einsum("kn,kn->n", d1, r)
+    b = np.einsum("kn,kn->n", d1, d2)
+    denom = a * e - b * b
+    tiny = 1e-300
+    # s on the infinite lines, clamped (parallel segments: any s, take 0)
+    s = np.where(denom > 1e-12 * np.maximum(a * e, tiny), (b * f - c * e) / np.maximum(denom, tiny), 0.0)
+    s = np.clip(s, 0.0, 1.0)
+    t = (b * s + f) / np.maximum(e, tiny)
+    # t outside [0, 1]: clamp it and recompute s for that t
+    low, high = t < 0, t > 1
+    t = np.clip(t, 0.0, 1.0)
+    s = np.where(low, np.clip(-c / np.maximum(a, tiny), 0, 1), s)
+    s = np.where(high, np.clip((b - c) / np.maximum(a, tiny), 0, 1), s)
+    # a segment that is a point: the other's closest point to it
+    q_point, p_point = e <= 1e-30, a <= 1e-30
+    s = np.where(q_point, np.clip(-c / np.maximum(a, tiny), 0, 1), s)
+    t = np.where(q_point, 0.0, t)
+    t = np.where(p_point, np.clip(f / np.maximum(e, tiny), 0, 1), t)
+    s = np.where(p_point, 0.0, s)
+    vec = (q0 + d2 * t) - (p0 + d1 * s)
+    return s, t, vec
+
+
+def segment_pairs(a: np.ndarray, b: np.ndarray, strand: np.ndarray, threshold: float):
+    """Pairs ``(i, j)`` (i < j) of segments ``a[:, k] b[:, k]`` (rows (3, M)) of different
+    strands (``strand`` (M,)) closer than ``threshold``, with their closest parameters ``s, t``
+    and shortest vector (3, K). Sorted by ``(i, j)``."""
+    m = a.shape[1]
+    empty = np.zeros(0, np.int64)
+    if m < 2:
+        return empty, empty, np.zeros(0), np.zeros(0), np.zeros((3, 0))
+    half = 0.5 * float(threshold)
+    lo = np.minimum(a, b) - half
+    hi = np.maximum(a, b) + half
+    cell = max(float((hi - lo).max()), 1e-12)
+    origin = lo.min(axis=1, keepdims=True)
+    c0 = np.floor((lo - origin) / cell).astype(np.int64)              # (3, M)
+    c1 = np.floor((hi - origin) / cell).astype(np.int64)              # at most c0 + 1
+    dims = c1.max(axis=1) + 2
+    # every (segment, cell) its box meets: the 8 corners' cells, repeats dropped
+    off = np.array([(x, y, z) for x in (0, 1) for y in (0, 1) for z in (0, 1)]).T   # (3, 8)
+    cc = c0[:, :, None] + off[:, None, :]                              # (3, M, 8)
+    meets = (cc <= c1[:, :, None]).all(axis=0)                         # (M, 8)
+    seg = np.broadcast_to(np.arange(m)[:, None], meets.shape)[meets]
+    key = ((cc[0][meets] * dims[1] + cc[1][meets]) * dims[2] + cc[2][meets])
+    order = np.lexsort((seg, key))
+    key, seg = key[order], seg[order]
+    # all pairs inside each cell's run
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    count = np.diff(np.r_[starts, len(key)])
+    pos_in = np.arange(len(key)) - np.repeat(starts, count)
+    later = np.repeat(count, count) - pos_in - 1                       # entries after each one
+    first = np.repeat(np.arange(len(key)), later)
+    second = _span_index(np.arange(len(key)) + 1, later)
+    i, j = seg[first], seg[second]
+    pair_key = key[first]
+    keep = strand[i] != strand[j]
+    i, j, pair_key = i[keep], j[keep], pair_key[keep]
+    # boxes overlap, and this cell holds the corner where the overlap starts: each pair once
+    corner = np.maximum(lo[:, i], lo[:, j])
+    overlap = (corner <= np.minimum(hi[:, i], hi[:, j])).all(axis=0)
+    home = np.floor((corner - origin) / cell).astype(np.int64)
+    home_key = (home[0] * dims[1] + home[1]) * dims[2] + home[2]
+    keep = overlap & (home_key == pair_key)
+    i, j = i[keep], j[keep]
+    swap = i > j
+    i, j = np.where(swap, j, i), np.where(swap, i, j)
+    s, t, vec = segment_closest(a[:, i], b[:, i], a[:, j], b[:, j])
+    near = np.einsum("kn,kn->n", vec, vec) < float(threshold) ** 2
+    i, j, s, t, vec = i[near], j[near], s[near], t[near], vec[:, near]
+    order = np.lexsort((j, i))
+    return i[order], j[order], s[order], t[order], vec[:, order]
+
+
+def repulsion(a: np.ndarray, b: np.ndarray, strand: np.ndarray, threshold: float, stiffness: float):
+    """Accelerations (3, M) on segment start points and (3, M) on end points: every pair of
+    segments of different strands closer than ``threshold`` is pushed apart by
+    ``stiffness · (threshold − d)`` along its shortest vector, shared between each segment's
+    ends by where the closest points lie. Returns ``(on_a, on_b, pairs)``."""
+    i, j, s, t, vec = segment_pairs(a, b, strand, threshold)
+    m = a.shape[1]
+    on_a, on_b = np.zeros((3, m)), np.zeros((3, m))
+    if i.size == 0:
+        return on_a, on_b, 0
+    d = np.sqrt(np.einsum("kn,kn->n", vec, vec))
+    unit = vec / np.maximum(d, 1e-300)
+    push = unit * (float(stiffness) * (float(threshold) - d))           # on j, away from i
+    for k in range(3):
+        on_a[k] -= np.bincount(i, push[k] * (1 - s), m)
+        on_b[k] -= np.bincount(i, push[k] * s, m)
+        on_a[k] += np.bincount(j, push[k] * (1 - t), m)
+        on_b[k] += np.bincount(j, push[k] * t, m)
+    return on_a, on_b, int(i.size)
+
+
+def static_links(roots: np.ndarray, neighbours: int = 2, reach: float | None = None):
+    """Static links (seed 004's guide strips, defined here): each strand is linked to its
+    ``neighbours`` nearest strands whose roots lie within ``reach`` of its own (default: 2.5 ×
+    the median distance from a root to its nearest neighbour). Returns the linked strand pairs
+    ``(i, j)`` (L,), i < j, each once. ``roots`` (3, S)."""
+    num = roots.shape[1]
+    empty = np.zeros(0, np.int64)
+    if num < 2 or neighbours < 1:
+        return empty, empty
+    ids = np.arange(num)
+    if reach is None:
+        # nearest-neighbour spacing from a first pass at a generous reach (the roots' spread)
+        span = float((roots.max(axis=1) - roots.min(axis=1)).max())
+        guess = span / max(num ** (1 / 2), 1.0) * 2.0
+        i, j, _, _, vec = segment_pairs(roots, roots, ids, max(guess, 1e-12))
+        if i.size == 0:
+            return empty, empty
+        d = np.sqrt(np.einsum("kn,kn->n", vec, vec))
+        nearest = np.full(num, np.inf)
+        np.minimum.at(nearest, i, d)
+        np.minimum.at(nearest, j, d)
+        reach = 2.5 * float(np.median(nearest[np.isfinite(nearest)]))
+    i, j, _, _, vec = segment_pairs(roots, roots, ids, float(reach))
+    d = np.sqrt(np.einsum("kn,kn->n", vec, vec))
+    # each strand keeps its nearest few, from either end of a pair
+    owner = np.r_[i, j]
+    other = np.r_[j, i]
+    dist = np.r_[d, d]
+    order = np.lexsort((other, dist, owner))
+    owner, other = owner[order], other[order]
+    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    rank = np.arange(len(owner)) - np.repeat(starts, np.diff(np.r_[starts, len(owner)]))
+    keep = rank < neighbours
+    a, b = np.minimum(owner[keep], other[keep]), np.maximum(owner[keep], other[keep])
+    key = np.unique(a * num + b)
+    return key // num, key % num
+
+
+def link_forces(pos: np.ndarray, link_a: np.ndarray, link_b: np.ndarray, rest: np.ndarray,
+                stiffness: float) -> np.ndarray:
+    """Accelerations (3, n, S) of springs joining point ``j`` of strand ``link_a`` to point
+    ``j`` of strand ``link_b`` at their groom distance ``rest`` (n, L): ``k (|d| − rest)``
+    along ``d``, equal and opposite. ``pos`` (3, n, S)."""
+    out = np.zeros_like(pos)
+    if link_a.size == 0:
+        return out
+    d = pos[:, :, link_b] - pos[:, :, link_a]                          # (3, n, L)
+    r = np.sqrt(np.einsum("knl,knl->nl", d, d))
+    f = d * (float(stiffness) * (r - rest) / np.maximum(r, 1e-300))
+    n, num = pos.shape[1], pos.shape[2]
+    flat_a = (np.arange(n)[:, None] * num + link_a[None, :]).ravel()
+    flat_b = (np.arange(n)[:, None] * num + link_b[None, :]).ravel()
+    size = n * num
+    for k in range(3):
+        fk = f[k].ravel()
+        out[k] += (np.bincount(flat_a, fk, size) - np.bincount(flat_b, fk, size)).reshape(n, num)
+    return out
