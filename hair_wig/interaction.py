@@ -62,6 +62,7 @@ def segment_pairs(a: np.ndarray, b: np.ndarray, strand: np.ndarray, threshold: f
     half = 0.5 * float(threshold)
     lo = np.minimum(a, b) - half
     hi = np.maximum(a, b) + half
+    lo, hi = np.ascontiguousarray(lo), np.ascontiguousarray(hi)
     cell = max(float((hi - lo).max()), 1e-12)
     origin = lo.min(axis=1, keepdims=True)
     c0 = np.floor((lo - origin) / cell).astype(np.int64)              # (3, M)
@@ -75,31 +76,53 @@ def segment_pairs(a: np.ndarray, b: np.ndarray, strand: np.ndarray, threshold: f
     key = ((cc[0][meets] * dims[1] + cc[1][meets]) * dims[2] + cc[2][meets])
     order = np.lexsort((seg, key))
     key, seg = key[order], seg[order]
-    # all pairs inside each cell's run
+    # all pairs inside each cell's run, a chunk of entries at a time (bounded scratch)
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     count = np.diff(np.r_[starts, len(key)])
     pos_in = np.arange(len(key)) - np.repeat(starts, count)
     later = np.repeat(count, count) - pos_in - 1                       # entries after each one
-    first = np.repeat(np.arange(len(key)), later)
-    second = _span_index(np.arange(len(key)) + 1, later)
-    i, j = seg[first], seg[second]
-    pair_key = key[first]
-    keep = strand[i] != strand[j]
-    i, j, pair_key = i[keep], j[keep], pair_key[keep]
-    # boxes overlap, and this cell holds the corner where the overlap starts: each pair once
-    corner = np.maximum(lo[:, i], lo[:, j])
-    overlap = (corner <= np.minimum(hi[:, i], hi[:, j])).all(axis=0)
-    home = np.floor((corner - origin) / cell).astype(np.int64)
-    home_key = (home[0] * dims[1] + home[1]) * dims[2] + home[2]
-    keep = overlap & (home_key == pair_key)
-    i, j = i[keep], j[keep]
-    swap = i > j
-    i, j = np.where(swap, j, i), np.where(swap, i, j)
+    cum = np.cumsum(later)
+    found = []
+    e0 = 0
+    while e0 < len(key):
+        base = int(cum[e0 - 1]) if e0 else 0
+        e1 = max(int(np.searchsorted(cum, base + PAIR_BUDGET, side="right")), e0 + 1)
+        found.append(_cell_pairs(np.arange(e0, e1), later[e0:e1], key, seg, strand, lo, hi, origin, cell, dims))
+        e0 = e1
+    i = np.concatenate([f[0] for f in found])
+    j = np.concatenate([f[1] for f in found])
     s, t, vec = segment_closest(a[:, i], b[:, i], a[:, j], b[:, j])
     near = np.einsum("kn,kn->n", vec, vec) < float(threshold) ** 2
     i, j, s, t, vec = i[near], j[near], s[near], t[near], vec[:, near]
     order = np.lexsort((j, i))
     return i[order], j[order], s[order], t[order], vec[:, order]
+
+
+PAIR_BUDGET = 1 << 22       # candidate pairs looked at in one go
+
+
+def _cell_pairs(entries, later, key, seg, strand, lo, hi, origin, cell, dims):
+    """The candidate pairs of sorted grid ``entries`` with the ``later`` entries of their cell:
+    of different strands, with overlapping boxes, counted in their home cell only; ``(i, j)``,
+    i < j."""
+    first = np.repeat(entries, later)
+    second = _span_index(entries + 1, later)
+    i, j = seg[first], seg[second]
+    pair_key = key[first]
+    keep = np.flatnonzero(strand[i] != strand[j])
+    i, j, pair_key = i[keep], j[keep], pair_key[keep]
+    # boxes overlap (an axis at a time: most pairs fail on the first), and this cell holds the
+    # corner where the overlap starts, so each pair is counted once
+    home = np.zeros(len(i), np.int64)
+    for k in range(3):
+        lo_i, lo_j = lo[k].take(i), lo[k].take(j)
+        corner = np.maximum(lo_i, lo_j)
+        keep = np.flatnonzero(corner <= np.minimum(hi[k].take(i), hi[k].take(j)))
+        i, j, pair_key, home = i[keep], j[keep], pair_key[keep], home[keep]
+        home = home * dims[k] + np.floor((corner[keep] - origin[k, 0]) / cell).astype(np.int64)
+    keep = home == pair_key
+    i, j = i[keep], j[keep]
+    return np.minimum(i, j), np.maximum(i, j)
 
 
 def repulsion(a: np.ndarray, b: np.ndarray, strand: np.ndarray, threshold: float, stiffness: float):

@@ -23,6 +23,7 @@ from .collision import Collider, ColliderMesh
 from .refinement import LengthControl, compensate_compression_rows, compression_vectors
 from .scalp import ScalpSpace
 from .spaces import as_matrix, scale_of, transform_points, transform_rows
+from .strands import StrandLayer, StrandSettings
 
 
 @dataclass
@@ -50,6 +51,8 @@ class WigSettings:
     flex: Profile = field(default_factory=lambda: Profile.linear(0.0, 1.0, "flex"))
     length_profile: Profile = field(default_factory=lambda: Profile.constant(1.0, "length"))
     secondary: SecondarySettings | None = None
+    # the Strands dynamics layer (seed 004, SPEC §8) in place of the secondary springs
+    strands: StrandSettings | None = None
     compression: Profile | None = None       # α(t); None: no compensation
     use_length: bool = True
     elasticity: float = 0.0
@@ -100,18 +103,25 @@ class WigState:
     # (H, J, 4, 4) head-local matrices of the magnets whose reach follows them, oldest first,
     # this frame last: their trails (FollowReach)
     magnet_history: np.ndarray | None = None
+    # the dynamics layer's own named arrays (the Strands layer: StrandLayer.initial_state)
+    layer: dict | None = None
 
     def copy(self) -> "WigState":
-        return WigState(*(None if a is None else a.copy() for a in self._arrays()))
+        layer = None if self.layer is None else {k: v.copy() for k, v in self.layer.items()}
+        return WigState(*(None if a is None else a.copy() for a in self._arrays()), layer=layer)
 
     def _arrays(self):
         return (self.magnet_pos, self.magnet_vel, self.magnet_target, self.strand_pos, self.strand_vel,
                 self.magnet_shown, self.magnet_history)
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, WigState) and all(
-            (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
-            for a, b in zip(self._arrays(), other._arrays()))
+        if not isinstance(other, WigState) or (self.layer is None) != (other.layer is None):
+            return False
+        if self.layer is not None and (self.layer.keys() != other.layer.keys() or not all(
+                np.array_equal(v, other.layer[k]) for k, v in self.layer.items())):
+            return False
+        return all((a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
+                   for a, b in zip(self._arrays(), other._arrays()))
 
 
 class Wig:
@@ -183,6 +193,12 @@ class Wig:
         self.extra_colliders = 0
         # The hot path keeps points as rows (3, P): every pass is over contiguous memory.
         self.rest_rows = np.ascontiguousarray(rest_local.T)
+        self.strands = None
+        if settings.strands is not None:
+            if settings.secondary is not None:
+                raise HairWigError(f"'{hair.name}': one dynamics layer at a time — Springs or Strands, not both")
+            world = transform_rows(self.head_rest, self.rest_rows.astype(np.float64), np.empty((3, hair.num_points)))
+            self.strands = StrandLayer(world, hair.offsets, settings.strands)
         counts = hair.counts
         # strands of one point count under per-segment length: collision walks them point-major
         self._uniform = int(counts[0]) if (settings.use_length and settings.length_mode == "SEGMENT"
@@ -289,7 +305,7 @@ class Wig:
     @property
     def has_dynamics(self) -> bool:
         """Whether frames depend on earlier frames (and must be stepped in order)."""
-        return bool(self.dynamic_index) or self.secondary is not None
+        return bool(self.dynamic_index) or self.secondary is not None or self.strands is not None
 
     def initial_state(self, inp: FrameInput) -> WigState:
         """The state of a first frame: at rest on its targets."""
@@ -413,13 +429,27 @@ class Wig:
         self._set_colliders(inp, head)
         self._residuals = []
 
+        layered = None
+        if self.strands is not None:
+            # The whole wig's goal first (the strands interact), then the layer, then refinement.
+            layered = _Layered(self.hair.num_points)
+
         def run(block):
             span, first_strand = block
             self._step_block(span, first_strand, scalp, motions, head, head_inv, inp.dt, state,
-                             first, to_object, out, timings, rest, follow)
+                             first, to_object, out, timings, rest, follow, layered)
 
         if self.secondary is not None:
             self.secondary.coefficients(inp.dt)       # once, before the blocks share them
+        self._run_blocks(run)
+        if layered is not None:
+            self._step_strands(layered, inp, head, head_inv, state, first, timings)
+            layered.phase = "refine"
+            self._run_blocks(run)
+        self.residual = max(self._residuals, default=0.0)
+        return out, state
+
+    def _run_blocks(self, run) -> None:
         if self.threads > 1 and len(self.blocks) > 1:
             if self._pool is None:
                 from concurrent.futures import ThreadPoolExecutor
@@ -428,8 +458,28 @@ class Wig:
         else:
             for block in self.blocks:
                 run(block)
-        self.residual = max(self._residuals, default=0.0)
-        return out, state
+
+    def _step_strands(self, layered: "_Layered", inp: FrameInput, head, head_inv, state: WigState,
+                      first: bool, timings: dict | None) -> None:
+        """The Strands layer on the whole wig: the goal (head-local rows) into the world, one
+        frame of the strands, and back; the first frame starts at rest on the goal. The style's
+        hold is kept in the head's frame at rest (``head_rest``)."""
+        clock = _Clock(timings)
+        goal = transform_rows(head, layered.goal.astype(np.float64), np.empty(layered.goal.shape))
+        if first or state.layer is None:
+            state.layer = self.strands.initial_state(goal, inp.gravity, _rotation(self.head_rest))
+            shown = goal
+        else:
+            accel = None
+            if inp.winds:
+                winds, now = inp.winds, inp.time
+
+                def accel(x, v):
+                    pts = np.moveaxis(x, 0, -1)
+                    return np.moveaxis(sum(w.force(pts, now) for w in winds), -1, 0)
+            shown = self.strands.step(state.layer, goal, inp.dt, inp.gravity, _rotation(head), accel)
+        transform_rows(head_inv, shown, layered.goal)
+        clock.lap("dynamics")
 
     def _set_colliders(self, inp: FrameInput, head: np.ndarray) -> None:
         """Where each collider is this frame, relative to the head (SPEC §6.3): the head's own
@@ -469,28 +519,38 @@ class Wig:
         return local[:, :3, 3].copy(), local @ np.linalg.inv(before)
 
     def _step_block(self, span, first_strand, scalp, motions, head, head_inv, dt, state, first,
-                    to_object, out, timings=None, rest=None, follow=None):
+                    to_object, out, timings=None, rest=None, follow=None, layered=None):
         """The pipeline after the dynamic magnets, for the strands of one block. ``scalp``: this
         frame's root frames when the surface is deformed; ``rest``: this frame's rest pose as rows
         (3, P) when it is not the bound one; ``follow``: the following magnets' centres and trail
-        motions this frame."""
+        motions this frame. ``layered``: a dynamics layer that steps the whole wig sits between
+        primary movement and refinement — its first pass keeps each block's goal (and rest pose)
+        there, the second refines what the layer made of them."""
         ws = self._workspaces.get()
         try:
             clock = _Clock(timings)
             bound_rest = rest is None or rest is self.rest_rows
-            base = (self.rest_rows if rest is None else rest)[:, span]
-            c = base.shape[1]
+            c = span.stop - span.start
             p, work, spare, row = ws.rows(0, c), ws.rows(1, c), ws.rows(2, c), ws.row[:c]
-            if scalp is not None:
-                base = self.scalp.apply_rows(base, self.strand_of_point[span], self.attachment[span],
-                                             scalp, ws.rows(3, c))
-            np.copyto(p, base)
-            # Primary movement: magnets' motion from rest, in head-local space.
-            if motions is not None:
-                self.weights.displace_rows(base, motions, p, span, ws.blend)
-            if follow is not None:
-                self.follow.apply_rows(base, p, span, *follow)
-            clock.lap("primary")
+            if layered is not None and layered.phase == "refine":
+                base = layered.base[:, span]
+                np.copyto(p, layered.goal[:, span])
+            else:
+                base = (self.rest_rows if rest is None else rest)[:, span]
+                if scalp is not None:
+                    base = self.scalp.apply_rows(base, self.strand_of_point[span], self.attachment[span],
+                                                 scalp, ws.rows(3, c))
+                np.copyto(p, base)
+                # Primary movement: magnets' motion from rest, in head-local space.
+                if motions is not None:
+                    self.weights.displace_rows(base, motions, p, span, ws.blend)
+                if follow is not None:
+                    self.follow.apply_rows(base, p, span, *follow)
+                clock.lap("primary")
+                if layered is not None:
+                    layered.goal[:, span] = p
+                    layered.base[:, span] = base
+                    return
             # Secondary movement: per-vertex springs in world space.
             if self.secondary is not None:
                 self.secondary.follow(state.strand_pos[:, span], state.strand_vel[:, span], p, head,
@@ -773,3 +833,25 @@ class _Clock:
             now = time.perf_counter()
             self.timings[phase] = self.timings.get(phase, 0.0) + now - self.last
             self.last = now
+
+
+class _Layered:
+    """Between the two passes of a frame with a whole-wig dynamics layer: each block's goal (the
+    pose after scalp space and magnets, head-local rows (3, P)), replaced by what the layer made
+    of it, and each block's rest pose for refinement."""
+
+    def __init__(self, points: int):
+        self.phase = "goal"
+        self.goal = np.empty((3, points), np.float32)
+        self.base = np.empty((3, points), np.float32)
+
+
+def _rotation(m: np.ndarray) -> np.ndarray:
+    """The rotation (3, 3) of an affine matrix's linear part, without its scale or shear (the
+    nearest rotation: U Vᵀ of its singular value decomposition)."""
+    u, _, vt = np.linalg.svd(np.asarray(m, np.float64)[:3, :3])
+    r = u @ vt
+    if np.linalg.det(r) < 0:
+        u[:, -1] *= -1
+        r = u @ vt
+    return r

@@ -231,3 +231,36 @@ class VerletStrands:
                 c = d * ((r - L[seg][:k]) / np.maximum(r, 1e-300))
                 a += c * wa[seg][:k]
                 b -= c * wb[seg][:k]
+
+
+class StrandLayer:
+    """The Strands dynamics layer of a wig (SPEC §8): its strands grouped by point count, one
+    ``VerletStrands`` per group, stepped on the whole wig at once (hair–hair needs every strand).
+    Positions cross in and out as rows (3, P) in the wig's point order, world space."""
+
+    def __init__(self, rest_rows: np.ndarray, offsets: np.ndarray, settings: StrandSettings):
+        counts = np.diff(offsets)
+        self.groups = []
+        for n in np.unique(counts):
+            strands = np.flatnonzero(counts == n)
+            index = offsets[strands][None, :] + np.arange(n)[:, None]          # (n, S) into P
+            rest = np.asarray(rest_rows, np.float64)[:, index]
+            self.groups.append((int(n), index, VerletStrands(rest, settings)))
+
+    def initial_state(self, goal_rows: np.ndarray, gravity, head_turn) -> dict:
+        """Every group at rest on the goal; named arrays ``'<n>:<name>'``."""
+        state = {}
+        for n, index, layer in self.groups:
+            for name, a in layer.initial_state(goal_rows[:, index], gravity, head_turn).items():
+                state[f"{n}:{name}"] = a
+        return state
+
+    def step(self, state: dict, goal_rows: np.ndarray, dt: float, gravity, head_turn, accel=None,
+             out: np.ndarray | None = None) -> np.ndarray:
+        """One frame of every group towards ``goal_rows`` (3, P); the shown rows (3, P)."""
+        out = np.empty(goal_rows.shape, np.float64) if out is None else out
+        for n, index, layer in self.groups:
+            part = {name: state[f"{n}:{name}"] for name in ("pos", "prev", "goal", "hold")}
+            out[:, index] = layer.step(part, goal_rows[:, index], dt, gravity, head_turn, accel)
+            state[f"{n}:goal"] = part["goal"]
+        return out

@@ -228,3 +228,92 @@ def test_stiff_and_heavily_damped_strands_stay_stable():
             out = layer.step(state, goal, 1 / 24, G, head_turn=R)
             assert np.isfinite(out).all(), kw
         assert np.abs(seg_lengths(state["pos"]) / layer.length - 1).max() <= 1e-9
+
+
+# ------------------------------------------------------------------- the Strands layer in a wig
+
+from hair_wig import FrameInput, HairSet, Magnet, Wig, WigSettings  # noqa: E402
+
+
+def _wig_hair(strands=40, seed=2, sizes=(10, 6)):
+    """Hair of the point counts ``sizes`` combed out and down from a unit sphere's top."""
+    parts, counts = [], []
+    for k, n in enumerate(sizes):
+        rows = hanging(strands // len(sizes), n, seed=seed + k)
+        parts.append(from_layout(rows))
+        counts += [n] * (strands // len(sizes))
+    return HairSet(np.concatenate(parts).astype(np.float32), counts, name="Hair")
+
+
+def _turn(angle):
+    m = np.eye(4)
+    c, s = np.cos(angle), np.sin(angle)
+    m[:2, :2] = [[c, -s], [s, c]]
+    return m
+
+
+def _inputs(frames, stop, magnet_z=1.5):
+    return [FrameInput(np.eye(4), _turn(0.8 * min(f, stop) / stop), np.array([np.eye(4) + 0]), time=f / 24,
+                       gravity=G) for f in range(frames)]
+
+
+def _wig(settings=None, threads=1, sizes=(10, 6), **kw):
+    hair = _wig_hair(sizes=sizes)
+    base = dict(use_collision=False, strands=settings or StrandSettings())
+    base.update(kw)
+    wig = Wig(hair, np.eye(4), np.eye(4), [Magnet("M", np.eye(4), radius=0.01)], WigSettings(**base))
+    if threads > 1:
+        wig.THREAD_BLOCK_POINTS = 64
+        wig.threads = threads
+    return hair, wig
+
+
+def test_a_wig_with_strands_holds_its_groom_at_rest_and_lags_when_the_head_turns():
+    hair, wig = _wig()
+    state = None
+    for inp in _inputs(100, 10**9):                               # the head never moves
+        out, state = wig.step(inp, state)
+        np.testing.assert_allclose(out, hair.points, atol=1e-5 * 0.4)
+    assert wig.has_dynamics and state.layer is not None and set(state.layer) >= {"10:pos", "6:pos"}
+    # the head turns for half a second: the hair lags behind the rigid turn, roots stay on
+    hair, wig = _wig()
+    state, t = None, hair.vertex_t()
+    for f, inp in enumerate(_inputs(13, 12)):
+        out, state = wig.step(inp, state)
+    rigid = (hair.points.astype(np.float64) @ _turn(0.8)[:3, :3].T)
+    lag = np.linalg.norm(out - rigid, axis=1)
+    assert lag[t == 1].mean() > 0.01 and lag[t == 0].max() <= 1e-6
+    seg = np.linalg.norm(np.diff(out.astype(np.float64), axis=0), axis=1)
+    seg0 = np.linalg.norm(np.diff(hair.points.astype(np.float64), axis=0), axis=1)
+    inner = t[1:] > 0
+    assert np.abs(seg[inner] / seg0[inner] - 1).max() <= 1e-4
+
+
+def test_a_wig_with_strands_bakes_the_same_bits_on_two_threads_and_when_resumed():
+    inputs = _inputs(20, 12)
+    _, one = _wig(StrandSettings(hair_hair=True, diameter=0.05, links=2), sizes=(10,))
+    _, two = _wig(StrandSettings(hair_hair=True, diameter=0.05, links=2), threads=2, sizes=(10,))
+    assert len(two.blocks) > 2
+    state1 = state2 = None
+    frames = []
+    for f, inp in enumerate(inputs):
+        a, state1 = one.step(inp, state1)
+        b, state2 = two.step(inp, state2, keep_state=False)
+        assert np.array_equal(a, b), f
+        frames.append(a)
+        if f == 9:
+            saved = state1.copy()
+    assert saved != state1 and state1 == state2
+    assert one.strands.groups[0][2].pairs > 0 and one.strands.groups[0][2].link_a.size > 0   # they touch
+    _, again = _wig(StrandSettings(hair_hair=True, diameter=0.05, links=2), sizes=(10,))
+    state = saved
+    for inp in inputs[10:]:
+        last, state = again.step(inp, state)
+    assert np.array_equal(last, frames[-1]) and state == state1
+
+
+def test_one_dynamics_layer_at_a_time():
+    from hair_wig import SecondarySettings
+
+    with pytest.raises(HairWigError, match="'Hair': one dynamics layer at a time"):
+        _wig(secondary=SecondarySettings())
