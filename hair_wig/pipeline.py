@@ -79,6 +79,7 @@ class FrameInput:
     magnet_strength: np.ndarray | None = None       # (M,) keyed weight / bound weight per magnet
     magnet_dynablend: np.ndarray | None = None      # (D,) keyed dynablend of each dynamic magnet
     secondary_dynablend: float | None = None        # keyed secondary dynablend, if it changed
+    strands_dynablend: float | None = None          # keyed dynablend of the Strands layer
     surface_positions: np.ndarray | None = None     # (V, 3) head-local, for scalp space
     surface_normals: np.ndarray | None = None       # (C, 3) face-corner normals, head-local
     rest_points: np.ndarray | None = None           # (P, 3) this frame's rest pose (a keyed style), hair space
@@ -404,6 +405,8 @@ class Wig:
                     follow = centres, eye + (trail - eye) * strength[self.follow.index, None, None]
         if self.secondary is not None and inp.secondary_dynablend is not None:
             self.secondary.set_dynablend(inp.secondary_dynablend)
+        if self.strands is not None and inp.strands_dynablend is not None:
+            self.strands.set_dynablend(inp.strands_dynablend)
         if self.secondary is not None and first:
             state.strand_pos = np.empty_like(self.rest_rows)
             state.strand_vel = np.zeros_like(self.rest_rows)

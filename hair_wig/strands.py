@@ -111,7 +111,9 @@ class VerletStrands:
         t /= np.maximum(t[-1], 1e-300)
         self.t = t                                                               # (n, S) along the strand
         self.stiffness = s.goal_stiffness * s.goal_profile(t)
-        self.blend = np.where(t > 0, s.dynablend, 0.0) if s.pinned else np.full_like(t, s.dynablend)
+        self._free = (t > 0) if s.pinned else np.ones(t.shape, bool)       # roots stay on the goal's
+        self.dynablend = None
+        self.set_dynablend(s.dynablend)
         num = rest.shape[2]
         self.segment_strand = np.tile(np.arange(num), self.n - 1)         # point-major segments
         self.link_a = self.link_b = np.zeros(0, np.int64)
@@ -120,6 +122,14 @@ class VerletStrands:
         d = rest[:, :, self.link_b] - rest[:, :, self.link_a]
         self.link_rest = np.sqrt(np.einsum("knl,knl->nl", d, d))
         self.pairs = 0                                                   # hair–hair pairs, last step
+
+    def set_dynablend(self, dynablend: float) -> None:
+        """How much of the strands' own motion is shown (keyable): the state is unchanged."""
+        if not 0 <= dynablend <= 1:
+            raise HairWigError(f"strand dynamics: dynablend must be in 0..1, got {dynablend}")
+        if dynablend != self.dynablend:
+            self.dynablend = float(dynablend)
+            self.blend = np.where(self._free, self.dynablend, 0.0)
 
     def initial_state(self, goal: np.ndarray, gravity, head_turn=None) -> dict:
         """At rest on the goal (3, n, S); ``head_turn`` (3, 3): the head's rotation at rest."""
@@ -246,6 +256,10 @@ class StrandLayer:
             index = offsets[strands][None, :] + np.arange(n)[:, None]          # (n, S) into P
             rest = np.asarray(rest_rows, np.float64)[:, index]
             self.groups.append((int(n), index, VerletStrands(rest, settings)))
+
+    def set_dynablend(self, dynablend: float) -> None:
+        for _, _, layer in self.groups:
+            layer.set_dynablend(dynablend)
 
     def initial_state(self, goal_rows: np.ndarray, gravity, head_turn) -> dict:
         """Every group at rest on the goal; named arrays ``'<n>:<name>'``."""

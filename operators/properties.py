@@ -175,6 +175,59 @@ class HairWigSettings(bpy.types.PropertyGroup):
         name="Dynablend", description="How much of the strands' lag shows: 0 none (the hair sits exactly "
                                        "on the magnets' pose), 1 all of it. Key it per shot", default=1.0,
         min=0.0, max=1.0, subtype="FACTOR")
+    dynamics_layer: EnumProperty(
+        name="Solver", description="How the strands move on top of the magnets",
+        items=[("SPRINGS", "Springs", "Every point lags on its own spring and settles back: light, "
+                                      "good for fur and short hair"),
+               ("STRANDS", "Strands", "Each strand is a chain that keeps its length, swings under gravity "
+                                      "and wind and comes back to the groom; strands can push each other "
+                                      "apart: long hair")],
+        default="SPRINGS", options=set())
+    strands_stiffness: FloatProperty(
+        name="Hold", description="How strongly each strand is pulled back to the groomed, magnet-posed "
+                                 "shape (strongest at the root, a quarter of it at the tip): lower swings "
+                                 "more freely", default=400.0, min=0.0, max=1e6, soft_max=2000.0, options=set())
+    strands_goal_damping: FloatProperty(
+        name="Settle", description="How quickly strands stop swinging about the groomed shape (does not "
+                                   "slow them following the head)", default=10.0, min=0.0, max=1e4,
+        soft_max=50.0, options=set())
+    strands_drag: FloatProperty(
+        name="Air Drag", description="How much the air slows every motion of the hair", default=0.5,
+        min=0.0, max=1e4, soft_max=10.0, options=set())
+    strands_substeps: IntProperty(
+        name="Substeps", description="Steps per frame: more follow fast motion more faithfully and cost more",
+        default=8, min=1, max=64, options=set())
+    strands_method: EnumProperty(
+        name="Keep Length", description="How each strand keeps its segments at their groomed length",
+        items=[("FTL", "Follow the Leader", "Root to tip in one pass, every segment exactly its length "
+                                            "(fast, the default)"),
+               ("JAKOBSEN", "Relaxation", "Every segment nudged towards its length a number of times, as "
+                                          "the strand paper does; softer, less exact with few iterations")],
+        default="FTL", options=set())
+    strands_iterations: IntProperty(
+        name="Iterations", description="Relaxation rounds per step (Relaxation only): more keep lengths "
+                                       "closer", default=20, min=1, max=500, options=set())
+    strands_hair_hair: BoolProperty(
+        name="Hair Against Hair", description="Strands closer than the hair diameter push each other apart "
+                                              "(costly with many strands: use on guides)",
+        default=False, options=set())
+    strands_diameter: FloatProperty(
+        name="Diameter", description="How close two strands may come before they push apart",
+        default=0.005, min=0.0, max=1.0, soft_max=0.05, subtype="DISTANCE", options=set())
+    strands_repulsion: FloatProperty(
+        name="Push", description="How hard strands push apart once closer than the diameter",
+        default=2000.0, min=0.0, max=1e6, soft_max=10000.0, options=set())
+    strands_links: IntProperty(
+        name="Links", description="Each strand is tied to this many of its nearest neighbours (by their "
+                                  "roots), point to point, which holds a hairstyle's volume; 0: none",
+        default=0, min=0, max=8, options=set())
+    strands_link_stiffness: FloatProperty(
+        name="Link Stiffness", description="How firmly linked strands keep their groomed distance",
+        default=50.0, min=0.0, max=1e5, soft_max=1000.0, options=set())
+    strands_dynablend: FloatProperty(
+        name="Dynablend", description="How much of the strands' own motion shows: 0 none (exactly the "
+                                      "magnets' pose), 1 all of it. Key it per shot", default=1.0,
+        min=0.0, max=1.0, subtype="FACTOR")
     compression: FloatProperty(
         name="Compression", description="Keeps magnets from squashing hair into the scalp: 0 lets hair be "
                                         "pushed in towards the head, 1 keeps all of it at its groomed "

@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..hair_wig import (ColliderMesh, DynamicMagnet, FrameInput, HairSet, HairWigError, Magnet, Profile, ScalpSpace,
-                        SecondarySettings, Wig, WigSettings)
+                        SecondarySettings, StrandSettings, Wig, WigSettings)
 from ..hair_wig.spaces import scale_of
 from ..hair_wig.keyposes import (KeyedStyle, KeyPose, LeaderFollow, StyleSettings, curve_point_index,
                                  nearest)
@@ -258,8 +258,15 @@ def read_magnets(ob, empties, head_rest, depsgraph, selection, gravity: float, c
 
 
 def read_settings(s, dynamics: bool = True) -> WigSettings:
-    secondary = None
-    if s.use_secondary and dynamics:
+    secondary = strands = None
+    if s.use_secondary and dynamics and s.dynamics_layer == "STRANDS":
+        strands = StrandSettings(
+            substeps=s.strands_substeps, goal_stiffness=s.strands_stiffness,
+            goal_damping=s.strands_goal_damping, drag=s.strands_drag, dynablend=s.strands_dynablend,
+            method=s.strands_method, iterations=s.strands_iterations, hair_hair=s.strands_hair_hair,
+            diameter=s.strands_diameter, repulsion=s.strands_repulsion, links=s.strands_links,
+            link_stiffness=s.strands_link_stiffness)
+    elif s.use_secondary and dynamics:
         secondary = SecondarySettings(stiffness=s.secondary_stiffness, damping=s.secondary_damping,
                                       random=s.secondary_random, seed=s.secondary_seed,
                                       dynablend=s.secondary_dynablend,
@@ -270,7 +277,7 @@ def read_settings(s, dynamics: bool = True) -> WigSettings:
         compression = Profile(np.stack([np.linspace(0, 1, len(c.lut)), 1.0 - s.compression * c.lut], 1),
                               "LINEAR", "compression")
     return WigSettings(
-        normalisation=s.normalisation, secondary=secondary, compression=compression,
+        normalisation=s.normalisation, secondary=secondary, strands=strands, compression=compression,
         flex=profile_curves.read(s, "flex"), length_profile=profile_curves.read(s, "length"),
         attachment=profile_curves.read(s, "attachment"),
         use_length=s.use_length, elasticity=s.elasticity, length_mode=s.length_mode,
@@ -405,6 +412,7 @@ def frame_input(context, ob, head, empties, surface, frame: int, depsgraph=None,
             inp.magnet_strength = np.divide(now, bound, out=np.zeros_like(now), where=bound > 0)
         inp.magnet_dynablend = np.array([empties[i].hair_wig_magnet.dynablend for i in wig.dynamic_index])
         inp.secondary_dynablend = ob.hair_wig.secondary_dynablend
+        inp.strands_dynablend = ob.hair_wig.strands_dynablend
     if surface is not None:
         inp.surface_positions, inp.surface_normals = surface.now(depsgraph)
     if wig is not None and wig.colliders:

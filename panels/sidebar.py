@@ -144,9 +144,26 @@ class VIEW3D_PT_hair_wig_dynamics(_WigSubPanel, bpy.types.Panel):
         s = context.active_object.hair_wig
         layout.use_property_split = True
         layout.active = s.use_secondary
-        for name in ("secondary_stiffness", "secondary_damping", "secondary_random",
-                     "secondary_seed", "secondary_dynablend"):
+        layout.prop(s, "dynamics_layer")
+        if s.dynamics_layer == "SPRINGS":
+            for name in ("secondary_stiffness", "secondary_damping", "secondary_random",
+                         "secondary_seed", "secondary_dynablend"):
+                layout.prop(s, name)
+            return
+        for name in ("strands_stiffness", "strands_goal_damping", "strands_drag", "strands_dynablend",
+                     "strands_substeps", "strands_method"):
             layout.prop(s, name)
+        if s.strands_method == "JAKOBSEN":
+            layout.prop(s, "strands_iterations")
+        layout.prop(s, "strands_hair_hair")
+        col = layout.column()
+        col.active = s.strands_hair_hair
+        col.prop(s, "strands_diameter")
+        col.prop(s, "strands_repulsion")
+        layout.prop(s, "strands_links")
+        if s.strands_links:
+            layout.prop(s, "strands_link_stiffness")
+        layout.label(text="Shows in a bake; the live preview has no dynamics", icon="INFO")
 
 
 class VIEW3D_PT_hair_wig_refinement(_WigSubPanel, bpy.types.Panel):

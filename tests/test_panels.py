@@ -67,14 +67,19 @@ class Recorder:
     row = box = column
 
 
-@pytest.mark.parametrize("dynamic, curves", [(False, False), (True, True)])
-def test_panels_draw_only_existing_properties(scene, addon, dynamic, curves):
+@pytest.mark.parametrize("dynamic, curves, strands", [(False, False, False), (True, True, False),
+                                                      (False, True, True)])
+def test_panels_draw_only_existing_properties(scene, addon, dynamic, curves, strands):
     from hair_wig_addon.operators import profile_curves
     from hair_wig_addon.panels import sidebar
 
     pts, counts = scenes.straight_strands(3, 4)
     ob = scenes.curves_hair("Hair", pts, counts)
     ob.hair_wig.enabled = True
+    if strands:              # every setting of the Strands solver drawn
+        ob.hair_wig.dynamics_layer = "STRANDS"
+        ob.hair_wig.strands_method = "JAKOBSEN"
+        ob.hair_wig.strands_links = 2
     empty = bpy.data.objects.new("Magnet", None)
     scene.collection.objects.link(empty)
     empty.hair_wig_magnet.dynamic = dynamic
