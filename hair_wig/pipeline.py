@@ -200,6 +200,8 @@ class Wig:
                 raise HairWigError(f"'{hair.name}': one dynamics layer at a time — Springs or Strands, not both")
             world = transform_rows(self.head_rest, self.rest_rows.astype(np.float64), np.empty((3, hair.num_points)))
             self.strands = StrandLayer(world, hair.offsets, settings.strands)
+            # refinement moves below this (squared, head-local) are float32 rounding, not contact
+            self._contact_tolerance = (1e-5 * float(np.ptp(self.rest_rows, axis=1).max())) ** 2
         counts = hair.counts
         # strands of one point count under per-segment length: collision walks them point-major
         self._uniform = int(counts[0]) if (settings.use_length and settings.length_mode == "SEGMENT"
@@ -449,6 +451,7 @@ class Wig:
             self._step_strands(layered, inp, head, head_inv, state, first, timings)
             layered.phase = "refine"
             self._run_blocks(run)
+            self._strands_feel_refinement(layered, head, state)
         self.residual = max(self._residuals, default=0.0)
         return out, state
 
@@ -471,7 +474,7 @@ class Wig:
         goal = transform_rows(head, layered.goal.astype(np.float64), np.empty(layered.goal.shape))
         if first or state.layer is None:
             state.layer = self.strands.initial_state(goal, inp.gravity, _rotation(self.head_rest))
-            shown = goal
+            return                                     # at rest on the goal: shown as it is
         else:
             accel = None
             if inp.winds:
@@ -481,8 +484,21 @@ class Wig:
                     pts = np.moveaxis(x, 0, -1)
                     return np.moveaxis(sum(w.force(pts, now) for w in winds), -1, 0)
             shown = self.strands.step(state.layer, goal, inp.dt, inp.gravity, _rotation(head), accel)
+        layered.shown = shown
         transform_rows(head_inv, shown, layered.goal)
         clock.lap("dynamics")
+
+    def _strands_feel_refinement(self, layered: "_Layered", head, state: WigState) -> None:
+        """Where refinement moved the layer's pose — collision pushed a point out of a collider,
+        length set it back on its segment — the strands' own state moves with it, so they
+        feel the head (SPEC §8: the layer reads the same colliders)."""
+        if layered.shown is None or state.layer is None:
+            return
+        # in head-local rows; float32 rounding (a length pass re-placing every point) is no contact
+        moved = (layered.refined - layered.goal).astype(np.float64)
+        moved[:, np.einsum("kp,kp->p", moved, moved) <= self._contact_tolerance] = 0.0
+        delta = transform_rows(head, moved, np.empty(moved.shape), translate=False)
+        self.strands.absorb(state.layer, delta, self.settings.strands.friction)
 
     def _set_colliders(self, inp: FrameInput, head: np.ndarray) -> None:
         """Where each collider is this frame, relative to the head (SPEC §6.3): the head's own
@@ -560,6 +576,8 @@ class Wig:
                                       head_inv, dt, first, work, spare, row, span)
             clock.lap("dynamics")
             self.refine(p, base, span, first_strand, scalp is None and bound_rest, clock, ws)
+            if layered is not None:
+                layered.refined[:, span] = p           # what refinement made of the layer's pose
             block = out[span]
             # Column by column: four times faster than one transposing copy.
             if to_object is None:
@@ -847,6 +865,8 @@ class _Layered:
         self.phase = "goal"
         self.goal = np.empty((3, points), np.float32)
         self.base = np.empty((3, points), np.float32)
+        self.refined = np.empty((3, points), np.float32)
+        self.shown = None            # the layer's pose, world rows (3, P) float64 (None: first frame)
 
 
 def _rotation(m: np.ndarray) -> np.ndarray:

@@ -56,6 +56,8 @@ class StrandSettings:
     hold_style: bool = True              # the groom is the equilibrium under gravity
     # hair–hair (seed 004): segments of different strands closer than a hair's diameter repel
     # with repulsion · (diameter − d); static links join each strand to its nearest neighbours
+    # of the motion along a collider's surface, the part lost where refinement pushed a point out
+    friction: float = 0.3
     hair_hair: bool = False
     diameter: float = 0.005
     repulsion: float = 2000.0
@@ -66,7 +68,7 @@ class StrandSettings:
         if int(self.substeps) < 1:
             raise HairWigError(f"strand dynamics: substeps must be at least 1, got {self.substeps}")
         for what in ("goal_stiffness", "goal_damping", "drag", "ftl_damping", "diameter", "repulsion",
-                     "link_stiffness"):
+                     "link_stiffness", "friction"):
             v = getattr(self, what)
             if not np.isfinite(v) or v < 0:
                 raise HairWigError(f"strand dynamics: {what.replace('_', ' ')} must be >= 0, got {v}")
@@ -76,6 +78,8 @@ class StrandSettings:
             raise HairWigError(f"strand dynamics: method must be one of {METHODS}, got {self.method!r}")
         if int(self.iterations) < 1:
             raise HairWigError(f"strand dynamics: iterations must be at least 1, got {self.iterations}")
+        if self.friction > 1:
+            raise HairWigError(f"strand dynamics: friction must be in 0..1, got {self.friction}")
         if int(self.links) < 0:
             raise HairWigError(f"strand dynamics: links must be 0 or more, got {self.links}")
 
@@ -122,6 +126,7 @@ class VerletStrands:
         d = rest[:, :, self.link_b] - rest[:, :, self.link_a]
         self.link_rest = np.sqrt(np.einsum("knl,knl->nl", d, d))
         self.pairs = 0                                                   # hair–hair pairs, last step
+        self._h = None                                                   # the last substep (s)
 
     def set_dynablend(self, dynablend: float) -> None:
         """How much of the strands' own motion is shown (keyable): the state is unchanged."""
@@ -150,7 +155,7 @@ class VerletStrands:
         s = self.settings
         goal = np.asarray(goal, np.float64)
         m = int(s.substeps)
-        h = float(dt) / m
+        h = self._h = float(dt) / m
         g0 = state["goal"]
         step = (goal - g0) / m
         v_goal = step / h                                   # the goal's velocity this frame
@@ -183,6 +188,25 @@ class VerletStrands:
         state["goal"] = goal.copy()
         out = goal + self.blend * (pos - goal)
         return out
+
+    def absorb(self, state: dict, delta: np.ndarray, friction: float) -> None:
+        """Move the strands' state by ``delta`` (3, n, S), what refinement did to the shown pose
+        (a collider's push, a length set back), as a contact does: the positions move with it,
+        the velocity loses its part against the push (no bounce) and ``friction`` of its part
+        along the surface. Points not moved keep their state exactly."""
+        r2 = np.einsum("kns,kns->ns", delta, delta)
+        moved = r2 > 0
+        if not moved.any():
+            return
+        h = self._h
+        pos, prev = state["pos"], state["prev"]
+        v = (pos - prev) / h
+        n = delta / np.sqrt(np.where(moved, r2, 1.0))
+        into = np.minimum(np.einsum("kns,kns->ns", v, n), 0.0)          # towards the collider
+        v_new = v - into * n
+        v_new -= friction * (v_new - np.einsum("kns,kns->ns", v_new, n) * n)
+        pos += delta
+        prev[...] = np.where(moved, pos - v_new * h, prev + delta)
 
     def interaction(self, pos: np.ndarray) -> np.ndarray:
         """Hair–hair accelerations (3, n, S) at positions ``pos``: repulsion between segments of
@@ -260,6 +284,14 @@ class StrandLayer:
     def set_dynablend(self, dynablend: float) -> None:
         for _, _, layer in self.groups:
             layer.set_dynablend(dynablend)
+
+    def absorb(self, state: dict, delta_rows: np.ndarray, friction: float) -> None:
+        """``VerletStrands.absorb`` on every group; ``delta_rows`` (3, P)."""
+        for n, index, layer in self.groups:
+            if layer._h is None:
+                continue
+            part = {name: state[f"{n}:{name}"] for name in ("pos", "prev")}
+            layer.absorb(part, delta_rows[:, index], friction)
 
     def initial_state(self, goal_rows: np.ndarray, gravity, head_turn) -> dict:
         """Every group at rest on the goal; named arrays ``'<n>:<name>'``."""

@@ -263,7 +263,8 @@ def read_settings(s, dynamics: bool = True) -> WigSettings:
         strands = StrandSettings(
             substeps=s.strands_substeps, goal_stiffness=s.strands_stiffness,
             goal_damping=s.strands_goal_damping, drag=s.strands_drag, dynablend=s.strands_dynablend,
-            method=s.strands_method, iterations=s.strands_iterations, hair_hair=s.strands_hair_hair,
+            method=s.strands_method, iterations=s.strands_iterations, friction=s.strands_friction,
+            hair_hair=s.strands_hair_hair,
             diameter=s.strands_diameter, repulsion=s.strands_repulsion, links=s.strands_links,
             link_stiffness=s.strands_link_stiffness)
     elif s.use_secondary and dynamics:

@@ -155,6 +155,7 @@ class VIEW3D_PT_hair_wig_dynamics(_WigSubPanel, bpy.types.Panel):
             layout.prop(s, name)
         if s.strands_method == "JAKOBSEN":
             layout.prop(s, "strands_iterations")
+        layout.prop(s, "strands_friction")
         layout.prop(s, "strands_hair_hair")
         col = layout.column()
         col.active = s.strands_hair_hair

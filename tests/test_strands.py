@@ -233,6 +233,7 @@ def test_stiff_and_heavily_damped_strands_stay_stable():
 # ------------------------------------------------------------------- the Strands layer in a wig
 
 from hair_wig import FrameInput, HairSet, Magnet, Wig, WigSettings  # noqa: E402
+from test_wig_core import sphere_mesh  # noqa: E402
 
 
 def _wig_hair(strands=40, seed=2, sizes=(10, 6)):
@@ -317,3 +318,33 @@ def test_one_dynamics_layer_at_a_time():
 
     with pytest.raises(HairWigError, match="'Hair': one dynamics layer at a time"):
         _wig(secondary=SecondarySettings())
+
+
+def test_strands_feel_the_head_through_refinement():
+    """A magnet drags the hair down through a sphere head (its goal goes inside). Refinement
+    pushes what is shown out, and the strands' own state moves with it as a contact would: after
+    every frame no point of the strands' state is inside the head; without that it sinks in."""
+    hair = _wig_hair(sizes=(10,))
+    down = np.eye(4)
+    frames = []
+    for f in range(24):
+        m = np.eye(4)
+        m[2, 3] = -1.2 * min(f, 12) / 12
+        frames.append(FrameInput(np.eye(4), np.eye(4), np.array([m]), time=f / 24, gravity=G))
+    magnet = Magnet("Drag", down, radius=3.0)
+    depth = {}
+    for feel in (True, False):
+        wig = Wig(hair, np.eye(4), np.eye(4), [magnet],
+                  WigSettings(strands=StrandSettings(), use_collision=True), head_mesh=sphere_mesh(0.98))
+        if not feel:
+            wig._strands_feel_refinement = lambda *a: None
+        state, worst_out, worst_state = None, 0.0, 0.0
+        for inp in frames:
+            out, state = wig.step(inp, state)
+            worst_out = max(worst_out, 0.98 - np.linalg.norm(out, axis=1).min())
+            pos = np.concatenate([from_layout(state.layer[f"{n}:pos"]) for n in (10,)])
+            worst_state = max(worst_state, 0.98 - np.linalg.norm(pos, axis=1).min())
+        depth[feel] = (worst_out, worst_state)
+    assert depth[True][0] <= 0.01 and depth[False][0] <= 0.01          # what shows is outside
+    assert depth[True][1] <= 0.01, depth                                # and so is the state
+    assert depth[False][1] > 0.1, depth                                 # (it sank in without)
