@@ -125,12 +125,21 @@ def _cell_pairs(entries, later, key, seg, strand, lo, hi, origin, cell, dims):
     return np.minimum(i, j), np.maximum(i, j)
 
 
-def repulsion(a: np.ndarray, b: np.ndarray, strand: np.ndarray, threshold: float, stiffness: float):
+def repulsion(a: np.ndarray, b: np.ndarray, strand: np.ndarray, threshold: float, stiffness: float,
+              candidates=None):
     """Accelerations (3, M) on segment start points and (3, M) on end points: every pair of
     segments of different strands closer than ``threshold`` is pushed apart by
     ``stiffness · (threshold − d)`` along its shortest vector, shared between each segment's
-    ends by where the closest points lie. Returns ``(on_a, on_b, pairs)``."""
-    i, j, s, t, vec = segment_pairs(a, b, strand, threshold)
+    ends by where the closest points lie. ``candidates`` ``(i, j)``: pairs known to hold every
+    pair closer than ``threshold`` (a ``Contacts`` broadphase), measured instead of searched.
+    Returns ``(on_a, on_b, pairs)``."""
+    if candidates is None:
+        i, j, s, t, vec = segment_pairs(a, b, strand, threshold)
+    else:
+        i, j = candidates
+        s, t, vec = segment_closest(a[:, i], b[:, i], a[:, j], b[:, j])
+        near = np.einsum("kn,kn->n", vec, vec) < float(threshold) ** 2
+        i, j, s, t, vec = i[near], j[near], s[near], t[near], vec[:, near]
     m = a.shape[1]
     on_a, on_b = np.zeros((3, m)), np.zeros((3, m))
     if i.size == 0:
@@ -144,6 +153,31 @@ def repulsion(a: np.ndarray, b: np.ndarray, strand: np.ndarray, threshold: float
         on_a[k] += np.bincount(j, push[k] * (1 - t), m)
         on_b[k] += np.bincount(j, push[k] * t, m)
     return on_a, on_b, int(i.size)
+
+
+class Contacts:
+    """The broadphase kept across substeps: the pairs closer than ``threshold + margin`` where
+    the points were when it last searched. While no point has moved more than ``margin / 2``
+    since, two segments' distance has changed by less than ``margin``, so every pair now closer
+    than ``threshold`` is among them — exactly the pairs a new search would find; once a point
+    has moved farther, it searches again."""
+
+    def __init__(self, strand: np.ndarray, threshold: float, margin: float):
+        self.strand, self.threshold, self.margin = strand, float(threshold), float(margin)
+        self.at = None
+        self.pairs = None
+        self.searches = 0
+
+    def candidates(self, points: np.ndarray, a: np.ndarray, b: np.ndarray):
+        """The candidate pairs for segments ``a b`` (3, M) of ``points`` (3, …) now."""
+        if self.at is not None:
+            d = points - self.at
+            if np.einsum("k...,k...->...", d, d).max() <= (0.5 * self.margin) ** 2:
+                return self.pairs
+        i, j, _, _, _ = segment_pairs(a, b, self.strand, self.threshold + self.margin)
+        self.at, self.pairs = points.copy(), (i, j)
+        self.searches += 1
+        return self.pairs
 
 
 def static_links(roots: np.ndarray, neighbours: int = 2, reach: float | None = None):

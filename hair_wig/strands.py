@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import HairWigError
-from .interaction import link_forces, repulsion, static_links
+from .interaction import Contacts, link_forces, repulsion, static_links
 from .profiles import Profile
 
 METHODS = ("FTL", "JAKOBSEN")
@@ -126,6 +126,8 @@ class VerletStrands:
         d = rest[:, :, self.link_b] - rest[:, :, self.link_a]
         self.link_rest = np.sqrt(np.einsum("knl,knl->nl", d, d))
         self.pairs = 0                                                   # hair–hair pairs, last step
+        # the broadphase searches again only once a point has moved half a diameter
+        self.contacts = Contacts(self.segment_strand, s.diameter, s.diameter) if s.hair_hair else None
         self._h = None                                                   # the last substep (s)
 
     def set_dynablend(self, dynablend: float) -> None:
@@ -215,8 +217,9 @@ class VerletStrands:
         out = link_forces(pos, self.link_a, self.link_b, self.link_rest, s.link_stiffness)
         if s.hair_hair:
             n, num = self.n, pos.shape[2]
-            on_a, on_b, self.pairs = repulsion(pos[:, :-1].reshape(3, -1), pos[:, 1:].reshape(3, -1),
-                                               self.segment_strand, s.diameter, s.repulsion)
+            a, b = pos[:, :-1].reshape(3, -1), pos[:, 1:].reshape(3, -1)
+            on_a, on_b, self.pairs = repulsion(a, b, self.segment_strand, s.diameter, s.repulsion,
+                                               self.contacts.candidates(pos, a, b))
             out[:, :-1] += on_a.reshape(3, n - 1, num)
             out[:, 1:] += on_b.reshape(3, n - 1, num)
         return out

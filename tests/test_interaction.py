@@ -131,3 +131,27 @@ def test_static_links_join_near_neighbours_and_hold_their_distance():
     with_links, without = pulled(2), pulled(0)
     assert abs(without[1]) <= 1e-9 and abs(without[3]) <= 1e-9
     assert with_links[1] > 0.005 and with_links[3] > 0.005
+
+
+def test_contacts_kept_across_substeps_give_the_pairs_a_new_search_would():
+    """The broadphase kept while points move less than half its margin: at every step of a
+    random motion the pairs measured from it are exactly brute force's; it searches again only
+    when something has moved farther."""
+    from hair_wig.interaction import Contacts
+
+    num, n, threshold = 150, 10, 0.04
+    a0, b0, strand = strands_in_a_box(num, n, 7, spread=0.4)
+    pts = np.concatenate([a0.reshape(3, num, n - 1), b0.reshape(3, num, n - 1)[:, :, -1:]], axis=2)
+    contacts = Contacts(strand, threshold, threshold)
+    rng = np.random.default_rng(8)
+    drift = rng.normal(0, 1, pts.shape)
+    for step in range(12):
+        p = pts + drift * (0.004 * step)
+        a, b = p[:, :, :-1].reshape(3, -1), p[:, :, 1:].reshape(3, -1)
+        i, j = contacts.candidates(p, a, b)
+        on_a, on_b, count = repulsion(a, b, strand, threshold, 10.0, (i, j))
+        ref_a, ref_b, ref = repulsion(a, b, strand, threshold, 10.0)
+        assert count == ref > 0
+        np.testing.assert_allclose(on_a, ref_a, atol=1e-12)
+        np.testing.assert_allclose(on_b, ref_b, atol=1e-12)
+    assert 1 < contacts.searches < 12
