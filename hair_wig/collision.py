@@ -41,6 +41,11 @@ def _take_rows(a: np.ndarray, at: np.ndarray) -> np.ndarray:
     return np.stack([a[k].take(at) for k in range(3)])
 
 
+def span_index(start: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Every index of the runs ``[start, start + count)``, run after run."""
+    return np.repeat(start - (np.cumsum(count) - count), count) + np.arange(int(count.sum()))
+
+
 def closest_on_triangles(p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray):
     """Closest point on triangle ``(a, b, c)`` to ``p``, pairwise over rows (N, 3) (see
     ``closest_rows``). Returns ``bary (N, 3)`` and ``feature (N,) int8``."""
@@ -651,7 +656,7 @@ class MeshField:
     def exact(self, p: np.ndarray, every: bool = False):
         """Exact signed distance (N,) of points ``p`` (N, 3), their closest points (N, 3) and the
         outward direction there (N, 3), from the triangles listed for each point's list cell
-        (exact where ``|d| ≤ reach_at(p)``, an upper bound beyond) or, ``every``, from every
+        (exact where ``|d|`` is within its cell's ``list_reach``, an upper bound beyond) or, ``every``, from every
         triangle; ``known`` (N,) is False where no triangle was listed (far from the surface)."""
         p = np.asarray(p, np.float64)
         if len(p) > self.CHUNK:                         # bounded scratch, however many points
@@ -711,26 +716,16 @@ class MeshField:
         outward[known] = np.where(safe[:, None], dk * (sign / np.where(safe, dist, 1))[:, None], nn)
         return sd, closest, outward, known
 
-    def reach_at(self, p: np.ndarray) -> np.ndarray:
-        """How far (N,) from the surface ``exact`` is exact at points ``p``: its list cell's
-        ``list_reach``."""
-        return self.list_reach[self._list_cell(p)]
-
     def _listed_pairs(self, p: np.ndarray):
         """(point, triangle) pairs from the list of each point's list cell: point of each pair
         (sorted), triangle, pairs per point."""
         s0, c = self._list_spans(self._list_cell(p))
-        return np.repeat(np.arange(len(p)), c), self.list_tri[self._span_index(s0, c)], c
+        return np.repeat(np.arange(len(p)), c), self.list_tri[span_index(s0, c)], c
 
     def _list_spans(self, node: np.ndarray):
         """Where the lists of list cells ``node`` start in ``list_tri``, and their lengths."""
         s0 = self.list_start[node]
         return s0, self.list_start[node + 1] - s0
-
-    @staticmethod
-    def _span_index(s0: np.ndarray, c: np.ndarray) -> np.ndarray:
-        """Every index of the spans ``[s0, s0 + c)``, span after span."""
-        return np.repeat(s0 - (np.cumsum(c) - c), c) + np.arange(int(c.sum()))
 
     def _all_pairs(self, p: np.ndarray):
         """(point, triangle) pairs over every triangle that may be closest to each point (its

@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def _span_index(start: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """Every index of the runs ``[start, start + count)``, run after run."""
-    return np.repeat(start - (np.cumsum(count) - count), count) + np.arange(int(count.sum()))
+from .collision import span_index
 
 
 def segment_closest(p0, p1, q0, q1):
@@ -106,7 +103,7 @@ def _cell_pairs(entries, later, key, seg, strand, lo, hi, origin, cell, dims):
     of different strands, with overlapping boxes, counted in their home cell only; ``(i, j)``,
     i < j."""
     first = np.repeat(entries, later)
-    second = _span_index(entries + 1, later)
+    second = span_index(entries + 1, later)
     i, j = seg[first], seg[second]
     pair_key = key[first]
     keep = np.flatnonzero(strand[i] != strand[j])

@@ -233,6 +233,7 @@ class Wig:
             self.compression_bound = compression_vectors(self.rest_rows, self.centre, self.alpha)
         self._pool = None
         self._keyed_rest = None
+        self._layered = None
         self.keyed = None             # set by the caller: a keyed style (seed 002) whose pose(frame) is each frame's rest
         self.threads = threads        # also plans the blocks
 
@@ -436,8 +437,12 @@ class Wig:
 
         layered = None
         if self.strands is not None:
-            # The whole wig's goal first (the strands interact), then the layer, then refinement.
-            layered = _Layered(self.hair.num_points)
+            # The whole wig's goal first (the strands interact), then the layer, then refinement;
+            # its buffers are the wig's, reused frame after frame
+            if self._layered is None:
+                self._layered = _Layered(self.hair.num_points)
+            layered = self._layered
+            layered.phase, layered.shown = "goal", None
 
         def run(block):
             span, first_strand = block
@@ -474,16 +479,16 @@ class Wig:
         goal = transform_rows(head, layered.goal.astype(np.float64), np.empty(layered.goal.shape))
         if first or state.layer is None:
             state.layer = self.strands.initial_state(goal, inp.gravity, _rotation(self.head_rest))
+            clock.lap("dynamics")
             return                                     # at rest on the goal: shown as it is
-        else:
-            accel = None
-            if inp.winds:
-                winds, now = inp.winds, inp.time
+        accel = None
+        if inp.winds:
+            winds, now = inp.winds, inp.time
 
-                def accel(x, v):
-                    pts = np.moveaxis(x, 0, -1)
-                    return np.moveaxis(sum(w.force(pts, now) for w in winds), -1, 0)
-            shown = self.strands.step(state.layer, goal, inp.dt, inp.gravity, _rotation(head), accel)
+            def accel(x, v):
+                pts = np.moveaxis(x, 0, -1)
+                return np.moveaxis(sum(w.force(pts, now) for w in winds), -1, 0)
+        shown = self.strands.step(state.layer, goal, inp.dt, inp.gravity, _rotation(head), accel)
         layered.shown = shown
         transform_rows(head_inv, shown, layered.goal)
         clock.lap("dynamics")
