@@ -615,9 +615,12 @@ class MeshField:
         node += gi[2]
         return np.take(self.distance_grid, node, mode="clip")
 
-    def distance_rows(self, x: np.ndarray):
+    def trilinear_rows(self, x: np.ndarray) -> np.ndarray:
         """Trilinear signed distance (S,) float32 of points ``x`` (3, S) float32 rows, field
-        space, and how far it may be from the exact one (S,); beyond the grid +inf."""
+        space; beyond the grid +inf."""
+        return self._trilinear_rows(x)[0]
+
+    def _trilinear_rows(self, x: np.ndarray):
         g = x - self._origin_col
         g *= self._inv_cell
         i = np.floor(g)
@@ -628,6 +631,12 @@ class MeshField:
         base = ii[0] * s0 + ii[1] * s1 + ii[2]
         d = self._trilinear(base, *f)[2]
         d[~inside] = np.inf
+        return d, ii, base
+
+    def distance_rows(self, x: np.ndarray):
+        """Trilinear signed distance (S,) float32 of points ``x`` (3, S) float32 rows, field
+        space, and how far it may be from the exact one (S,); beyond the grid +inf."""
+        d, ii, base = self._trilinear_rows(x)
         if self.LIST_CELL == 1:
             err = self.grid_error[base]
         else:
@@ -1142,6 +1151,38 @@ class Collider:
         pick = pick[moved]
         q[:, pick] = new.T
         return pick
+
+    def near_rows(self, q: np.ndarray, reach: np.ndarray) -> np.ndarray:
+        """Which head-local points ``q`` (3, K) may lie within ``reach`` (K,) of the surface, by
+        the grid's nearest node (one gather each; every point for the patent's rays): positions."""
+        if isinstance(self.field, MeshField):
+            return self.field.screen(self._field_rows(q).astype(np.float32), reach + self.field.slack)
+        return np.arange(q.shape[1])
+
+    def fast_distance(self, q: np.ndarray, rest: bool = False, direction: bool = False):
+        """The field's own distance (K,) at head-local points ``q`` (3, K) — the grid's
+        trilinear value (+inf beyond it), or along the ray — what a dynamics layer's contacts
+        read at every substep, where the frame's refinement reads exact distances once; with
+        ``direction`` also the outward unit direction (3, K), head-local. ``rest``: the
+        collider as bound, where the groom's rest clearances are read by the same function, so
+        a groom at rest meets no contact."""
+        field = self.bound_field if rest else self.field
+        f = q if rest else self._field_rows(q)
+        if isinstance(field, MeshField):
+            if not direction:
+                return field.trilinear_rows(f.astype(np.float32)).astype(np.float64)
+            d, g = field.lookup(np.ascontiguousarray(f.T, np.float64))
+            d, g = d.astype(np.float64), g.T.astype(np.float64)
+        else:
+            r, dirs, radius = field._polar(f.T)
+            d, g = r - radius, dirs.T
+            if not direction:
+                return d
+        if self.from_field is not None and not rest:
+            g = self.from_field[:3, :3] @ g
+        norm = np.sqrt(_dot(g, g))
+        g *= np.divide(1.0, norm, out=np.zeros_like(norm), where=norm > 1e-12)
+        return d, g
 
     def project_rows(self, p: np.ndarray, span: slice, mask: np.ndarray | None = None) -> np.ndarray:
         """``project_at`` on a block of points (3, C), the wig's points ``span``, only where

@@ -221,6 +221,8 @@ class Wig:
                 c = Collider(mesh, head_inv @ mesh.matrix, mesh.offset / scale)
                 c.bind(self.rest_rows, self._uniform)
                 self.colliders.append(c)
+            if self.strands is not None:
+                self.strands.bind_colliders(self.colliders)
         self.residual = 0.0          # the deepest point left inside a collision surface, last frame
         self.alpha = None if settings.compression is None else settings.compression(t)
         self.length = LengthControl(hair, settings.elasticity, settings.length_mode) if settings.use_length else None
@@ -488,7 +490,8 @@ class Wig:
             def accel(x, v):
                 pts = np.moveaxis(x, 0, -1)
                 return np.moveaxis(sum(w.force(pts, now) for w in winds), -1, 0)
-        shown = self.strands.step(state.layer, goal, inp.dt, inp.gravity, _rotation(head), accel)
+        shown = self.strands.step(state.layer, goal, inp.dt, inp.gravity, _rotation(head), accel,
+                                  head_inv=head_inv)
         layered.shown = shown
         transform_rows(head_inv, shown, layered.goal)
         clock.lap("dynamics")

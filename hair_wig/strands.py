@@ -54,10 +54,11 @@ class StrandSettings:
     pinned: bool = True                  # roots ride on the goal's roots
     root_direction: bool = True          # the first segment points where the goal's does
     hold_style: bool = True              # the groom is the equilibrium under gravity
+    # Coulomb friction against the colliders: a contact's sliding speed loses friction times the
+    # speed it had into the surface
+    friction: float = 0.3
     # hair–hair (seed 004): segments of different strands closer than a hair's diameter repel
     # with repulsion · (diameter − d); static links join each strand to its nearest neighbours
-    # of the motion along a collider's surface, the part lost where refinement pushed a point out
-    friction: float = 0.3
     hair_hair: bool = False
     diameter: float = 0.005
     repulsion: float = 2000.0
@@ -146,13 +147,15 @@ class VerletStrands:
         return {"pos": goal.copy(), "prev": goal.copy(), "goal": goal.copy(), "hold": hold}
 
     def step(self, state: dict, goal: np.ndarray, dt: float, gravity, head_turn=None,
-             accel=None) -> np.ndarray:
+             accel=None, contact=None) -> np.ndarray:
         """Advance ``state`` (in place) over a frame of ``dt`` seconds towards this frame's
         ``goal`` (3, n, S), world space; returns the positions shown (3, n, S):
         ``goal + dynablend · (pos − goal)``, roots on the goal's.
 
         ``gravity`` (3,); ``head_turn`` (3, 3) the head's rotation now (the style's ``hold``
-        turns with it); ``accel(x, v)`` → (3, n, S): the scene's force fields as accelerations.
+        turns with it); ``accel(x, v)`` → (3, n, S): the scene's force fields as accelerations;
+        ``contact(x)`` → (3, n, S) or None: how far the colliders push the points ``x`` out
+        (``SurfaceContacts``), taken after the lengths at every substep with ``collide``.
         The goal moves linearly from the last frame's over the substeps."""
         s = self.settings
         goal = np.asarray(goal, np.float64)
@@ -186,6 +189,10 @@ class VerletStrands:
             new /= 1 + kh2
             prev[...] = pos
             self._constrain(new, prev, target)
+            if contact is not None:
+                push = contact(new)
+                if push is not None:
+                    self.collide(new, prev, push, h, s.friction)
             pos[...] = new
         state["goal"] = goal.copy()
         out = goal + self.blend * (pos - goal)
@@ -193,20 +200,29 @@ class VerletStrands:
 
     def absorb(self, state: dict, delta: np.ndarray, friction: float) -> None:
         """Move the strands' state by ``delta`` (3, n, S), what refinement did to the shown pose
-        (a collider's push, a length set back), as a contact does: the positions move with it,
-        the velocity loses its part against the push (no bounce) and ``friction`` of its part
-        along the surface. Points not moved keep their state exactly."""
+        (a collider's push, a length set back), as a contact does (``collide``)."""
+        self.collide(state["pos"], state["prev"], delta, self._h, friction)
+
+    @staticmethod
+    def collide(pos: np.ndarray, prev: np.ndarray, delta: np.ndarray, h: float, friction: float) -> None:
+        """A contact's push ``delta`` (3, n, S) on positions ``pos`` with last positions ``prev``
+        (both in place, a substep ``h`` apart): the points move by it, their velocity loses the
+        part that went into the push (no bounce), and Coulomb friction takes
+        ``friction · |that part|`` off the sliding part (no more than it has), so a strand pressed
+        on the scalp by gravity slides as ``friction · g`` slows it, whatever the substeps. Points
+        not pushed keep their state exactly."""
         r2 = np.einsum("kns,kns->ns", delta, delta)
         moved = r2 > 0
         if not moved.any():
             return
-        h = self._h
-        pos, prev = state["pos"], state["prev"]
         v = (pos - prev) / h
         n = delta / np.sqrt(np.where(moved, r2, 1.0))
         into = np.minimum(np.einsum("kns,kns->ns", v, n), 0.0)          # towards the collider
         v_new = v - into * n
-        v_new -= friction * (v_new - np.einsum("kns,kns->ns", v_new, n) * n)
+        slide = v_new - np.einsum("kns,kns->ns", v_new, n) * n
+        speed = np.sqrt(np.einsum("kns,kns->ns", slide, slide))
+        slow = np.minimum(friction * -into, speed) / np.where(speed > 0, speed, 1.0)
+        v_new -= slow * slide
         pos += delta
         prev[...] = np.where(moved, pos - v_new * h, prev + delta)
 
@@ -270,6 +286,140 @@ class VerletStrands:
                 b -= c * wb[seg][:k]
 
 
+class SurfaceContacts:
+    """The colliders as the Strands layer meets them inside its substeps (SPEC §6, §8), segment
+    against surface: every point, and every segment at the deepest of its middle and quarter
+    points, is pushed out to its collision surface — so no segment passes through a feature
+    thicker than a quarter of it (an ear's rim, a finger) with both its ends outside. A
+    segment's push moves both its ends so that its deepest point moves by it (position-based
+    dynamics' split by the ends' shares ``(1 − t, t)``).
+
+    Distances are the collider's fast ones (``Collider.fast_distance``: the grid's trilinear
+    value), read at every substep; the frame's refinement after the layer places the points by
+    exact distances. Each point's and each segment's surface is ``min(offset, rest clearance)``
+    by the same fast distance (the groom is sacred).
+
+    ``colliders``: the wig's ``Collider`` objects (head-local); ``index`` (n, S): the group's
+    wig points; ``fixed``: how many points from the root the constraints hold (pinned root, and
+    the root's direction). ``head_inv`` (4, 4), set every frame: world → head-local now."""
+
+    SAMPLES = (0.5, 0.25, 0.75)          # where a segment is met; the middle first
+
+    def __init__(self, colliders, index: np.ndarray, fixed: int):
+        self.colliders = list(colliders)
+        self.index = index
+        self.fixed = int(fixed)
+        self.head_inv = np.eye(4)
+        self._limits = {}                # collider → (the rest rows it was bound on, limits)
+        movable = (np.arange(index.shape[0]) >= self.fixed).astype(np.float64)
+        self.w_a, self.w_b = movable[:-1, None], movable[1:, None]          # (n − 1, 1)
+        self.touched = 0                 # points and segments pushed in the last call
+
+    def deepest(self, a: np.ndarray, b: np.ndarray, distance, first=None):
+        """The deepest of the sample points of segments ``a → b`` (3, K): ``t`` (K,) and its
+        distance (K,) by ``distance(points)``; ``first``: the middle's, if known."""
+        ab = b - a
+        best_t, best_d = None, None
+        for t0 in self.SAMPLES:
+            d = first if (best_d is None and first is not None) else distance(a + t0 * ab)
+            if best_d is None:
+                best_t, best_d = np.full(len(d), t0), d
+            else:
+                lower = d < best_d
+                best_t[lower], best_d[lower] = t0, d[lower]
+        return best_t, best_d
+
+    def _limits_of(self, c):
+        """Each free point's (n − fixed, S) and each segment's (n − 1, S) collision surface."""
+        rest = c.rest_rows
+        known = self._limits.get(id(c))
+        if known is None or known[0] is not rest:
+            at = rest[:, self.index].astype(np.float64)
+
+            def distance(p):
+                return c.fast_distance(p, rest=True)
+
+            d_points = distance(at[:, self.fixed:].reshape(3, -1))
+            _, d_seg = self.deepest(at[:, :-1].reshape(3, -1), at[:, 1:].reshape(3, -1), distance)
+            known = self._limits[id(c)] = (rest, np.minimum(c.offset, d_points), np.minimum(c.offset, d_seg))
+        return known[1], known[2]
+
+    def __call__(self, x: np.ndarray):
+        """How far (3, n, S) world the colliders push the points ``x`` (3, n, S) world out, or
+        None where nothing touches."""
+        if not self.colliders:
+            return None
+        shape = x.shape
+        n, num = shape[1], shape[2]
+        m = self.head_inv
+        q = (m[:3, :3] @ x.reshape(3, -1) + m[:3, 3:4]).reshape(shape)      # head-local
+        start = q.copy()
+        touched = 0
+        for c in self.colliders:
+            lim_points, lim_seg = self._limits_of(c)
+            tol = c.tolerance
+            free = q[:, self.fixed:].reshape(3, -1)
+            near = c.near_rows(free, lim_points)
+            if near.size:
+                at = _take(free, near)
+                d = c.fast_distance(at)
+                inside = np.flatnonzero(d < lim_points.take(near) - tol)
+                if inside.size:
+                    d, g = c.fast_distance(_take(at, inside), direction=True)
+                    k = near.take(inside)
+                    free[:, k] += g * (lim_points.take(k) - d)
+                    q[:, self.fixed:] = free.reshape(3, n - self.fixed, num)
+                    touched += k.size
+            a, b = q[:, :-1].reshape(3, -1), q[:, 1:].reshape(3, -1)
+            mid = 0.5 * (a + b)
+            ab = b - a
+            half = 0.5 * np.sqrt(_dot(ab, ab))
+            near = c.near_rows(mid, lim_seg + half)
+            if near.size == 0:
+                continue
+            # distances change no faster than the point: a middle farther than half the segment
+            # past its surface keeps the whole segment out
+            d_mid = c.fast_distance(_take(mid, near))
+            keep = np.flatnonzero(d_mid - half.take(near) < lim_seg.take(near))
+            near, d_mid = near.take(keep), d_mid.take(keep)
+            if near.size == 0:
+                continue
+            t, d = self.deepest(_take(a, near), _take(b, near), c.fast_distance, d_mid)
+            inside = np.flatnonzero(d < lim_seg.take(near) - tol)
+            if inside.size == 0:
+                continue
+            k, t = near.take(inside), t.take(inside)
+            p = _take(a, k) + t * _take(ab, k)
+            d, g = c.fast_distance(p, direction=True)
+            push = g * (lim_seg.take(k) - d)
+            wa = np.broadcast_to(self.w_a, (n - 1, num)).ravel().take(k)
+            wb = np.broadcast_to(self.w_b, (n - 1, num)).ravel().take(k)
+            # the point at t moves by the push: (1 − t) Δa + t Δb = push (an end takes at most
+            # twice it: a lone movable end far from the point moves it less, and the next
+            # substep goes on)
+            denom = np.maximum(wa * (1 - t) ** 2 + wb * t * t, 0.25)
+            ends_a, ends_b = np.zeros_like(a), np.zeros_like(b)
+            ends_a[:, k] = push * (wa * (1 - t) / denom)
+            ends_b[:, k] = push * (wb * t / denom)
+            q[:, :-1] += ends_a.reshape(3, n - 1, num)
+            q[:, 1:] += ends_b.reshape(3, n - 1, num)
+            touched += k.size
+        self.touched = touched
+        if not touched:
+            return None
+        q -= start
+        inv = np.linalg.inv(m)
+        return (inv[:3, :3] @ q.reshape(3, -1)).reshape(shape)
+
+
+def _dot(x, y):
+    return np.einsum("k...,k...->...", x, y)
+
+
+def _take(rows, at):
+    return np.take(rows, at, axis=1)
+
+
 class StrandLayer:
     """The Strands dynamics layer of a wig (SPEC §8): its strands grouped by point count, one
     ``VerletStrands`` per group, stepped on the whole wig at once (hair–hair needs every strand).
@@ -283,6 +433,20 @@ class StrandLayer:
             index = offsets[strands][None, :] + np.arange(n)[:, None]          # (n, S) into P
             rest = np.asarray(rest_rows, np.float64)[:, index]
             self.groups.append((int(n), index, VerletStrands(rest, settings)))
+        self.contacts = None
+
+    def bind_colliders(self, colliders) -> None:
+        """Meet ``colliders`` (the wig's, head-local) inside the substeps (``SurfaceContacts``)."""
+        self.contacts = None
+        if colliders:
+            s = self.groups[0][2].settings
+            fixed = (1 + bool(s.root_direction)) if s.pinned else 0
+            self.contacts = [SurfaceContacts(colliders, index, fixed) for _, index, _ in self.groups]
+
+    @property
+    def touched(self) -> int:
+        """Points and midpoints the colliders pushed in the last substep."""
+        return sum(c.touched for c in self.contacts) if self.contacts else 0
 
     def set_dynablend(self, dynablend: float) -> None:
         for _, _, layer in self.groups:
@@ -305,11 +469,16 @@ class StrandLayer:
         return state
 
     def step(self, state: dict, goal_rows: np.ndarray, dt: float, gravity, head_turn, accel=None,
-             out: np.ndarray | None = None) -> np.ndarray:
-        """One frame of every group towards ``goal_rows`` (3, P); the shown rows (3, P)."""
+             out: np.ndarray | None = None, head_inv: np.ndarray | None = None) -> np.ndarray:
+        """One frame of every group towards ``goal_rows`` (3, P); the shown rows (3, P).
+        ``head_inv`` (4, 4): world → head-local now, where the colliders are."""
         out = np.empty(goal_rows.shape, np.float64) if out is None else out
-        for n, index, layer in self.groups:
+        for k, (n, index, layer) in enumerate(self.groups):
             part = {name: state[f"{n}:{name}"] for name in ("pos", "prev", "goal", "hold")}
-            out[:, index] = layer.step(part, goal_rows[:, index], dt, gravity, head_turn, accel)
+            contact = None
+            if self.contacts:
+                contact = self.contacts[k]
+                contact.head_inv = np.eye(4) if head_inv is None else head_inv
+            out[:, index] = layer.step(part, goal_rows[:, index], dt, gravity, head_turn, accel, contact)
             state[f"{n}:goal"] = part["goal"]
         return out

@@ -208,8 +208,9 @@ class HairWigSettings(bpy.types.PropertyGroup):
         name="Iterations", description="Relaxation rounds per step (Relaxation only): more keep lengths "
                                        "closer", default=20, min=1, max=500, options=set())
     strands_friction: FloatProperty(
-        name="Friction", description="How much hair sliding over the head or a collider is slowed where it "
-                                     "touches: 0 slides freely, 1 sticks", default=0.3, min=0.0, max=1.0,
+        name="Friction", description="How much hair sliding over the head or a collider is slowed by "
+                                     "pressing on it (Coulomb friction): 0 slides freely, higher stops it "
+                                     "sooner", default=0.3, min=0.0, max=1.0,
         subtype="FACTOR", options=set())
     strands_hair_hair: BoolProperty(
         name="Hair Against Hair", description="Strands closer than the hair diameter push each other apart "

@@ -320,26 +320,112 @@ def test_one_dynamics_layer_at_a_time():
         _wig(secondary=SecondarySettings())
 
 
-def test_strands_feel_the_head_through_refinement():
-    """A magnet drags the hair down through a sphere head (its goal goes inside). Refinement
-    pushes what is shown out, and the strands' own state moves with it as a contact would: after
-    every frame no point of the strands' state is inside the head; without that it sinks in."""
+def _dragged_through_the_head(frames=24):
     hair = _wig_hair(sizes=(10,))
-    down = np.eye(4)
-    frames = []
-    for f in range(24):
+    inputs = []
+    for f in range(frames):
         m = np.eye(4)
         m[2, 3] = -1.2 * min(f, 12) / 12
-        frames.append(FrameInput(np.eye(4), np.eye(4), np.array([m]), time=f / 24, gravity=G))
-    magnet = Magnet("Drag", down, radius=3.0)
+        inputs.append(FrameInput(np.eye(4), np.eye(4), np.array([m]), time=f / 24, gravity=G))
+    return hair, Magnet("Drag", np.eye(4), radius=3.0), inputs
+
+
+def _inside_convex(a, b, vertices, triangles, eps=0.0):
+    """Exactly which segments a→b (K, 3) enter the convex mesh deeper than ``eps``: the mesh is
+    the intersection of its faces' half-spaces, so along a segment each face allows an interval
+    of t, and the segment is inside somewhere iff those intervals (and [0, 1]) overlap."""
+    v = vertices[triangles]
+    n = np.cross(v[:, 1] - v[:, 0], v[:, 2] - v[:, 0])
+    area = np.linalg.norm(n, axis=1)
+    keep = area > 1e-12
+    n = n[keep] / area[keep, None]
+    c = np.einsum("fk,fk->f", n, v[keep, 0]) - eps         # inside: n·x < c (deeper than eps)
+    g0 = a @ n.T - c                                         # (K, F): g(t) = g0 + t·slope < 0
+    slope = (b - a) @ n.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = -g0 / slope
+    lo = np.max(np.where(slope < 0, t, 0.0), axis=1, initial=0.0)
+    hi = np.min(np.where(slope > 0, t, 1.0), axis=1, initial=1.0)
+    never = np.any((slope == 0) & (g0 >= 0), axis=1)
+    return (lo < hi) & ~never
+
+
+def test_strands_meet_the_head_inside_their_substeps_vertices_and_segments():
+    """A magnet drags the hair down through a sphere head (its goal goes deep inside). Inside
+    the substeps the strands meet the head by their points and their segments, so after every
+    frame no vertex and no segment of the strands' state or of what shows enters the head — an
+    exact test (the mesh is convex), with a hair's offset of 5 mm (more than the grid's
+    distance errs by on a smooth head). The head's field is met hundreds of times."""
+    hair, magnet, inputs = _dragged_through_the_head()
+    head = sphere_mesh(0.98)
+    wig = Wig(hair, np.eye(4), np.eye(4), [magnet],
+              WigSettings(strands=StrandSettings(), use_collision=True, collision_offset=0.005),
+              head_mesh=head)
+    state, inside, touched = None, 0, 0
+    for inp in inputs:
+        out, state = wig.step(inp, state)
+        touched += wig.strands.touched
+        for rows in (to_layout(out, 10), state.layer["10:pos"]):
+            a = from_layout(rows[:, :-1].copy())
+            b = from_layout(rows[:, 1:].copy())
+            inside += int(_inside_convex(a, b, *head).sum())
+    assert touched > 100                                      # the head was met, hard
+    assert inside == 0
+
+
+@pytest.mark.parametrize("segments", [True, False])
+def test_a_segment_does_not_fall_through_a_bar(segments):
+    """Strands pinned at one end swing down from flat onto a thin bar (3 cm square, segments of
+    5 cm) that sits under the middle of a segment. By their points alone the bar passes between
+    two points and cuts a segment; meeting it by segments too, the strand drapes over it. The
+    contacts read the collider's field (a grid), so a segment may dip into it by the field's
+    error and no more; checked exactly (the bar is convex)."""
+    from test_collision import box
+
+    from hair_wig.collision import Collider, ColliderMesh
+    from hair_wig.strands import SurfaceContacts
+
+    bar = box((0.015, 0.5, 0.015), n=2)
+    rest = np.zeros((3, 6, 3))
+    rest[0] = (np.arange(6)[:, None] - 2.5) * 0.05 + np.array([0.0, 0.001, -0.001])
+    rest[1] = np.array([-0.2, 0.0, 0.2])
+    rest[2] = 0.03
+    layer = VerletStrands(rest, free(root_direction=False))
+    collider = Collider(ColliderMesh("Bar", *bar, resolution=256), np.eye(4), 0.0)
+    collider.bind(rest.reshape(3, -1))
+    error = float(collider.field.grid_error.max())
+    assert error < 0.01                                        # a third of the bar
+    contact = SurfaceContacts([collider], np.arange(rest[0].size).reshape(rest.shape[1:]), 1)
+    if not segments:
+        contact.w_a, contact.w_b = 0 * contact.w_a, 0 * contact.w_b
+    state = layer.initial_state(rest, G)
+    cut = 0
+    for _ in range(24):
+        layer.step(state, rest, 1 / 24, G, contact=contact)
+        x = state["pos"]
+        cut += int(_inside_convex(from_layout(x[:, :-1].copy()), from_layout(x[:, 1:].copy()), *bar,
+                                  eps=error).sum())
+    low = state["pos"][2].min()
+    if segments:
+        assert cut == 0 and low > -0.2, (cut, low)            # draped over the bar
+    else:
+        assert cut > 0, (cut, low)                            # it passed through
+
+
+def test_strands_feel_the_head_through_refinement():
+    """What refinement still does to the layer's pose moves the strands' own state as a contact
+    would. With the substeps' contacts off, a magnet drags the hair down through a sphere head:
+    after every frame no point of the strands' state is inside it; without that it sinks in."""
+    hair, magnet, inputs = _dragged_through_the_head()
     depth = {}
     for feel in (True, False):
         wig = Wig(hair, np.eye(4), np.eye(4), [magnet],
                   WigSettings(strands=StrandSettings(), use_collision=True), head_mesh=sphere_mesh(0.98))
+        wig.strands.contacts = None
         if not feel:
             wig._strands_feel_refinement = lambda *a: None
         state, worst_out, worst_state = None, 0.0, 0.0
-        for inp in frames:
+        for inp in inputs:
             out, state = wig.step(inp, state)
             worst_out = max(worst_out, 0.98 - np.linalg.norm(out, axis=1).min())
             pos = np.concatenate([from_layout(state.layer[f"{n}:pos"]) for n in (10,)])
@@ -348,3 +434,33 @@ def test_strands_feel_the_head_through_refinement():
     assert depth[True][0] <= 0.01 and depth[False][0] <= 0.01          # what shows is outside
     assert depth[True][1] <= 0.01, depth                                # and so is the state
     assert depth[False][1] > 0.1, depth                                 # (it sank in without)
+
+
+@pytest.mark.parametrize("friction", [0.0, 0.3])
+def test_coulomb_friction_stops_a_sliding_strand_after_v0_squared_over_2_mu_g(friction):
+    """A strand lying on a floor (a contact that pushes z back to 0) slides along x at 1 m/s
+    under gravity: Coulomb friction μ stops it after v0² / (2 μ g) (within a substep's travel);
+    without friction it keeps its speed exactly."""
+    rest = np.zeros((3, 2, 1))
+    rest[0, 1, 0] = 0.1
+    layer = VerletStrands(rest, free(pinned=False, friction=friction))
+    state = layer.initial_state(rest, G)
+    dt, v0 = 1 / 24, 1.0
+    h = dt / layer.settings.substeps
+    state["prev"][0] -= v0 * h
+
+    def floor(x):
+        push = np.zeros_like(x)
+        push[2] = np.maximum(-x[2], 0.0)
+        return push if push.any() else None
+
+    for _ in range(24):
+        layer.step(state, rest, dt, G, contact=floor)
+    slid = state["pos"][0, 0, 0]
+    assert np.abs(state["pos"][2]).max() <= 1e-12
+    if friction == 0:
+        assert abs(slid - v0 * 1.0) <= 1e-9
+    else:
+        want = v0 ** 2 / (2 * friction * 9.81)
+        assert abs(slid - want) <= v0 * h, (slid, want)
+        assert np.allclose(state["pos"], state["prev"])                # it has stopped
