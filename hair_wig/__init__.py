@@ -5,7 +5,7 @@ the Blender operators feed with arrays read from the scene.
 """
 
 from .cache import BakeCache, check_memory
-from .dynamics import DynamicMagnet, SecondarySprings, WindSource, spring_step_coefficients
+from .dynamics import DynamicMagnet, SecondarySprings, ForceField, spring_step_coefficients
 from .errors import HairWigError
 from .hairset import HairSet
 from .magnets import Magnet, MagnetWeights
@@ -20,6 +20,6 @@ from .strands import StrandSettings, VerletStrands
 __all__ = [
     "BakeCache", "DynamicMagnet", "FrameInput", "HairSet", "HairWigError", "LengthControl",
     "Collider", "ColliderMesh", "Magnet", "MagnetWeights", "MeshField", "Profile", "RadiusMap", "SecondarySettings", "ScalpSpace", "SecondarySprings", "locate_uv",
-    "StrandSettings", "VerletStrands", "Wig", "WigSettings", "WigState", "WindSource", "compensate_compression",
+    "StrandSettings", "VerletStrands", "Wig", "WigSettings", "WigState", "ForceField", "compensate_compression",
     "check_memory", "spring_step_coefficients", "transform_points", "transform_rows",
 ]

@@ -84,14 +84,27 @@ class DynamicMagnet:
             raise HairWigError(f"magnet '{name}': substeps must be at least 1, got {self.substeps}")
 
 
-@dataclass
-class WindSource:
-    """An atmospheric force, filled from a Blender Wind force field (SPEC §4 "Wind").
+KINDS = ("WIND", "TURBULENCE", "DRAG")
 
-    position, direction (unit, the field's Z axis) in world space; strength (N); shape 'PLANE'
+
+@dataclass
+class ForceField:
+    """A force field of the scene, filled from a Blender Wind, Turbulence or Drag field (SPEC §4
+    "Wind"): the force at world positions, as Blender's effectors give it (a magnet of mass m
+    feels it as force; a strand's points, of unit mass, as acceleration).
+
+    position, direction (unit, the field's Z axis) in world space; strength; shape 'PLANE'
     (distance measured along the direction, as Blender's default wind) or 'POINT' (radial);
     falloff ``(1 + r - r_min)^-power`` beyond ``min_distance`` and zero beyond ``max_distance``
     (Blender's effector falloff); ``noise`` adds a smooth, seeded gust of relative amplitude.
+
+    * WIND: ``strength`` along the direction.
+    * TURBULENCE: ``strength`` times a smooth seeded noise vector (each component in −1…1, two
+      octaves) of the position relative to the field (``global_coords``: the world position)
+      scaled by ``size``, the noise's size — Blender's field read the same way, though not
+      Blender's own noise function value for value.
+    * DRAG: against the velocity, ``linear_drag · |v| + quadratic_drag · |v|²`` (each at most 2,
+      as Blender clamps them).
     """
 
     position: np.ndarray
@@ -103,9 +116,19 @@ class WindSource:
     max_distance: float = np.inf
     noise: float = 0.0
     seed: int = 0
+    kind: str = "WIND"
+    size: float = 1.0
+    global_coords: bool = False
+    linear_drag: float = 0.0
+    quadratic_drag: float = 0.0
 
-    def force(self, x: np.ndarray, time: float) -> np.ndarray:
-        """Force (…, 3) at world positions ``x`` (…, 3) and time (s)."""
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise HairWigError(f"force field: kind must be one of {KINDS}, got {self.kind!r}")
+
+    def force(self, x: np.ndarray, time: float, velocity: np.ndarray | None = None) -> np.ndarray:
+        """Force (…, 3) at world positions ``x`` (…, 3), time (s) and, for Drag, the points'
+        velocities (…, 3) (none: no drag)."""
         x = np.asarray(x, dtype=np.float64)
         d = np.asarray(self.direction, dtype=np.float64)
         d = d / max(np.linalg.norm(d), 1e-12)
@@ -119,7 +142,56 @@ class WindSource:
             freq = rng.uniform(0.3, 2.0, 3)
             phase = rng.uniform(0, 2 * np.pi, 3)
             gust = 1.0 + self.noise * np.sin(2 * np.pi * freq * time + phase).mean()
-        return (self.strength * gust * fac)[..., None] * d
+        if self.kind == "WIND":
+            return (self.strength * gust * fac)[..., None] * d
+        if self.kind == "TURBULENCE":
+            at = (x if self.global_coords else rel) / max(self.size, 1e-6)
+            return (self.strength * gust * fac)[..., None] * turbulence(at, self.seed)
+        if velocity is None:
+            return np.zeros(x.shape)
+        v = np.asarray(velocity, dtype=np.float64)
+        speed = np.sqrt(np.einsum("...k,...k->...", v, v))
+        lin, quad = min(self.linear_drag, 2.0), min(self.quadratic_drag, 2.0)
+        # −v̂ (lin |v| + quad |v|²) = −v (lin + quad |v|)
+        return -(gust * fac * (lin + quad * speed))[..., None] * v
+
+
+_TABLE = 4096
+
+
+def turbulence(p: np.ndarray, seed: int = 0, octaves: int = 2) -> np.ndarray:
+    """A smooth noise vector field (…, 3), each component in −1…1, at points ``p`` (…, 3) in
+    noise units: seeded random vectors on the integer lattice blended with a quintic fade
+    (continuous value and gradient), the next octave at twice the frequency and half the
+    amplitude."""
+    p = np.asarray(p, np.float64)
+    table = np.random.default_rng(int(seed)).uniform(-1.0, 1.0, (_TABLE, 3))
+    total = np.zeros(p.shape)
+    amp, norm = 1.0, 0.0
+    for o in range(octaves):
+        total += amp * _lattice(p * (2.0 ** o) + 17.0 * o, table)
+        norm += amp
+        amp *= 0.5
+    return total / norm
+
+
+def _lattice(p: np.ndarray, table: np.ndarray) -> np.ndarray:
+    base = np.floor(p)
+    f = p - base
+    w = f * f * f * (f * (f * 6 - 15) + 10)
+    i = base.astype(np.int64)
+    out = np.zeros(p.shape)
+    for dx in (0, 1):
+        for dy in (0, 1):
+            for dz in (0, 1):
+                h = (i[..., 0] + dx) * 73856093 ^ (i[..., 1] + dy) * 19349663 ^ (i[..., 2] + dz) * 83492791
+                h ^= h >> 13
+                h *= 1274126177
+                h ^= h >> 16
+                weight = ((w[..., 0] if dx else 1 - w[..., 0]) * (w[..., 1] if dy else 1 - w[..., 1])
+                          * (w[..., 2] if dz else 1 - w[..., 2]))
+                out += weight[..., None] * table[h & (_TABLE - 1)]
+    return out
 
 
 def tilt_deviation(head_up: np.ndarray, up: np.ndarray) -> float:
@@ -138,7 +210,7 @@ class DynamicMagnets:
         self.names = names
         self.settings = settings
 
-    def step(self, state_pos, state_vel, prev_target, target, dt, gravity, head_up, winds, time,
+    def step(self, state_pos, state_vel, prev_target, target, dt, gravity, head_up, forces, time,
              dynablend=None):
         """Advance every dynamic magnet by one frame; return the shown positions.
 
@@ -162,8 +234,8 @@ class DynamicMagnets:
             for j in range(1, n + 1):
                 tgt = prev_target[i] + (target[i] - prev_target[i]) * (j / n)
                 f = s.mass * g_eff * down
-                for w in winds:
-                    f = f + w.force(state_pos[i], time - dt + j * h)
+                for w in forces:
+                    f = f + w.force(state_pos[i], time - dt + j * h, state_vel[i])
                 eq = tgt + f / s.stiffness if s.stiffness > 0 else state_pos[i]
                 y = state_pos[i] - eq
                 v = state_vel[i]

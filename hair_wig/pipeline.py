@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .dynamics import DynamicMagnets, SecondarySprings, WindSource
+from .dynamics import DynamicMagnets, SecondarySprings, ForceField
 from .errors import HairWigError
 from .hairset import HairSet
 from .magnets import FollowReach, Magnet, MagnetWeights
@@ -75,7 +75,7 @@ class FrameInput:
     dt: float = 1.0 / 24.0
     time: float = 0.0
     gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
-    winds: list[WindSource] = field(default_factory=list)
+    forces: list[ForceField] = field(default_factory=list)
     magnet_strength: np.ndarray | None = None       # (M,) keyed weight / bound weight per magnet
     magnet_dynablend: np.ndarray | None = None      # (D,) keyed dynablend of each dynamic magnet
     secondary_dynablend: float | None = None        # keyed secondary dynablend, if it changed
@@ -391,7 +391,7 @@ class Wig:
                 if not first:
                     shown = self.dynamics.step(
                         state.magnet_pos, state.magnet_vel, state.magnet_target, target, inp.dt,
-                        inp.gravity, self.head_up(head, inp.gravity), inp.winds, inp.time,
+                        inp.gravity, self.head_up(head, inp.gravity), inp.forces, inp.time,
                         inp.magnet_dynablend)
                     mats[self.dynamic_index, :3, 3] = shown
                     state.magnet_shown = shown
@@ -484,12 +484,12 @@ class Wig:
             clock.lap("dynamics")
             return                                     # at rest on the goal: shown as it is
         accel = None
-        if inp.winds:
-            winds, now = inp.winds, inp.time
+        if inp.forces:
+            forces, now = inp.forces, inp.time
 
             def accel(x, v):
-                pts = np.moveaxis(x, 0, -1)
-                return np.moveaxis(sum(w.force(pts, now) for w in winds), -1, 0)
+                pts, vel = np.moveaxis(x, 0, -1), np.moveaxis(v, 0, -1)
+                return np.moveaxis(sum(f.force(pts, now, vel) for f in forces), -1, 0)
         shown = self.strands.step(state.layer, goal, inp.dt, inp.gravity, _rotation(head), accel,
                                   head_inv=head_inv)
         layered.shown = shown

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
-from ..hair_wig import BakeCache, HairSet, HairWigError, WindSource
+from ..hair_wig import BakeCache, HairSet, HairWigError, ForceField
 from ..hair_wig.spaces import transform_points
 from . import compat
 
@@ -298,22 +298,27 @@ def deforms(ob) -> bool:
     return ob.data.shape_keys is not None or any(m.type != "COLLISION" for m in ob.modifiers)
 
 
-def read_winds(scene, depsgraph) -> list:
-    """The scene's Wind force fields as core wind sources (world space)."""
-    winds = []
+FIELD_KINDS = ("WIND", "TURBULENCE", "DRAG")
+
+
+def read_force_fields(scene, depsgraph) -> list:
+    """The scene's Wind, Turbulence and Drag force fields as core force fields (world space)."""
+    forces = []
     for ob in scene.objects:
         field = ob.field
-        if field is None or field.type != "WIND" or not ob.visible_get():
+        if field is None or field.type not in FIELD_KINDS or not ob.visible_get():
             continue
         m = evaluated_matrix(ob, depsgraph)
-        winds.append(WindSource(
+        forces.append(ForceField(
             position=m[:3, 3].copy(), direction=m[:3, 2] / max(np.linalg.norm(m[:3, 2]), 1e-12),
             strength=float(field.strength), shape="PLANE" if field.shape == "PLANE" else "POINT",
             falloff_power=float(field.falloff_power),
             min_distance=float(field.distance_min) if field.use_min_distance else 0.0,
             max_distance=float(field.distance_max) if field.use_max_distance else np.inf,
-            noise=float(field.noise), seed=int(field.seed)))
-    return winds
+            noise=float(field.noise), seed=int(field.seed), kind=field.type,
+            size=float(field.size), global_coords=bool(field.use_global_coords),
+            linear_drag=float(field.linear_drag), quadratic_drag=float(field.quadratic_drag)))
+    return forces
 
 
 def read_strand_set(ob, attribute: str) -> np.ndarray | None:

@@ -404,7 +404,7 @@ def frame_input(context, ob, head, empties, surface, frame: int, depsgraph=None,
     mats = np.array([blender_io.evaluated_matrix(e, depsgraph) for e in empties]).reshape(-1, 4, 4)
     inp = FrameInput(blender_io.evaluated_matrix(ob, depsgraph),
                      blender_io.evaluated_matrix(head, depsgraph), mats, dt=1.0 / fps,
-                     time=frame / fps, gravity=gravity, winds=blender_io.read_winds(scene, depsgraph))
+                     time=frame / fps, gravity=gravity, forces=blender_io.read_force_fields(scene, depsgraph))
     # Keyable settings, as the animation has them at this frame.
     if wig is not None:
         bound = np.array([m.multiplier for m in wig.magnets])

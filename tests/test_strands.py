@@ -464,3 +464,61 @@ def test_coulomb_friction_stops_a_sliding_strand_after_v0_squared_over_2_mu_g(fr
         want = v0 ** 2 / (2 * friction * 9.81)
         assert abs(slid - want) <= v0 * h, (slid, want)
         assert np.allclose(state["pos"], state["prev"])                # it has stopped
+
+
+# ------------------------------------------------------------------- force fields on strands
+
+def test_a_drag_field_slows_a_moving_strand_as_exp_minus_c_t():
+    """A Drag field (linear 0.8) on a free chain gliding at 2 m/s with nothing else acting:
+    dv/dt = −c v, so v(t) = v0 e^{−c t} (within 1 % over a second); a quadratic drag
+    dv/dt = −q v² gives v0 / (1 + q v0 t)."""
+    from hair_wig import ForceField
+
+    rest = hanging(2, 5)
+    for lin, quad, want in ((0.8, 0.0, lambda t: 2.0 * np.exp(-0.8 * t)),
+                            (0.0, 0.5, lambda t: 2.0 / (1 + 0.5 * 2.0 * t))):
+        field = ForceField(np.zeros(3), np.array([0, 0, 1.0]), strength=0.0, kind="DRAG",
+                           linear_drag=lin, quadratic_drag=quad)
+        layer = VerletStrands(rest, free(pinned=False, substeps=16))
+        state = layer.initial_state(rest, np.zeros(3))
+        h = (1 / 24) / 16
+        state["prev"][0] -= 2.0 * h
+
+        def accel(x, v):
+            return np.moveaxis(field.force(np.moveaxis(x, 0, -1), 0.0, np.moveaxis(v, 0, -1)), -1, 0)
+
+        for f in range(24):
+            before = state["pos"].copy()
+            layer.step(state, rest, 1 / 24, np.zeros(3), accel=accel)
+        speed = (state["pos"][0] - state["prev"][0]).mean() / h
+        assert abs(speed / want(1.0) - 1) < 0.01, (lin, quad, speed, want(1.0))
+        assert np.abs(state["pos"][1:] - before[1:]).max() < 1e-12          # only along x
+
+
+def test_a_turbulence_field_is_smooth_seeded_and_bounded():
+    """Turbulence: strength × a noise vector of the position relative to the field over its
+    size — each component within ±strength, continuous (nearby points feel nearly the same
+    force: a step of 1 % of the size changes it by a few %), the same for the same seed and
+    different for another, and moving with the field unless global."""
+    from hair_wig import ForceField
+
+    rng = np.random.default_rng(4)
+    x = rng.uniform(-3, 3, (5000, 3))
+    field = ForceField(np.array([0.5, 0, 0]), np.array([0, 0, 1.0]), strength=3.0, kind="TURBULENCE",
+                       shape="POINT", size=0.7, seed=9)
+    f = field.force(x, 0.0)
+    assert np.abs(f).max() <= 3.0 and np.abs(f).mean() > 0.3
+    step = field.force(x + 0.007 * rng.normal(size=x.shape) / np.sqrt(3), 0.0)
+    assert np.abs(step - f).max() < 0.1 * 3.0
+    assert np.array_equal(field.force(x, 0.0), f)
+    other = ForceField(np.array([0.5, 0, 0]), np.array([0, 0, 1.0]), strength=3.0, kind="TURBULENCE",
+                       shape="POINT", size=0.7, seed=10)
+    assert np.abs(other.force(x, 0.0) - f).mean() > 0.3
+    moved = ForceField(np.array([1.5, 0, 0]), np.array([0, 0, 1.0]), strength=3.0, kind="TURBULENCE",
+                       shape="POINT", size=0.7, seed=9)
+    np.testing.assert_allclose(moved.force(x + [1.0, 0, 0], 0.0), f, atol=1e-12)
+    glob = ForceField(np.array([1.5, 0, 0]), np.array([0, 0, 1.0]), strength=3.0, kind="TURBULENCE",
+                      shape="POINT", size=0.7, seed=9, global_coords=True)
+    assert np.abs(glob.force(x + [1.0, 0, 0], 0.0) - f).mean() > 0.3
+    with pytest.raises(HairWigError, match="kind must be one of"):
+        ForceField(np.zeros(3), np.array([0, 0, 1.0]), strength=1.0, kind="VORTEX")

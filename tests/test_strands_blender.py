@@ -11,15 +11,19 @@ def _evaluated(io, ob, frame):
     return io.read_evaluated_points(ob, bpy.context.evaluated_depsgraph_get()).astype(np.float64)
 
 
-def test_strands_bake_holds_the_groom_keeps_lengths_and_swings_with_the_head(addon):
-    from hair_wig_addon.operators import blender_io as io
-
+def _sphere_head_with_hair():
     bpy.ops.wm.read_factory_settings(use_empty=True)
-    scene = bpy.context.scene
     bpy.ops.mesh.primitive_uv_sphere_add(segments=32, ring_count=16, radius=1.0)
     head = bpy.context.active_object
     head.name = "Head"
     ob, pts = scenes.uv_hair_on(head, 120, points=12, length=0.6)
+    return bpy.context.scene, head, ob, pts
+
+
+def test_strands_bake_holds_the_groom_keeps_lengths_and_swings_with_the_head(addon):
+    from hair_wig_addon.operators import blender_io as io
+
+    scene, head, ob, pts = _sphere_head_with_hair()
     scenes.keyed_head_turn(head, 1, 8, angle=0.9, lift=0.0)
     scene.frame_start, scene.frame_end = 1, 20
     s = ob.hair_wig
@@ -51,3 +55,46 @@ def test_strands_bake_holds_the_groom_keeps_lengths_and_swings_with_the_head(add
     tips = np.r_[hair.offsets[1:] - 1]
     assert np.linalg.norm(frames[6][tips] - rigid[6][tips], axis=1).mean() > 0.02
     np.testing.assert_allclose(frames[20], rigid[20], atol=1e-5)                   # dynablend keyed to 0
+
+
+def test_strands_feel_turbulence_and_drag_fields_and_the_head(addon):
+    """Blender's Turbulence and Drag fields are read as the scene has them (kind, strength,
+    size, drags) and a Turbulence field stirs the Strands layer's hair; with the head as a
+    collider no baked vertex ends inside it."""
+    from hair_wig_addon.operators import blender_io as io
+
+    scene, head, ob, pts = _sphere_head_with_hair()
+    scene.frame_start, scene.frame_end = 1, 16
+    s = ob.hair_wig
+    s.use_secondary = True
+    s.dynamics_layer = "STRANDS"
+    bpy.context.view_layer.objects.active = ob
+    assert bpy.ops.hair_wig.bake() == {"FINISHED"}
+    still = _evaluated(io, ob, 16)
+    np.testing.assert_allclose(still, pts, atol=1e-4)                  # nothing moves: the groom
+    bpy.ops.object.effector_add(type="TURBULENCE", location=(0.3, 0, 0))
+    turb = bpy.context.active_object
+    turb.field.strength, turb.field.size, turb.field.seed = 40.0, 0.4, 3
+    bpy.ops.object.effector_add(type="DRAG")
+    drag = bpy.context.active_object
+    drag.field.linear_drag, drag.field.quadratic_drag = 0.5, 0.25
+    forces = io.read_force_fields(scene, bpy.context.evaluated_depsgraph_get())
+    kinds = {f.kind: f for f in forces}
+    assert set(kinds) == {"TURBULENCE", "DRAG"}
+    assert kinds["TURBULENCE"].strength == 40.0 and abs(kinds["TURBULENCE"].size - 0.4) < 1e-6
+    assert np.allclose(kinds["TURBULENCE"].position, [0.3, 0, 0])
+    assert (kinds["DRAG"].linear_drag, kinds["DRAG"].quadratic_drag) == (0.5, 0.25)
+    bpy.context.view_layer.objects.active = ob
+    assert bpy.ops.hair_wig.bake() == {"FINISHED"}
+    stirred = _evaluated(io, ob, 16)
+    hair = io.read_hair(ob)
+    tips = hair.offsets[1:] - 1
+    assert np.linalg.norm(stirred[tips] - pts[tips], axis=1).mean() > 0.01
+    np.testing.assert_allclose(stirred[hair.offsets[:-1]], pts[hair.offsets[:-1]], atol=1e-5)    # roots stay
+    from hair_wig_addon.hair_wig.collision import exact_signed_distance
+
+    mesh = head.data
+    mesh.calc_loop_triangles()
+    verts = np.array([v.co for v in mesh.vertices], np.float64)
+    tris = np.array([t.vertices for t in mesh.loop_triangles], np.int64)
+    assert exact_signed_distance(stirred, verts, tris).min() >= -1e-6          # none inside the head

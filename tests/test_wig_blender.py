@@ -314,7 +314,7 @@ def test_wind_field_and_gravity_push_a_dynamic_magnet(scene, glue):
     bpy.ops.object.effector_add(type="WIND", rotation=(0, np.pi / 2, 0))     # blows along +X
     wind = bpy.context.active_object
     wind.field.strength = 5.0
-    winds = io.read_winds(scene, bpy.context.evaluated_depsgraph_get())
+    winds = io.read_force_fields(scene, bpy.context.evaluated_depsgraph_get())
     assert len(winds) == 1 and np.allclose(winds[0].direction, [1, 0, 0], atol=1e-6)
     cache = baking.compute(bpy.context, ob, 1, 96)
     np.testing.assert_allclose(cache.frame(1), pts, atol=1e-6)           # first frame at rest

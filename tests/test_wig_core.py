@@ -5,7 +5,7 @@ import pytest
 
 from hair_wig import (DynamicMagnet, FrameInput, HairSet, HairWigError, LengthControl, Magnet,
                       MagnetWeights, Profile, RadiusMap, SecondarySettings, SecondarySprings, Wig,
-                      WigSettings, WindSource, compensate_compression, spring_step_coefficients)
+                      WigSettings, ForceField, compensate_compression, spring_step_coefficients)
 from hair_wig.dynamics import DynamicMagnets
 from hair_wig.collision import RayField
 from hair_wig.refinement import farthest_hits
@@ -248,12 +248,12 @@ def test_dynamic_magnet_settles_gravity_and_dynablend():
         for _ in range(24 * 20):
             shown = dyn.step(pos, vel, target, target, DT, np.array([0, 0, -9.81]), head_up, [], 0.0)
         np.testing.assert_allclose(shown[0], target[0] - [0, 0, sag], atol=1e-9)
-    wind = WindSource(np.zeros(3), np.array([1.0, 0, 0]), strength=5.0)
+    wind = ForceField(np.zeros(3), np.array([1.0, 0, 0]), strength=5.0)
     pos, vel = target.copy(), np.zeros((1, 3))
     for _ in range(24 * 20):
         dyn.step(pos, vel, target, target, DT, np.zeros(3), up, [wind], 0.0)
     np.testing.assert_allclose(pos[0], target[0] + [5.0 / 50.0, 0, 0], atol=1e-9)
-    far = WindSource(np.zeros(3), np.array([1.0, 0, 0]), strength=5.0, max_distance=0.5, shape="POINT")
+    far = ForceField(np.zeros(3), np.array([1.0, 0, 0]), strength=5.0, max_distance=0.5, shape="POINT")
     assert np.allclose(far.force(np.array([[2.0, 0, 0]]), 0.0), 0)
 
 
