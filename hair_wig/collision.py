@@ -998,7 +998,9 @@ class Collider:
                 x = rest_rows.T[far]
                 gap = np.maximum(np.maximum(lo - x, x - hi), 0)
                 room[far] = np.maximum(np.sqrt((gap * gap).sum(axis=1)) - np.maximum(self.limit[far], 0), 0)
-        skip = 0.5 * room
+        # and a point that moved no more than the push tolerance (float32 rounding of a length
+        # pass) is no closer than its limit less that tolerance, which a push ignores
+        skip = 0.5 * room + self.tolerance
         if not isinstance(self.field, MeshField):
             skip[:] = 0          # a distance along rays is not 1-Lipschitz: nothing can be skipped
         self.skip2 = (skip * skip).astype(np.float32)
@@ -1035,7 +1037,7 @@ class Collider:
         if not self.moved:
             diff = q - np.take(self.rest_rows, index, axis=1)
             dist2 = _dot(diff, diff)
-            return np.flatnonzero(dist2 >= self.skip2[index])
+            return np.flatnonzero(dist2 > self.skip2[index])
         return np.arange(q.shape[1])
 
     def _in_field(self, q: np.ndarray, index: np.ndarray):
@@ -1124,7 +1126,7 @@ class Collider:
         if not self.moved:                               # then: moved less than half the room?
             diff = _take_rows(q, pick)
             diff -= rest_at(pick)
-            pick = pick[_dot(diff, diff) >= skip2_at(pick)]
+            pick = pick[_dot(diff, diff) > skip2_at(pick)]
             if pick.size == 0:
                 return pick
         d, err = self.field.distance_rows(self._field_rows(_take_rows(q, pick)))
