@@ -212,19 +212,23 @@ class VerletStrands:
         on the scalp by gravity slides as ``friction · g`` slows it, whatever the substeps. Points
         not pushed keep their state exactly."""
         r2 = np.einsum("kns,kns->ns", delta, delta)
-        moved = r2 > 0
-        if not moved.any():
+        at = np.flatnonzero(r2 > 0)
+        if at.size == 0:
             return
-        v = (pos - prev) / h
-        n = delta / np.sqrt(np.where(moved, r2, 1.0))
-        into = np.minimum(np.einsum("kns,kns->ns", v, n), 0.0)          # towards the collider
-        v_new = v - into * n
-        slide = v_new - np.einsum("kns,kns->ns", v_new, n) * n
-        speed = np.sqrt(np.einsum("kns,kns->ns", slide, slide))
+        # only the pushed points, as rows (3, K): a contact touches few of them
+        flat_pos, flat_prev = pos.reshape(3, -1), prev.reshape(3, -1)
+        x, x_prev, push = flat_pos[:, at], flat_prev[:, at], delta.reshape(3, -1)[:, at]
+        v = (x - x_prev) / h
+        n = push / np.sqrt(r2.ravel()[at])
+        into = np.minimum(np.einsum("kp,kp->p", v, n), 0.0)              # towards the collider
+        v -= into * n
+        slide = v - np.einsum("kp,kp->p", v, n) * n
+        speed = np.sqrt(np.einsum("kp,kp->p", slide, slide))
         slow = np.minimum(friction * -into, speed) / np.where(speed > 0, speed, 1.0)
-        v_new -= slow * slide
-        pos += delta
-        prev[...] = np.where(moved, pos - v_new * h, prev + delta)
+        v -= slow * slide
+        x += push
+        flat_pos[:, at] = x
+        flat_prev[:, at] = x - v * h
 
     def interaction(self, pos: np.ndarray) -> np.ndarray:
         """Hair–hair accelerations (3, n, S) at positions ``pos``: repulsion between segments of
@@ -304,6 +308,7 @@ class SurfaceContacts:
     the root's direction). ``head_inv`` (4, 4), set every frame: world → head-local now."""
 
     SAMPLES = (0.5, 0.25, 0.75)          # where a segment is met; the middle first
+    LIPSCHITZ = 2.0                      # the fast distance's slope at most (√3 for exact nodes)
 
     def __init__(self, colliders, index: np.ndarray, fixed: int):
         self.colliders = list(colliders)
@@ -311,6 +316,7 @@ class SurfaceContacts:
         self.fixed = int(fixed)
         self.head_inv = np.eye(4)
         self._limits = {}                # collider → (the rest rows it was bound on, limits)
+        self._seen = {}                  # (collider, kind) → where each was last looked at, its room
         movable = (np.arange(index.shape[0]) >= self.fixed).astype(np.float64)
         self.w_a, self.w_b = movable[:-1, None], movable[1:, None]          # (n − 1, 1)
         self.touched = 0                 # points and segments pushed in the last call
@@ -344,6 +350,40 @@ class SurfaceContacts:
             known = self._limits[id(c)] = (rest, np.minimum(c.offset, d_points), np.minimum(c.offset, d_seg))
         return known[1], known[2]
 
+    def begin(self) -> None:
+        """A new frame: where the points were at the last look is forgotten (each frame starts
+        by looking at every point, so a resumed bake meets the same contacts)."""
+        self._seen = {}
+
+    def _look(self, c, key, now: np.ndarray, spread: np.ndarray | None = None) -> np.ndarray:
+        """Which of the points ``now`` (3, K) head-local — free points, or segments' middles with
+        ``spread`` (K,) their half lengths — must be looked at this substep: those that moved
+        (and grew) since their last look by as much as their room then. The fast distance
+        changes by at most LIPSCHITZ times a point's travel (a trilinear interpolant of exact
+        node distances: each partial derivative is at most 1), so the others cannot have reached
+        their surface."""
+        seen = self._seen.get(key)
+        if seen is None:
+            return np.arange(now.shape[1])
+        ref, ref_spread, room = seen
+        step = now - ref
+        reach = self.LIPSCHITZ * np.sqrt(_dot(step, step))
+        if spread is not None:
+            reach += spread - ref_spread
+        return np.flatnonzero(reach >= room)
+
+    def _saw(self, key, now, look, room, spread=None) -> None:
+        """Record the points ``look`` as seen at ``now`` with ``room`` (their own) to spare."""
+        seen = self._seen.get(key)
+        if seen is None:
+            seen = self._seen[key] = (now.copy(), np.zeros(now.shape[1]) if spread is None else spread.copy(),
+                                      np.empty(now.shape[1]))
+        ref, ref_spread, all_room = seen
+        ref[:, look] = _take(now, look)
+        if spread is not None:
+            ref_spread[look] = spread.take(look)
+        all_room[look] = room
+
     def __call__(self, x: np.ndarray):
         """How far (3, n, S) world the colliders push the points ``x`` (3, n, S) world out, or
         None where nothing touches."""
@@ -359,14 +399,16 @@ class SurfaceContacts:
             lim_points, lim_seg = self._limits_of(c)
             tol = c.tolerance
             free = q[:, self.fixed:].reshape(3, -1)
-            near = c.near_rows(free, lim_points)
-            if near.size:
-                at = _take(free, near)
+            look = self._look(c, (id(c), "points"), free)
+            if look.size:
+                at = _take(free, look)
                 d = c.fast_distance(at)
-                inside = np.flatnonzero(d < lim_points.take(near) - tol)
+                room = d - lim_points.take(look)
+                self._saw((id(c), "points"), free, look, room)
+                inside = np.flatnonzero(room < -tol)
                 if inside.size:
                     d, g = c.fast_distance(_take(at, inside), direction=True)
-                    k = near.take(inside)
+                    k = look.take(inside)
                     free[:, k] += g * (lim_points.take(k) - d)
                     q[:, self.fixed:] = free.reshape(3, n - self.fixed, num)
                     touched += k.size
@@ -374,14 +416,15 @@ class SurfaceContacts:
             mid = 0.5 * (a + b)
             ab = b - a
             half = 0.5 * np.sqrt(_dot(ab, ab))
-            near = c.near_rows(mid, lim_seg + half)
-            if near.size == 0:
+            look = self._look(c, (id(c), "segments"), mid, half)
+            if look.size == 0:
                 continue
-            # distances change no faster than the point: a middle farther than half the segment
-            # past its surface keeps the whole segment out
-            d_mid = c.fast_distance(_take(mid, near))
-            keep = np.flatnonzero(d_mid - half.take(near) < lim_seg.take(near))
-            near, d_mid = near.take(keep), d_mid.take(keep)
+            # a middle farther than half the segment past its surface keeps the segment out
+            d_mid = c.fast_distance(_take(mid, look))
+            room = d_mid - half.take(look) - lim_seg.take(look)
+            self._saw((id(c), "segments"), mid, look, room, half)
+            keep = np.flatnonzero(room < 0)
+            near, d_mid = look.take(keep), d_mid.take(keep)
             if near.size == 0:
                 continue
             t, d = self.deepest(_take(a, near), _take(b, near), c.fast_distance, d_mid)
@@ -479,6 +522,7 @@ class StrandLayer:
             if self.contacts:
                 contact = self.contacts[k]
                 contact.head_inv = np.eye(4) if head_inv is None else head_inv
+                contact.begin()
             out[:, index] = layer.step(part, goal_rows[:, index], dt, gravity, head_turn, accel, contact)
             state[f"{n}:goal"] = part["goal"]
         return out

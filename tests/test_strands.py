@@ -373,6 +373,38 @@ def test_strands_meet_the_head_inside_their_substeps_vertices_and_segments():
     assert inside == 0
 
 
+def test_contacts_look_only_where_something_could_touch_and_miss_nothing():
+    """Within a frame the contacts look again only at points and segments that moved by as much
+    as their room at the last look; the strands come out bit for bit as when every one is looked
+    at every substep, with fewer looks."""
+    from hair_wig.strands import SurfaceContacts
+
+    hair, magnet, inputs = _dragged_through_the_head()
+    runs = {}
+    for every in (False, True):
+        wig = Wig(hair, np.eye(4), np.eye(4), [magnet],
+                  WigSettings(strands=StrandSettings(), use_collision=True, collision_offset=0.005),
+                  head_mesh=sphere_mesh(0.98))
+        contact = wig.strands.contacts[0]
+        looks = [0]
+        look = contact._look
+
+        def counted(c, key, now, spread=None, look=look, looks=looks, every=every):
+            at = np.arange(now.shape[1]) if every else look(c, key, now, spread)
+            looks[0] += at.size
+            return at
+
+        contact._look = counted
+        state, frames = None, []
+        for inp in inputs:
+            out, state = wig.step(inp, state)
+            frames.append(out.copy())
+        runs[every] = frames, looks[0]
+    assert all(np.array_equal(a, b) for a, b in zip(runs[False][0], runs[True][0]))
+    assert runs[False][1] < 0.8 * runs[True][1], (runs[False][1], runs[True][1])     # (hair dragged through the head: most are near)
+    assert isinstance(contact, SurfaceContacts)
+
+
 @pytest.mark.parametrize("segments", [True, False])
 def test_a_segment_does_not_fall_through_a_bar(segments):
     """Strands pinned at one end swing down from flat onto a thin bar (3 cm square, segments of
