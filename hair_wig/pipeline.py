@@ -490,8 +490,12 @@ class Wig:
             def accel(x, v):
                 pts, vel = np.moveaxis(x, 0, -1), np.moveaxis(v, 0, -1)
                 return np.moveaxis(sum(f.force(pts, now, vel) for f in forces), -1, 0)
-        shown = self.strands.step(state.layer, goal, inp.dt, inp.gravity, _rotation(head), accel,
-                                  head_inv=head_inv)
+        turn = _rotation(head)
+        rigid = np.eye(4)                              # world → the head's frame, without its scale
+        rigid[:3, :3] = turn.T
+        rigid[:3, 3] = -turn.T @ head[:3, 3]
+        shown = self.strands.step(state.layer, goal, inp.dt, inp.gravity, turn, accel,
+                                  head_inv=head_inv, frame=rigid)
         layered.shown = shown
         transform_rows(head_inv, shown, layered.goal)
         clock.lap("dynamics")

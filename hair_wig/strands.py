@@ -43,6 +43,10 @@ class StrandSettings:
     # how the goal's pull varies root (left) to tip (right): held at the root, free-er at the tip
     goal_profile: Profile = field(default_factory=lambda: Profile.linear(1.0, 0.25, "goal stiffness"))
     goal_damping: float = 10.0           # damps motion relative to the goal (not following it)
+    # bending stiffness: each segment is pulled towards the goal's bend from the one before it
+    # (its direction turned as the segment before turned), so strands keep their groomed curve
+    # along their length however far they swing
+    bend: float = 3000.0
     drag: float = 0.5                    # air drag on the motion itself
     dynablend: float = 1.0               # 0: exactly the goal, 1: the strands' own motion
     method: str = "FTL"                  # FTL (follow-the-leader) or JAKOBSEN (the seed's)
@@ -68,7 +72,7 @@ class StrandSettings:
     def check(self) -> None:
         if int(self.substeps) < 1:
             raise HairWigError(f"strand dynamics: substeps must be at least 1, got {self.substeps}")
-        for what in ("goal_stiffness", "goal_damping", "drag", "ftl_damping", "diameter", "repulsion",
+        for what in ("goal_stiffness", "goal_damping", "bend", "drag", "ftl_damping", "diameter", "repulsion",
                      "link_stiffness", "friction"):
             v = getattr(self, what)
             if not np.isfinite(v) or v < 0:
@@ -147,7 +151,7 @@ class VerletStrands:
         return {"pos": goal.copy(), "prev": goal.copy(), "goal": goal.copy(), "hold": hold}
 
     def step(self, state: dict, goal: np.ndarray, dt: float, gravity, head_turn=None,
-             accel=None, contact=None) -> np.ndarray:
+             accel=None, contact=None, frame=None) -> np.ndarray:
         """Advance ``state`` (in place) over a frame of ``dt`` seconds towards this frame's
         ``goal`` (3, n, S), world space; returns the positions shown (3, n, S):
         ``goal + dynablend · (pos − goal)``, roots on the goal's.
@@ -155,7 +159,10 @@ class VerletStrands:
         ``gravity`` (3,); ``head_turn`` (3, 3) the head's rotation now (the style's ``hold``
         turns with it); ``accel(x, v)`` → (3, n, S): the scene's force fields as accelerations;
         ``contact(x)`` → (3, n, S) or None: how far the colliders push the points ``x`` out
-        (``SurfaceContacts``), taken after the lengths at every substep with ``collide``.
+        (``SurfaceContacts``), taken after the lengths at every substep with ``collide``;
+        ``frame`` (4, 4): a rigid map from the world into the head's frame now, where the
+        hair–hair broadphase measures how far points moved (a head turning carries every pair
+        along unchanged).
         The goal moves linearly from the last frame's over the substeps."""
         s = self.settings
         goal = np.asarray(goal, np.float64)
@@ -168,6 +175,7 @@ class VerletStrands:
         base = np.asarray(gravity, np.float64) + turn @ state["hold"]          # (3,)
         pos, prev = state["pos"], state["prev"]
         kh2 = self.stiffness * (h * h)
+        bend = s.bend * (h * h) / (1 + s.bend * (h * h))
         # damping, exactly over a substep: dv/dt = −c_g (v − v_goal) − c_d v relaxes v towards
         # v_eq = c_g v_goal / (c_g + c_d) by e^{−(c_g + c_d) h}, stable however strong
         rate = s.goal_damping + s.drag
@@ -182,12 +190,18 @@ class VerletStrands:
             if accel is not None:
                 a += accel(pos, v)
             if s.hair_hair or self.link_a.size:
-                a += self.interaction(pos)
+                a += self.interaction(pos, frame)
             # the goal's spring implicitly: x' = x + v h + (a + k (target − x')) h², stable
             # for any stiffness, and exactly x at rest on the goal
             new = pos + v * h + a * (h * h) + kh2 * target
             new /= 1 + kh2
             prev[...] = pos
+            if bend:
+                # the bend on the predicted strand, b h² / (1 + b h²) of the way, and its last
+                # position with it: the shape is restored without setting the point moving (a
+                # kick through the velocity would feed the kinks it removes); a strand moving or
+                # turning as a whole is not touched
+                self._bend(new, prev, target, bend)
             self._constrain(new, prev, target)
             if contact is not None:
                 push = contact(new)
@@ -230,19 +244,52 @@ class VerletStrands:
         flat_pos[:, at] = x
         flat_prev[:, at] = x - v * h
 
-    def interaction(self, pos: np.ndarray) -> np.ndarray:
+    def interaction(self, pos: np.ndarray, frame: np.ndarray | None = None) -> np.ndarray:
         """Hair–hair accelerations (3, n, S) at positions ``pos``: repulsion between segments of
-        different strands closer than the diameter, and the static links' springs."""
+        different strands closer than the diameter, and the static links' springs. ``frame``
+        (4, 4): rigid, world → the frame the broadphase tracks motion in (``step``)."""
         s = self.settings
         out = link_forces(pos, self.link_a, self.link_b, self.link_rest, s.link_stiffness)
         if s.hair_hair:
             n, num = self.n, pos.shape[2]
             a, b = pos[:, :-1].reshape(3, -1), pos[:, 1:].reshape(3, -1)
             on_a, on_b, self.pairs = repulsion(a, b, self.segment_strand, s.diameter, s.repulsion,
-                                               self.contacts.candidates(pos, a, b))
+                                               self.contacts.candidates(self._in_frame(pos, frame), a, b))
             out[:, :-1] += on_a.reshape(3, n - 1, num)
             out[:, 1:] += on_b.reshape(3, n - 1, num)
         return out
+
+    def _bend(self, x: np.ndarray, prev: np.ndarray, goal: np.ndarray, share: float) -> None:
+        """Bend the predicted points ``x`` (3, n, S), root to tip, ``share`` of the way towards
+        where each would be if its segment bent from the one before it as the goal's does: the
+        goal's segment ``j`` turned by the least rotation that takes the goal's segment
+        ``j − 1`` onto the strand's (Rodrigues' formula), laid from point ``j − 1`` as already
+        bent. ``prev`` moves alike, so the shape comes back without setting the point moving (a
+        kick through the velocity feeds the kinks it removes). A strand moving or turning as a
+        whole is not touched; a kink is. One sweep from the root, as follow-the-leader's: each
+        point is placed once from its final parent (all at once, measured, it blows up when
+        stiff)."""
+        for j in range(2, self.n):
+            seg = x[:, j - 1] - x[:, j - 2]
+            was = goal[:, j - 1] - goal[:, j - 2]
+            d = goal[:, j] - goal[:, j - 1]
+            u = was / np.sqrt(np.maximum(np.einsum("ks,ks->s", was, was), 1e-300))
+            w = seg / np.sqrt(np.maximum(np.einsum("ks,ks->s", seg, seg), 1e-300))
+            axis = np.cross(u, w, axis=0)
+            c = np.einsum("ks,ks->s", u, w)
+            # R d = c d + axis × d + axis (axis · d) / (1 + c)
+            turned = c * d + np.cross(axis, d, axis=0)
+            turned += axis * (np.einsum("ks,ks->s", axis, d) / np.maximum(1 + c, 1e-6))
+            fix = share * (x[:, j - 1] + turned - x[:, j])
+            x[:, j] += fix
+            prev[:, j] += fix
+
+    @staticmethod
+    def _in_frame(pos: np.ndarray, frame: np.ndarray | None) -> np.ndarray:
+        if frame is None:
+            return pos
+        flat = pos.reshape(3, -1)
+        return (frame[:3, :3] @ flat + frame[:3, 3:4]).reshape(pos.shape)
 
     def _constrain(self, x: np.ndarray, prev: np.ndarray, target: np.ndarray) -> None:
         """Roots and lengths on the predicted positions ``x`` (3, n, S), in place. FTL moves each
@@ -375,9 +422,9 @@ class SurfaceContacts:
     def _saw(self, key, now, look, room, spread=None) -> None:
         """Record the points ``look`` as seen at ``now`` with ``room`` (their own) to spare."""
         seen = self._seen.get(key)
-        if seen is None:
-            seen = self._seen[key] = (now.copy(), np.zeros(now.shape[1]) if spread is None else spread.copy(),
-                                      np.empty(now.shape[1]))
+        if seen is None:            # the frame's first look is at every point: keep them as they are
+            self._seen[key] = (now.copy(), np.zeros(now.shape[1]) if spread is None else spread.copy(), room)
+            return
         ref, ref_spread, all_room = seen
         ref[:, look] = _take(now, look)
         if spread is not None:
@@ -512,9 +559,11 @@ class StrandLayer:
         return state
 
     def step(self, state: dict, goal_rows: np.ndarray, dt: float, gravity, head_turn, accel=None,
-             out: np.ndarray | None = None, head_inv: np.ndarray | None = None) -> np.ndarray:
+             out: np.ndarray | None = None, head_inv: np.ndarray | None = None,
+             frame: np.ndarray | None = None) -> np.ndarray:
         """One frame of every group towards ``goal_rows`` (3, P); the shown rows (3, P).
-        ``head_inv`` (4, 4): world → head-local now, where the colliders are."""
+        ``head_inv`` (4, 4): world → head-local now, where the colliders are; ``frame``: its
+        rigid part (``VerletStrands.step``)."""
         out = np.empty(goal_rows.shape, np.float64) if out is None else out
         for k, (n, index, layer) in enumerate(self.groups):
             part = {name: state[f"{n}:{name}"] for name in ("pos", "prev", "goal", "hold")}
@@ -523,6 +572,6 @@ class StrandLayer:
                 contact = self.contacts[k]
                 contact.head_inv = np.eye(4) if head_inv is None else head_inv
                 contact.begin()
-            out[:, index] = layer.step(part, goal_rows[:, index], dt, gravity, head_turn, accel, contact)
+            out[:, index] = layer.step(part, goal_rows[:, index], dt, gravity, head_turn, accel, contact, frame)
             state[f"{n}:goal"] = part["goal"]
         return out

@@ -137,10 +137,13 @@ def _head_scene(frames: int):
     return bpy, scene, head
 
 
-def particle_hair(strands: int, frames: int) -> dict:
+def particle_hair(strands: int, frames: int, collide: bool = False) -> dict:
     """Blender's own hair dynamics (particle hair, cloth solver) on the same head motion:
-    ``strands`` hairs of 16 points, stepped frame by frame as playback does."""
+    ``strands`` hairs of 16 points, stepped frame by frame as playback does; ``collide``: the
+    head is a collider (Collision physics) and the hair's collision is on."""
     bpy, scene, head = _head_scene(frames)
+    if collide:
+        head.modifiers.new("Collision", "COLLISION")
     head.modifiers.new("Hair", "PARTICLE_SYSTEM")
     psys = head.particle_systems[0]
     ps = psys.settings
@@ -149,6 +152,7 @@ def particle_hair(strands: int, frames: int) -> dict:
     ps.hair_length = 0.45
     ps.hair_step = POINTS - 1
     psys.use_hair_dynamics = True
+    psys.cloth.collision_settings.use_collision = collide
     psys.point_cache.frame_start, psys.point_cache.frame_end = 1, frames
     scene.frame_set(1)
     t0 = time.perf_counter()
@@ -158,9 +162,9 @@ def particle_hair(strands: int, frames: int) -> dict:
     return {"strands": strands, "s": elapsed, "frames": frames - 1}
 
 
-def wig_bake(strands: int, frames: int) -> dict:
-    """hair_wig's whole bake on the same head motion: read the scene, step (secondary dynamics,
-    length, collision with the head), write the keyframed cache."""
+def wig_bake(strands: int, frames: int, layer: str = "SPRINGS") -> dict:
+    """hair_wig's whole bake on the same head motion: read the scene, step (secondary dynamics
+    of the solver ``layer``, length, collision with the head), write the keyframed cache."""
     bpy, scene, head = _head_scene(frames)
     import addon
     import demo
@@ -178,6 +182,7 @@ def wig_bake(strands: int, frames: int) -> dict:
     bpy.context.view_layer.objects.active = hair
     bpy.ops.hair_wig.enable()
     hair.hair_wig.use_secondary = True
+    hair.hair_wig.dynamics_layer = layer
     t0 = time.perf_counter()
     baking.bake(bpy.context, hair)
     elapsed = time.perf_counter() - t0
@@ -359,6 +364,125 @@ def field_build(triangles: int) -> dict:
             "dims": [int(d) for d in f.dims], "query_us": 1e6 * query / len(q)}
 
 
+def _strands_groom(strands: int, points: int) -> np.ndarray:
+    """Hair (3, points, strands) combed out and down from a unit sphere's crown, 0.5 long."""
+    rng = np.random.default_rng(1)
+    phi = rng.uniform(0, 2 * np.pi, strands)
+    theta = np.arccos(rng.uniform(0.35, 0.98, strands))
+    root = np.stack([np.sin(theta) * np.cos(phi), np.sin(theta) * np.sin(phi), np.cos(theta)])
+    out = root * np.array([1.0, 1.0, 0.0])[:, None]
+    out /= np.maximum(np.linalg.norm(out, axis=0), 1e-9)
+    s = np.linspace(0, 1, points)[:, None]
+    return 1.002 * root[:, None] + 0.5 * (out[:, None] * np.sin(s * 1.2) - np.array([0, 0, 1.0])[:, None, None]
+                                          * (1 - np.cos(s * 1.2)) * 0.8 + root[:, None] * 0.1 * s)
+
+
+def strands_one(strands: int, points: int, hair_hair: bool, frames: int = 6) -> dict:
+    """The wig core per frame with the Strands layer (8 substeps, collision with a sphere head in
+    its substeps and in refinement): ``strands`` combed out and down from the head's crown, the
+    head turning; with ``hair_hair``, segments of different strands closer than 5 mm repel.
+    Reports the median ms per frame after a warm-up frame, the layer's and refinement's parts,
+    the hair-hair interaction's part, and the process's peak memory."""
+    sys.path.insert(0, str(ROOT))
+    from hair_wig import FrameInput, HairSet, Magnet, Wig, WigSettings
+    from hair_wig.strands import StrandSettings, VerletStrands
+
+    pts = _strands_groom(strands, points)
+    hair = HairSet(np.ascontiguousarray(pts.transpose(2, 1, 0)).reshape(-1, 3).astype(np.float32),
+                   np.full(strands, points), name="bench")
+    settings = WigSettings(strands=StrandSettings(hair_hair=hair_hair, diameter=0.005), use_collision=True)
+    wig = Wig(hair, np.eye(4), np.eye(4), [Magnet("M", np.eye(4), radius=0.01)], settings,
+              head_mesh=sphere_mesh())
+    spent = [0.0]
+    original = VerletStrands.interaction
+
+    def interaction(self, pos, frame=None):
+        t1 = time.perf_counter()
+        try:
+            return original(self, pos, frame)
+        finally:
+            spent[0] += time.perf_counter() - t1
+
+    VerletStrands.interaction = interaction
+    times, state, phases = [], None, {}
+    for f in range(frames + 1):
+        head = np.eye(4)
+        c, si = np.cos(0.9 * f / frames), np.sin(0.9 * f / frames)
+        head[:2, :2] = [[c, -si], [si, c]]
+        if f == 1:
+            spent[0], phases = 0.0, {}
+        t1 = time.perf_counter()
+        _, state = wig.step(FrameInput(np.eye(4), head, np.array([np.eye(4)]), time=f / 24), state,
+                            keep_state=False, timings=phases)
+        if f:
+            times.append(time.perf_counter() - t1)
+    return {"strands": strands, "points": points, "hair_hair": hair_hair, "ms": 1e3 * float(np.median(times)),
+            "mean_ms": 1e3 * float(np.mean(times)), "layer_ms": 1e3 * phases.get("dynamics", 0.0) / frames,
+            "refine_ms": 1e3 * (phases.get("collision", 0.0) + phases.get("length", 0.0)) / frames,
+            "interaction_ms": 1e3 * spent[0] / frames,
+            "pairs": sum(g[2].pairs for g in wig.strands.groups),
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def one_search(strands: int, points: int) -> dict:
+    """One hair-hair broadphase search (pairs of segments closer than 5 mm + the 5 mm margin
+    the solver keeps) over ``strands_one``'s groom at rest, and the narrow phase on its pairs."""
+    sys.path.insert(0, str(ROOT))
+    from hair_wig.interaction import segment_closest, segment_pairs
+
+    pts = _strands_groom(strands, points)
+    a, b = pts[:, :-1].reshape(3, -1), pts[:, 1:].reshape(3, -1)
+    strand = np.tile(np.arange(strands), points - 1)
+    t0 = time.perf_counter()
+    i, j, _, _, _ = segment_pairs(a, b, strand, 0.01)
+    search = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    segment_closest(a[:, i], b[:, i], a[:, j], b[:, j])
+    narrow = time.perf_counter() - t0
+    return {"strands": strands, "points": points, "pairs": int(len(i)), "search_s": search, "narrow_s": narrow,
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def strands_section(args, env, blender: dict) -> None:
+    """Section 7: the Strands solver (issue 15) end to end against Blender's hair dynamics, and
+    its per-frame cost."""
+    print("7. Strands solver: end-to-end bake with head collision (in its substeps and in refinement), "
+          "48 frames of a head turn, 16 points per strand, against Blender's particle hair dynamics without "
+          "collision (the same head turn)")
+    print(f"{'strands':>8}{'hair_wig s':>12}{'ms/frame':>10}{'Blender ms/frame':>18}{'ratio':>8}")
+    ours = {}
+    for n in args.strands:
+        ours[n] = r = _run("--wig-strands-one", n)
+        theirs = blender.get(n) or _run("--particle-one", n)
+        mine, their = 1e3 * r["s"] / r["frames"], 1e3 * theirs["s"] / theirs["frames"]
+        print(f"{n:>8}{r['s']:>12.2f}{mine:>10.1f}{their:>18.1f}{their / mine:>7.1f}x", flush=True)
+    n = min(args.strands)
+    theirs = _run("--particle-collide-one", n)
+    their = 1e3 * theirs["s"] / theirs["frames"]
+    mine = 1e3 * ours[n]["s"] / ours[n]["frames"]
+    print(f"   with collision on both sides ({n} strands; Blender's on {theirs['frames']} frames, the head a "
+          f"Collision object): Blender {their:.0f} ms/frame, hair_wig {mine:.1f} ms/frame: {their / mine:.0f}x")
+    print("   the core per frame (sphere head turning, hair combed out and down from the crown, 8 substeps, "
+          "collision; median after a warm-up frame):")
+    print(f"{'strands':>10}{'points':>7}{'hair-hair':>10}{'ms/frame':>10}{'layer':>8}{'refine':>8}"
+          f"{'hair-hair':>10}{'share':>7}{'pairs':>9}{'peak MB':>9}")
+    for size in args.strands_core:
+        for hair_hair in (0, 1):
+            strands, points = map(int, size.split("x"))
+            if hair_hair and strands * points > 400_000:
+                r = _run("--search-one", size, env=env)
+                print(f"{strands:>10}{points:>7}{'yes':>10}   not stepped: one broadphase search "
+                      f"{r['search_s']:.1f} s ({r['pairs']} pairs within 1 cm), its narrow phase "
+                      f"{r['narrow_s']:.2f} s; peak {r['peak_mb']:.0f} MB", flush=True)
+                continue
+            frames = 2 if hair_hair else 4
+            r = _run("--strands-one", f"{strands}x{points}x{hair_hair}x{frames}", env=env)
+            share = r["interaction_ms"] / r["mean_ms"]
+            print(f"{strands:>10}{points:>7}{'yes' if hair_hair else 'no':>10}{r['ms']:>10.0f}{r['layer_ms']:>8.0f}"
+                  f"{r['refine_ms']:>8.0f}{r['interaction_ms']:>10.0f}{100 * share:>6.0f}%{r['pairs']:>9}"
+                  f"{r['peak_mb']:>9.0f}", flush=True)
+
+
 def _run(*args, env=None) -> dict:
     res = subprocess.run([sys.executable, __file__, *map(str, args)], capture_output=True, text=True,
                          env=env, check=True)
@@ -412,15 +536,27 @@ def main(argv=None) -> int:
     p.add_argument("--quick-fur-one", help=argparse.SUPPRESS)
     p.add_argument("--field-one", type=int, help=argparse.SUPPRESS)
     p.add_argument("--field", type=int, default=50000, help="triangles of the head whose collision field is built")
+    p.add_argument("--strands", type=int, nargs="*", default=[1000, 5000],
+                   help="strand counts for the Strands solver's end-to-end bake; none skips section 7")
+    p.add_argument("--strands-core", nargs="*", default=["10000x32", "100000x16"],
+                   help="strands x points for the Strands solver's per-frame cost")
+    p.add_argument("--strands-one", help=argparse.SUPPRESS)
+    p.add_argument("--wig-strands-one", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--particle-collide-one", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--search-one", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     for flag, fn in ((args.one, lambda n: one(n, args.frames, args.length_mode, args.method)), (args.preview_one, lambda n: preview_rate(n, 48)),
                      (args.particle_one, lambda n: particle_hair(n, 48)), (args.wig_one, lambda n: wig_bake(n, 48)),
                      (args.sparse_one, sparse_weights), (args.quick_fur_one, quick_fur_bake),
-                     (args.field_one, field_build)):
+                     (args.field_one, field_build), (args.wig_strands_one, lambda n: wig_bake(n, 48, "STRANDS")),
+                     (args.particle_collide_one, lambda n: particle_hair(n, 4, collide=True)),
+                     (args.strands_one, lambda k: strands_one(*map(int, k.split("x")))),
+                     (args.search_one, lambda k: one_search(*map(int, k.split("x"))))):
         if flag:
             print(json.dumps(fn(flag)))
             return 0
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    blender = {}                 # Blender's particle hair dynamics per strand count, measured once
     print("1. wig core per frame: 8 magnets (2 dynamic), secondary dynamics, compression, length, collision")
     print(f"{'strands':>8}{'points':>9}{'1 thread':>10}{'2 threads':>10}{'speed-up':>9}{'floor':>8}"
           f"{'ratio':>7}{'primary':>9}{'dynamics':>9}{'compr.':>8}{'length':>8}{'collis.':>8}{'output':>8}"
@@ -452,7 +588,7 @@ def main(argv=None) -> int:
         print(f"{'strands':>8}{'hair_wig s':>12}{'ms/frame':>10}{'Blender s':>11}{'ms/frame':>10}{'ratio':>8}")
         for n in args.e2e:
             ours = _run("--wig-one", n)
-            theirs = _run("--particle-one", n)
+            theirs = blender[n] = _run("--particle-one", n)
             print(f"{n:>8}{ours['s']:>12.2f}{1e3 * ours['s'] / ours['frames']:>10.1f}{theirs['s']:>11.2f}"
                   f"{1e3 * theirs['s'] / theirs['frames']:>10.1f}"
                   f"{(theirs['s'] / theirs['frames']) / (ours['s'] / ours['frames']):>7.0f}x", flush=True)
@@ -494,6 +630,8 @@ def main(argv=None) -> int:
     print(f"   field of a {r['triangles']}-triangle head: built in {r['s']:.2f} s (target <= 2 s), "
           f"{r['mb']:.0f} MB, grid {'x'.join(map(str, r['dims']))}; exact signed distance of points within "
           f"5 mm of it: {r['query_us']:.1f} us per point")
+    if args.strands:
+        strands_section(args, env, blender)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     plot(rows, out / "bench.png")

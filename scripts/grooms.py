@@ -353,8 +353,9 @@ def measure(g: Groom, cache, every: int = 3) -> dict:
     return out
 
 
-def picture(g: Groom, path: Path, frame: int, size: int = 420) -> np.ndarray:
-    """Render the baked groom at ``frame`` with Workbench; the pixels (H, W, 4)."""
+def picture(g: Groom, path: Path, frame: int, size: int = 420, view=(0.75, -1.0, 0.35)) -> np.ndarray:
+    """Render the baked groom at ``frame`` with Workbench, the camera towards the head's rest
+    place from ``view``; the pixels (H, W, 4)."""
     scene = bpy.context.scene
     cam = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
     scene.collection.objects.link(cam)
@@ -362,7 +363,7 @@ def picture(g: Groom, path: Path, frame: int, size: int = 420) -> np.ndarray:
     target = np.array(g.head.matrix_world.translation)
     lo, hi = mesh_world(g.head)[0].min(0), mesh_world(g.head)[0].max(0)
     span = float((hi - lo).max())
-    view = np.array([0.75, -1.0, 0.35])
+    view = np.asarray(view, np.float64)
     cam.location = target + view / np.linalg.norm(view) * span * 2.6
     direction = target - np.array(cam.location)
     cam.rotation_euler = look(direction)

@@ -32,7 +32,7 @@ def seg_lengths(x):
 
 
 def free(**kw):
-    base = dict(goal_stiffness=0.0, goal_damping=0.0, drag=0.0, hold_style=False)
+    base = dict(goal_stiffness=0.0, goal_damping=0.0, drag=0.0, hold_style=False, bend=0.0)
     base.update(kw)
     return StrandSettings(**base)
 
