@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .collision import _dot, _take_rows
 from .errors import HairWigError
 from .interaction import Contacts, link_forces, repulsion, static_links
 from .profiles import Profile
@@ -426,7 +427,7 @@ class SurfaceContacts:
             self._seen[key] = (now.copy(), np.zeros(now.shape[1]) if spread is None else spread.copy(), room)
             return
         ref, ref_spread, all_room = seen
-        ref[:, look] = _take(now, look)
+        ref[:, look] = _take_rows(now, look)
         if spread is not None:
             ref_spread[look] = spread.take(look)
         all_room[look] = room
@@ -448,13 +449,13 @@ class SurfaceContacts:
             free = q[:, self.fixed:].reshape(3, -1)
             look = self._look(c, (id(c), "points"), free)
             if look.size:
-                at = _take(free, look)
+                at = _take_rows(free, look)
                 d = c.fast_distance(at)
                 room = d - lim_points.take(look)
                 self._saw((id(c), "points"), free, look, room)
                 inside = np.flatnonzero(room < -tol)
                 if inside.size:
-                    d, g = c.fast_distance(_take(at, inside), direction=True)
+                    d, g = c.fast_distance(_take_rows(at, inside), direction=True)
                     k = look.take(inside)
                     free[:, k] += g * (lim_points.take(k) - d)
                     q[:, self.fixed:] = free.reshape(3, n - self.fixed, num)
@@ -467,19 +468,19 @@ class SurfaceContacts:
             if look.size == 0:
                 continue
             # a middle farther than half the segment past its surface keeps the segment out
-            d_mid = c.fast_distance(_take(mid, look))
+            d_mid = c.fast_distance(_take_rows(mid, look))
             room = d_mid - half.take(look) - lim_seg.take(look)
             self._saw((id(c), "segments"), mid, look, room, half)
             keep = np.flatnonzero(room < 0)
             near, d_mid = look.take(keep), d_mid.take(keep)
             if near.size == 0:
                 continue
-            t, d = self.deepest(_take(a, near), _take(b, near), c.fast_distance, d_mid)
+            t, d = self.deepest(_take_rows(a, near), _take_rows(b, near), c.fast_distance, d_mid)
             inside = np.flatnonzero(d < lim_seg.take(near) - tol)
             if inside.size == 0:
                 continue
             k, t = near.take(inside), t.take(inside)
-            p = _take(a, k) + t * _take(ab, k)
+            p = _take_rows(a, k) + t * _take_rows(ab, k)
             d, g = c.fast_distance(p, direction=True)
             push = g * (lim_seg.take(k) - d)
             wa = np.broadcast_to(self.w_a, (n - 1, num)).ravel().take(k)
@@ -500,14 +501,6 @@ class SurfaceContacts:
         q -= start
         inv = np.linalg.inv(m)
         return (inv[:3, :3] @ q.reshape(3, -1)).reshape(shape)
-
-
-def _dot(x, y):
-    return np.einsum("k...,k...->...", x, y)
-
-
-def _take(rows, at):
-    return np.take(rows, at, axis=1)
 
 
 class StrandLayer:
