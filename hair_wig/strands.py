@@ -120,7 +120,9 @@ class VerletStrands:
         t = np.cumsum(np.r_[np.zeros((1, rest.shape[2])), self.length], axis=0)
         t /= np.maximum(t[-1], 1e-300)
         self.t = t                                                               # (n, S) along the strand
-        self.stiffness = s.goal_stiffness * s.goal_profile(t)
+        self._profile = s.goal_profile(t)                                   # (n, S) root to tip
+        self.stiffness = self.goal_stiffness = None
+        self.set_goal_stiffness(s.goal_stiffness)
         self._free = (t > 0) if s.pinned else np.ones(t.shape, bool)       # roots stay on the goal's
         self.dynablend = None
         self.set_dynablend(s.dynablend)
@@ -143,6 +145,14 @@ class VerletStrands:
         if dynablend != self.dynablend:
             self.dynablend = float(dynablend)
             self.blend = np.where(self._free, self.dynablend, 0.0)
+
+    def set_goal_stiffness(self, stiffness: float) -> None:
+        """The goal's pull, times the goal profile along the strand (keyable): the state is unchanged."""
+        if not np.isfinite(stiffness) or stiffness < 0:
+            raise HairWigError(f"strand dynamics: goal stiffness (Hold) must be >= 0, got {stiffness}")
+        if stiffness != self.goal_stiffness:
+            self.goal_stiffness = float(stiffness)
+            self.stiffness = self.goal_stiffness * self._profile
 
     def initial_state(self, goal: np.ndarray, gravity, head_turn=None) -> dict:
         """At rest on the goal (3, n, S); ``head_turn`` (3, 3): the head's rotation at rest."""
@@ -534,6 +544,10 @@ class StrandLayer:
     def set_dynablend(self, dynablend: float) -> None:
         for _, _, layer in self.groups:
             layer.set_dynablend(dynablend)
+
+    def set_goal_stiffness(self, stiffness: float) -> None:
+        for _, _, layer in self.groups:
+            layer.set_goal_stiffness(stiffness)
 
     def absorb(self, state: dict, delta_rows: np.ndarray, friction: float) -> None:
         """``VerletStrands.absorb`` on every group; ``delta_rows`` (3, P)."""

@@ -24,7 +24,11 @@ WIG_PROFILES = {
     "compression": ("Compression", "Where along the strand compression is held back, root to tip", "CONSTANT"),
     "gravity": ("Gravity", "Sag of dynamic magnets by head tilt: upright (left) to upside down (right)", "LINEAR"),
     "secondary_blend": ("Secondary Blend", "How much each vertex lags, root to tip", "PINNED"),
+    "hold": ("Hold Along Strand", "How strongly Strands pull each point back to the groom, root (left) "
+                                  "to tip (right), times Hold", "HOLD"),
 }
+# drawn beside their own settings (the Dynamics panel), not among the wig's shaping profiles
+DYNAMICS_PROFILES = ("hold",)
 MAGNET_PROFILES = {
     "falloff": ("Falloff", "Pull from the magnet's centre (left) to its radius (right)", "EASE_OUT"),
 }
@@ -36,6 +40,8 @@ PRESETS = {
     # pinned at the root, full from a fifth of the strand on: the patent's dynablend is uniform
     # along the strand, only the root must not swing
     "PINNED": ((0.0, 0.0), (0.2, 1.0), (1.0, 1.0)),
+    # held fully at the root, a quarter of it at the tip: the strands' own default goal profile
+    "HOLD": ((0.0, 1.0), (1.0, 0.25)),
 }
 SMOOTH_PRESETS = {"EASE", "EASE_OUT"}
 SAMPLES = 257

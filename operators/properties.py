@@ -185,12 +185,18 @@ class HairWigSettings(bpy.types.PropertyGroup):
         default="SPRINGS", options=set())
     strands_stiffness: FloatProperty(
         name="Hold", description="How strongly each strand is pulled back to the groomed, magnet-posed "
-                                 "shape (strongest at the root, a quarter of it at the tip): lower swings "
-                                 "more freely", default=400.0, min=0.0, max=1e6, soft_max=2000.0, options=set())
+                                 "shape (along the strand as Hold Along Strand draws it): lower swings more "
+                                 "freely. Key it to let hair loose for a move", default=400.0, min=0.0, max=1e6,
+        soft_max=2000.0)
     strands_goal_damping: FloatProperty(
         name="Settle", description="How quickly strands stop swinging about the groomed shape (does not "
                                    "slow them following the head)", default=10.0, min=0.0, max=1e4,
         soft_max=50.0, options=set())
+    strands_bend: FloatProperty(
+        name="Keep Curve", description="How firmly each strand keeps its groomed curve along its length "
+                                       "while it swings: keeps kinks out of fast moves; 0 lets every "
+                                       "joint fold freely", default=3000.0, min=0.0, max=1e6, soft_max=10000.0,
+        options=set())
     strands_drag: FloatProperty(
         name="Air Drag", description="How much the air slows every motion of the hair", default=0.5,
         min=0.0, max=1e4, soft_max=10.0, options=set())

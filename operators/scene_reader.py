@@ -262,6 +262,7 @@ def read_settings(s, dynamics: bool = True) -> WigSettings:
     if s.use_secondary and dynamics and s.dynamics_layer == "STRANDS":
         strands = StrandSettings(
             substeps=s.strands_substeps, goal_stiffness=s.strands_stiffness,
+            goal_profile=profile_curves.read(s, "hold"), bend=s.strands_bend,
             goal_damping=s.strands_goal_damping, drag=s.strands_drag, dynablend=s.strands_dynablend,
             method=s.strands_method, iterations=s.strands_iterations, friction=s.strands_friction,
             hair_hair=s.strands_hair_hair,
@@ -395,7 +396,7 @@ def bind_style(keyed, wig, source, hair_rest, head, head_rest, surface=None) -> 
 
 def frame_input(context, ob, head, empties, surface, frame: int, depsgraph=None, wig=None) -> FrameInput:
     """What the wig needs from the scene at ``frame`` (already set and evaluated; pass the
-    depsgraph from inside a handler). With ``wig``, keyed settings (magnet weights and dynablends)
+    depsgraph from inside a handler). With ``wig``, keyed settings (magnet weights, dynablends, the strands' hold)
     are read at this frame too."""
     scene = context.scene
     depsgraph = context.evaluated_depsgraph_get() if depsgraph is None else depsgraph
@@ -414,6 +415,7 @@ def frame_input(context, ob, head, empties, surface, frame: int, depsgraph=None,
         inp.magnet_dynablend = np.array([empties[i].hair_wig_magnet.dynablend for i in wig.dynamic_index])
         inp.secondary_dynablend = ob.hair_wig.secondary_dynablend
         inp.strands_dynablend = ob.hair_wig.strands_dynablend
+        inp.strands_stiffness = ob.hair_wig.strands_stiffness
     if surface is not None:
         inp.surface_positions, inp.surface_normals = surface.now(depsgraph)
     if wig is not None and wig.colliders:

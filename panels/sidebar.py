@@ -130,7 +130,8 @@ class VIEW3D_PT_hair_wig_profiles(_WigSubPanel, bpy.types.Panel):
     def draw(self, context):
         s = context.active_object.hair_wig
         for name in profile_curves.WIG_PROFILES:
-            draw_profile(self.layout, s, name)
+            if name not in profile_curves.DYNAMICS_PROFILES:
+                draw_profile(self.layout, s, name)
 
 
 class VIEW3D_PT_hair_wig_dynamics(_WigSubPanel, bpy.types.Panel):
@@ -150,8 +151,8 @@ class VIEW3D_PT_hair_wig_dynamics(_WigSubPanel, bpy.types.Panel):
                          "secondary_seed", "secondary_dynablend"):
                 layout.prop(s, name)
             return
-        for name in ("strands_stiffness", "strands_goal_damping", "strands_drag", "strands_dynablend",
-                     "strands_substeps", "strands_method"):
+        for name in ("strands_stiffness", "strands_goal_damping", "strands_bend", "strands_drag",
+                     "strands_dynablend", "strands_substeps", "strands_method"):
             layout.prop(s, name)
         if s.strands_method == "JAKOBSEN":
             layout.prop(s, "strands_iterations")
@@ -164,6 +165,7 @@ class VIEW3D_PT_hair_wig_dynamics(_WigSubPanel, bpy.types.Panel):
         layout.prop(s, "strands_links")
         if s.strands_links:
             layout.prop(s, "strands_link_stiffness")
+        draw_profile(layout, s, "hold")
         layout.label(text="Shows in a bake; the live preview has no dynamics", icon="INFO")
 
 

@@ -98,3 +98,93 @@ def test_strands_feel_turbulence_and_drag_fields_and_the_head(addon):
     verts = np.array([v.co for v in mesh.vertices], np.float64)
     tris = np.array([t.vertices for t in mesh.loop_triangles], np.int64)
     assert exact_signed_distance(stirred, verts, tris).min() >= -1e-6          # none inside the head
+
+
+def _footprint(ob):
+    """Everything a bake could add to the scene."""
+    return (sorted(a.name for a in ob.data.attributes), [m.name for m in ob.modifiers],
+            sorted(bpy.data.node_groups.keys()), sorted(bpy.data.actions.keys()),
+            bpy.context.scene.frame_current, ob.get("_hair_wig_bake") is not None)
+
+
+def _strands_wig():
+    scene, head, ob, pts = _sphere_head_with_hair()
+    scene.frame_start, scene.frame_end = 1, 12
+    s = ob.hair_wig
+    s.use_collision = False
+    s.use_secondary = True
+    s.dynamics_layer = "STRANDS"
+    bpy.context.view_layer.objects.active = ob
+    return scene, head, ob, pts
+
+
+def test_the_panels_settings_reach_the_strands_and_hold_is_keyed_per_frame(addon):
+    """Keep Curve and the Hold Along Strand curve are what the layer binds with; Hold keyed at
+    a frame acts from that frame: up to its key the bake equals one with Hold set to the keyed
+    value throughout, after it the two part."""
+    from hair_wig_addon.operators import baking, profile_curves, scene_reader
+
+    scene, head, ob, pts = _strands_wig()
+    scenes.keyed_head_turn(head, 1, 6, angle=0.9, lift=0.0)
+    s = ob.hair_wig
+    default = scene_reader.read_settings(s).strands
+    u = np.linspace(0, 1, 5)
+    from hair_wig_addon.hair_wig import StrandSettings
+
+    np.testing.assert_allclose(default.goal_profile(u), StrandSettings().goal_profile(u), atol=2e-3)
+    assert default.bend == StrandSettings().bend
+    profile_curves.ensure(s, ob.name)
+    assert bpy.ops.hair_wig.profile_preset(profile="hold", preset="CONSTANT") == {"FINISHED"}
+    s.strands_bend = 500.0
+    read = scene_reader.read_settings(s).strands
+    np.testing.assert_allclose(read.goal_profile(u), 1.0, atol=1e-3)
+    assert read.bend == 500.0
+    s.strands_stiffness = 5000.0
+    firm = baking.compute(bpy.context, ob, 1, 12)
+    s.strands_stiffness = 100.0
+    loose = baking.compute(bpy.context, ob, 1, 12)
+    s.strands_stiffness = 5000.0
+    s.keyframe_insert("strands_stiffness", frame=7)
+    s.strands_stiffness = 100.0
+    s.keyframe_insert("strands_stiffness", frame=8)
+    keyed = baking.compute(bpy.context, ob, 1, 12)
+    np.testing.assert_array_equal(keyed.positions[:7], firm.positions[:7])        # frames 1..7
+    assert np.abs(keyed.frame(7) - loose.frame(7)).max() > 1e-3
+    assert np.abs(keyed.frame(12) - firm.frame(12)).max() > 1e-3
+
+
+def test_strands_bake_with_preroll_progress_and_esc(addon):
+    """The modal bake of a Strands wig: frames come one by one with their progress, Esc (cancel)
+    part way leaves the scene exactly as before, and a whole job gives the bits of one
+    ``compute``; pre-roll lets the strands swing before frame 1."""
+    from hair_wig_addon.operators import baking, blender_io as io
+
+    scene, head, ob, pts = _strands_wig()
+    scenes.keyed_head_turn(head, -12, -4, angle=0.9, lift=0.0)        # a turn that ends before frame 1
+    head.keyframe_insert("rotation_euler", frame=1)
+    head.keyframe_insert("location", frame=1)
+    scene.frame_set(-12)
+    assert bpy.ops.hair_wig.set_rest_pose() == {"FINISHED"}
+    scene.frame_set(5)
+    before = _footprint(ob)
+    job = baking.BakeJob(bpy.context, [ob])
+    assert job.total == 12 and not job.advance(4) and job.done == 4
+    job.cancel()
+    assert _footprint(ob) == before and not io.is_baked(ob)
+    whole = baking.compute(bpy.context, ob, 1, 12)
+    job = baking.BakeJob(bpy.context, [ob])
+    while not job.advance(3):
+        assert 0 < job.done <= 12
+    assert job.finish() == 12 and scene.frame_current == 5
+    np.testing.assert_array_equal(io.read_bake(ob)[1], whole.positions)
+    cold = baking.compute(bpy.context, ob, 1, 4, preroll=0)
+    warm = baking.compute(bpy.context, ob, 1, 4, preroll=10)
+    seg = lambda p: np.linalg.norm(np.diff(p.astype(np.float64), axis=0), axis=1)   # noqa: E731
+    hair = io.read_hair(ob)
+    inner = np.ones(len(pts) - 1, bool)
+    inner[hair.offsets[1:-1] - 1] = False
+    for cache in (cold, warm):
+        assert np.abs(seg(cache.frame(1))[inner] / seg(pts)[inner] - 1).max() <= 1e-4
+    # cold: frame 1 is the turned groom at rest; warm: still swinging from the turn
+    tips = hair.offsets[1:] - 1
+    assert np.linalg.norm(warm.frame(1)[tips] - cold.frame(1)[tips], axis=1).mean() > 1e-3
