@@ -274,24 +274,28 @@ class VerletStrands:
         """Bend the predicted points ``x`` (3, n, S), root to tip, ``share`` of the way towards
         where each would be if its segment bent from the one before it as the goal's does: the
         goal's segment ``j`` turned by the least rotation that takes the goal's segment
-        ``j − 1`` onto the strand's (Rodrigues' formula), laid from point ``j − 1`` as already
-        bent. ``prev`` moves alike, so the shape comes back without setting the point moving (a
-        kick through the velocity feeds the kinks it removes). A strand moving or turning as a
-        whole is not touched; a kink is. One sweep from the root, as follow-the-leader's: each
-        point is placed once from its final parent (all at once, measured, it blows up when
-        stiff)."""
+        ``j − 1`` (unit ``u``) onto the strand's (unit ``w``), laid from point ``j − 1`` as
+        already bent. That rotation, without a cross product:
+        ``R d = d − (s·d)/(1 + u·w) s + 2 (u·d) w`` with ``s = u + w``.
+        ``prev`` moves alike, so the shape comes back without setting the point moving (a kick
+        through the velocity feeds the kinks it removes). A strand moving or turning as a whole
+        is not touched; a kink is. One sweep from the root, as follow-the-leader's: each point
+        is placed once from its final parent (all at once, measured, it blows up when stiff)."""
+        g = np.diff(goal, axis=1)                                     # (3, n − 1, S)
+        u = g[:, :-1] / np.sqrt(np.maximum(np.einsum("kjs,kjs->js", g[:, :-1], g[:, :-1]), 1e-300))
+        d = g[:, 1:]
+        ud = np.einsum("kjs,kjs->js", u, d)
         for j in range(2, self.n):
-            seg = x[:, j - 1] - x[:, j - 2]
-            was = goal[:, j - 1] - goal[:, j - 2]
-            d = goal[:, j] - goal[:, j - 1]
-            u = was / np.sqrt(np.maximum(np.einsum("ks,ks->s", was, was), 1e-300))
-            w = seg / np.sqrt(np.maximum(np.einsum("ks,ks->s", seg, seg), 1e-300))
-            axis = np.cross(u, w, axis=0)
-            c = np.einsum("ks,ks->s", u, w)
-            # R d = c d + axis × d + axis (axis · d) / (1 + c)
-            turned = c * d + np.cross(axis, d, axis=0)
-            turned += axis * (np.einsum("ks,ks->s", axis, d) / np.maximum(1 + c, 1e-6))
-            fix = share * (x[:, j - 1] + turned - x[:, j])
+            i = j - 2
+            w = x[:, j - 1] - x[:, j - 2]
+            w /= np.sqrt(np.maximum(_dot(w, w), 1e-300))
+            uj, dj = u[:, i], d[:, i]
+            coef = (ud[i] + _dot(w, dj)) / np.maximum(1 + _dot(uj, w), 1e-6)
+            fix = x[:, j - 1] - x[:, j]
+            fix += dj
+            fix -= coef * (uj + w)
+            fix += (2 * ud[i]) * w
+            fix *= share
             x[:, j] += fix
             prev[:, j] += fix
 
