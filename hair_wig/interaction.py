@@ -79,18 +79,20 @@ def segment_pairs(a: np.ndarray, b: np.ndarray, strand: np.ndarray, threshold: f
     pos_in = np.arange(len(key)) - np.repeat(starts, count)
     later = np.repeat(count, count) - pos_in - 1                       # entries after each one
     cum = np.cumsum(later)
+    # each chunk's candidates are measured before the next: only the pairs found are kept, so
+    # memory follows them, not the candidates (dense roots make many more)
     found = []
     e0 = 0
     while e0 < len(key):
         base = int(cum[e0 - 1]) if e0 else 0
         e1 = max(int(np.searchsorted(cum, base + PAIR_BUDGET, side="right")), e0 + 1)
-        found.append(_cell_pairs(np.arange(e0, e1), later[e0:e1], key, seg, strand, lo, hi, origin, cell, dims))
+        i, j = _cell_pairs(np.arange(e0, e1), later[e0:e1], key, seg, strand, lo, hi, origin, cell, dims)
+        s, t, vec = segment_closest(a[:, i], b[:, i], a[:, j], b[:, j])
+        near = np.flatnonzero(np.einsum("kn,kn->n", vec, vec) < float(threshold) ** 2)
+        found.append((i[near], j[near], s[near], t[near], vec[:, near]))
         e0 = e1
-    i = np.concatenate([f[0] for f in found])
-    j = np.concatenate([f[1] for f in found])
-    s, t, vec = segment_closest(a[:, i], b[:, i], a[:, j], b[:, j])
-    near = np.einsum("kn,kn->n", vec, vec) < float(threshold) ** 2
-    i, j, s, t, vec = i[near], j[near], s[near], t[near], vec[:, near]
+    i, j, s, t = (np.concatenate([f[k] for f in found]) for k in range(4))
+    vec = np.concatenate([f[4] for f in found], axis=1)
     order = np.lexsort((j, i))
     return i[order], j[order], s[order], t[order], vec[:, order]
 

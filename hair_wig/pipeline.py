@@ -483,7 +483,7 @@ class Wig:
         clock = _Clock(timings)
         goal = transform_rows(head, layered.goal.astype(np.float64), np.empty(layered.goal.shape))
         if first or state.layer is None:
-            state.layer = self.strands.initial_state(goal, inp.gravity, _rotation(self.head_rest))
+            state.layer = self.strands.initial_state(goal, inp.gravity, _rotation(self.head_rest), head_inv)
             clock.lap("dynamics")
             return                                     # at rest on the goal: shown as it is
         accel = None

@@ -169,8 +169,9 @@ class VerletStrands:
 
         ``gravity`` (3,); ``head_turn`` (3, 3) the head's rotation now (the style's ``hold``
         turns with it); ``accel(x, v)`` → (3, n, S): the scene's force fields as accelerations;
-        ``contact(x)`` → (3, n, S) or None: how far the colliders push the points ``x`` out
-        (``SurfaceContacts``), taken after the lengths at every substep with ``collide``;
+        ``contact(x, f)`` → (3, n, S) or None: how far the colliders push the points ``x`` out
+        at the fraction ``f`` of the frame (``SurfaceContacts``), taken after the lengths at
+        every substep with ``collide``;
         ``frame`` (4, 4): a rigid map from the world into the head's frame now, where the
         hair–hair broadphase measures how far points moved (a head turning carries every pair
         along unchanged).
@@ -215,7 +216,7 @@ class VerletStrands:
                 self._bend(new, prev, target, bend)
             self._constrain(new, prev, target)
             if contact is not None:
-                push = contact(new)
+                push = contact(new, i / m)
                 if push is not None:
                     self.collide(new, prev, push, h, s.friction)
             pos[...] = new
@@ -367,7 +368,9 @@ class SurfaceContacts:
 
     ``colliders``: the wig's ``Collider`` objects (head-local); ``index`` (n, S): the group's
     wig points; ``fixed``: how many points from the root the constraints hold (pinned root, and
-    the root's direction). ``head_inv`` (4, 4), set every frame: world → head-local now."""
+    the root's direction). ``move`` sets, every frame, where the head was and is: the
+    colliders move with it through the substeps as the goal does (linearly), so a turning head
+    sweeps through the hair a substep at a time, not a frame's turn at once."""
 
     SAMPLES = (0.5, 0.25, 0.75)          # where a segment is met; the middle first
     LIPSCHITZ = 2.0                      # the fast distance's slope at most (√3 for exact nodes)
@@ -376,7 +379,8 @@ class SurfaceContacts:
         self.colliders = list(colliders)
         self.index = index
         self.fixed = int(fixed)
-        self.head_inv = np.eye(4)
+        self._head = (np.eye(4), np.zeros((4, 4)))     # local → world at the last frame, and its change
+        self._now = np.eye(4)                            # world → head-local at this frame
         self._limits = {}                # collider → (the rest rows it was bound on, limits)
         self._seen = {}                  # (collider, kind) → where each was last looked at, its room
         movable = (np.arange(index.shape[0]) >= self.fixed).astype(np.float64)
@@ -412,6 +416,21 @@ class SurfaceContacts:
             known = self._limits[id(c)] = (rest, np.minimum(c.offset, d_points), np.minimum(c.offset, d_seg))
         return known[1], known[2]
 
+    def move(self, was: np.ndarray, now: np.ndarray) -> None:
+        """The head's world → head-local maps at the last frame and at this one."""
+        h0, h1 = np.linalg.inv(was), np.linalg.inv(now)
+        self._head = (h0, h1 - h0)
+        self._now = np.asarray(now, np.float64)
+
+    def _head_inv(self, f: float) -> np.ndarray:
+        """World → head-local at the fraction ``f`` of the frame: the inverse of the head's
+        local → world map blended linearly, as the goal's points move (so hair riding on the head
+        keeps its clearance through the substeps)."""
+        if f >= 1:
+            return self._now
+        h0, dh = self._head
+        return np.linalg.inv(h0 + f * dh)
+
     def begin(self) -> None:
         """A new frame: where the points were at the last look is forgotten (each frame starts
         by looking at every point, so a resumed bake meets the same contacts)."""
@@ -446,14 +465,14 @@ class SurfaceContacts:
             ref_spread[look] = spread.take(look)
         all_room[look] = room
 
-    def __call__(self, x: np.ndarray):
-        """How far (3, n, S) world the colliders push the points ``x`` (3, n, S) world out, or
-        None where nothing touches."""
+    def __call__(self, x: np.ndarray, f: float = 1.0):
+        """How far (3, n, S) world the colliders push the points ``x`` (3, n, S) world out at the
+        fraction ``f`` of the frame, or None where nothing touches."""
         if not self.colliders:
             return None
         shape = x.shape
         n, num = shape[1], shape[2]
-        m = self.head_inv
+        m = self._head_inv(f)
         q = (m[:3, :3] @ x.reshape(3, -1) + m[:3, 3:4]).reshape(shape)      # head-local
         start = q.copy()
         touched = 0
@@ -561,9 +580,10 @@ class StrandLayer:
             part = {name: state[f"{n}:{name}"] for name in ("pos", "prev")}
             layer.absorb(part, delta_rows[:, index], friction)
 
-    def initial_state(self, goal_rows: np.ndarray, gravity, head_turn) -> dict:
-        """Every group at rest on the goal; named arrays ``'<n>:<name>'``."""
-        state = {}
+    def initial_state(self, goal_rows: np.ndarray, gravity, head_turn, head_inv=None) -> dict:
+        """Every group at rest on the goal; named arrays ``'<n>:<name>'``, and ``'head_inv'``
+        (4, 4): world → head-local at the last frame, where the colliders were."""
+        state = {"head_inv": np.eye(4) if head_inv is None else np.array(head_inv, np.float64)}
         for n, index, layer in self.groups:
             for name, a in layer.initial_state(goal_rows[:, index], gravity, head_turn).items():
                 state[f"{n}:{name}"] = a
@@ -576,13 +596,16 @@ class StrandLayer:
         ``head_inv`` (4, 4): world → head-local now, where the colliders are; ``frame``: its
         rigid part (``VerletStrands.step``)."""
         out = np.empty(goal_rows.shape, np.float64) if out is None else out
+        now = np.eye(4) if head_inv is None else np.asarray(head_inv, np.float64)
+        was = state.get("head_inv", now)
         for k, (n, index, layer) in enumerate(self.groups):
             part = {name: state[f"{n}:{name}"] for name in ("pos", "prev", "goal", "hold")}
             contact = None
             if self.contacts:
                 contact = self.contacts[k]
-                contact.head_inv = np.eye(4) if head_inv is None else head_inv
+                contact.move(was, now)
                 contact.begin()
             out[:, index] = layer.step(part, goal_rows[:, index], dt, gravity, head_turn, accel, contact, frame)
             state[f"{n}:goal"] = part["goal"]
+        state["head_inv"] = now.copy()
         return out

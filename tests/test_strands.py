@@ -481,7 +481,7 @@ def test_coulomb_friction_stops_a_sliding_strand_after_v0_squared_over_2_mu_g(fr
     h = dt / layer.settings.substeps
     state["prev"][0] -= v0 * h
 
-    def floor(x):
+    def floor(x, f):
         push = np.zeros_like(x)
         push[2] = np.maximum(-x[2], 0.0)
         return push if push.any() else None
@@ -554,3 +554,36 @@ def test_a_turbulence_field_is_smooth_seeded_and_bounded():
     assert np.abs(glob.force(x + [1.0, 0, 0], 0.0) - f).mean() > 0.3
     with pytest.raises(HairWigError, match="kind must be one of"):
         ForceField(np.zeros(3), np.array([0, 0, 1.0]), strength=1.0, kind="VORTEX")
+
+
+def test_colliders_sweep_through_the_substeps_with_the_head():
+    """Within a frame the head (and what collides in its frame) moves from where it was to where
+    it is as the goal does, linearly: a point it sweeps through half way is pushed at the half,
+    not at the frame's end, and a point riding with the head is never pushed on the way."""
+    from test_collision import box, box_distance
+
+    from hair_wig.collision import Collider, ColliderMesh
+    from hair_wig.strands import SurfaceContacts
+
+    cube = box((0.1, 0.1, 0.1), n=4)                              # head-local, half size 0.1
+    rest = np.zeros((3, 3, 1))
+    rest[0, :, 0], rest[2, :, 0] = 0.3, [0.3, 0.2, 0.08]          # off its side, hanging to its top's height
+    collider = Collider(ColliderMesh("Cube", *cube, resolution=64), np.eye(4), 0.0)
+    collider.bind(rest.reshape(3, -1))
+    contact = SurfaceContacts([collider], np.arange(3).reshape(3, 1), 1)
+    was, now = np.eye(4), np.eye(4)
+    now[0, 3] = -0.6                                              # world -> local: the head moved +0.6 in x
+    contact.move(was, now)
+    x = rest.copy()                                               # where the head is half way
+    contact.begin()
+    assert contact(x, 0.0) is None and contact(x, 1.0) is None    # clear of it at both ends
+    contact.begin()
+    push = contact(x, 0.5)
+    assert push is not None
+    local = from_layout(x + push) - [0.3, 0.0, 0.0]
+    assert box_distance(local, np.full(3, 0.1)).min() >= -float(collider.field.grid_error.max())
+    riding = rest.copy()
+    for f in np.linspace(0, 1, 9):
+        riding[0] = 0.105 + 0.6 * f                               # carried with the head, 5 mm off its face
+        contact.begin()
+        assert contact(riding, f) is None
