@@ -47,7 +47,7 @@ class StrandSettings:
     # bending stiffness: each segment is pulled towards the goal's bend from the one before it
     # (its direction turned as the segment before turned), so strands keep their groomed curve
     # along their length however far they swing
-    bend: float = 3000.0
+    bend: float = 1000.0
     drag: float = 0.5                    # air drag on the motion itself
     dynablend: float = 1.0               # 0: exactly the goal, 1: the strands' own motion
     method: str = "FTL"                  # FTL (follow-the-leader) or JAKOBSEN (the seed's)
@@ -278,27 +278,38 @@ class VerletStrands:
         ``j − 1`` (unit ``u``) onto the strand's (unit ``w``), laid from point ``j − 1`` as
         already bent. That rotation, without a cross product:
         ``R d = d − (s·d)/(1 + u·w) s + 2 (u·d) w`` with ``s = u + w``.
-        ``prev`` moves alike, so the shape comes back without setting the point moving (a kick
-        through the velocity feeds the kinks it removes). A strand moving or turning as a whole
-        is not touched; a kink is. One sweep from the root, as follow-the-leader's: each point
-        is placed once from its final parent (all at once, measured, it blows up when stiff)."""
+
+        The segment turns and keeps its length, and every point after it moves with its end
+        (the tail rides along), so the bend changes no length: follow-the-leader's velocity
+        correction sees none of it. ``prev`` moves alike, so the shape comes back without
+        setting anything moving. (Measured on the swing demo: moving the point alone changed
+        lengths that the correction turned into velocity kicks, and a stiff bend grew kinks
+        without bound.) A strand moving or turning as a whole is not touched; a kink is."""
         g = np.diff(goal, axis=1)                                     # (3, n − 1, S)
         u = g[:, :-1] / np.sqrt(np.maximum(np.einsum("kjs,kjs->js", g[:, :-1], g[:, :-1]), 1e-300))
         d = g[:, 1:]
         ud = np.einsum("kjs,kjs->js", u, d)
+        carry = np.zeros(x.shape[::2])                                # (3, S): how far the tail moved
         for j in range(2, self.n):
             i = j - 2
+            x[:, j] += carry
+            prev[:, j] += carry
             w = x[:, j - 1] - x[:, j - 2]
             w /= np.sqrt(np.maximum(_dot(w, w), 1e-300))
             uj, dj = u[:, i], d[:, i]
             coef = (ud[i] + _dot(w, dj)) / np.maximum(1 + _dot(uj, w), 1e-6)
-            fix = x[:, j - 1] - x[:, j]
-            fix += dj
-            fix -= coef * (uj + w)
-            fix += (2 * ud[i]) * w
-            fix *= share
+            seg = x[:, j] - x[:, j - 1]
+            length = np.sqrt(_dot(seg, seg))
+            turned = dj - coef * (uj + w)
+            turned += (2 * ud[i]) * w
+            turned -= seg
+            turned *= share
+            turned += seg                               # share of the way, then its own length
+            turned *= length / np.sqrt(np.maximum(_dot(turned, turned), 1e-300))
+            fix = turned - seg
             x[:, j] += fix
             prev[:, j] += fix
+            carry += fix
 
     @staticmethod
     def _in_frame(pos: np.ndarray, frame: np.ndarray | None) -> np.ndarray:

@@ -195,7 +195,7 @@ class HairWigSettings(bpy.types.PropertyGroup):
     strands_bend: FloatProperty(
         name="Keep Curve", description="How firmly each strand keeps its groomed curve along its length "
                                        "while it swings: keeps kinks out of fast moves; 0 lets every "
-                                       "joint fold freely", default=3000.0, min=0.0, max=1e6, soft_max=10000.0,
+                                       "joint fold freely", default=1000.0, min=0.0, max=1e6, soft_max=20000.0,
         options=set())
     strands_drag: FloatProperty(
         name="Air Drag", description="How much the air slows every motion of the hair", default=0.5,
