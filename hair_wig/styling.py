@@ -39,7 +39,7 @@ def _unit(v: np.ndarray, name: str) -> np.ndarray:
 
 
 def cantilever(roots, directions, length, points: int, load, stiffness: float,
-               stiffness_profile: Profile | None = None) -> np.ndarray:
+               stiffness_profile: Profile | None = None, collide=None) -> np.ndarray:
     """Strands styled as cantilevers (seed 003, eqs. 2–3): ``(S, points, 3)``.
 
     ``roots`` (S, 3) and start ``directions`` (S, 3, any length) of the strands; ``length``
@@ -49,7 +49,12 @@ def cantilever(roots, directions, length, points: int, load, stiffness: float,
     force); ``stiffness`` the flexural rigidity ``EI``, times ``stiffness_profile`` (root to tip)
     where given. Segment lengths are exact by construction. A strand aimed exactly against its
     load is in balance (the moment is zero) and stays straight, as an ideal column below its
-    buckling load would: give it a styling force with some sideways part."""
+    buckling load would: give it a styling force with some sideways part.
+
+    ``collide(points, k)`` → points: where the head (and what else collides) puts the points
+    ``k`` (S, 3) of every strand, pushed out (seed 003's collision while styling). A pushed
+    point is laid back at its segment's length in the pushed direction, and the strand goes on
+    from there, so it slides over the head with its lengths exact."""
     roots = np.asarray(roots, np.float64)
     if roots.ndim != 2 or roots.shape[1] != 3:
         raise HairWigError(f"Style Hair: roots must be (strands, 3), got {roots.shape}")
@@ -97,7 +102,23 @@ def cantilever(roots, directions, length, points: int, load, stiffness: float,
             step = seg
         direction = _turn_towards(direction, w, step / ei[k])
         out[:, k + 1] = out[:, k] + seg[:, None] * direction
+        if collide is not None:
+            for _ in range(3):           # a chord laid back at its length may dip in again
+                pushed = np.asarray(collide(out[:, k + 1], k + 1), np.float64) - out[:, k]
+                direction = pushed / np.maximum(np.linalg.norm(pushed, axis=1, keepdims=True), 1e-300)
+                out[:, k + 1] = out[:, k] + seg[:, None] * direction
     return out
+
+
+def layer_offsets(roots, up, volume: float) -> np.ndarray:
+    """Layered volume (seed 003, ``ω(θ_pore)``): how far (S,) above the head each strand's
+    collision surface lies, ``volume`` for the highest root along ``up`` down to 0 for the
+    lowest, so hair from the crown lies over hair from below."""
+    h = np.asarray(roots, np.float64) @ _unit(np.asarray(up, np.float64)[None], "up direction")[0]
+    span = h.max() - h.min() if len(h) else 0.0
+    if volume < 0 or not np.isfinite(volume):
+        raise HairWigError(f"Style Hair: volume must be >= 0, got {volume}")
+    return volume * ((h - h.min()) / span if span > 0 else np.ones_like(h))
 
 
 def _turn_towards(t: np.ndarray, w: np.ndarray, compliance: np.ndarray) -> np.ndarray:
@@ -110,3 +131,48 @@ def _turn_towards(t: np.ndarray, w: np.ndarray, compliance: np.ndarray) -> np.nd
     normal = np.divide(across, size[:, None], out=np.zeros_like(across), where=size[:, None] > 0)
     turned = np.cos(angle)[:, None] * t + np.sin(angle)[:, None] * normal
     return turned / np.linalg.norm(turned, axis=1, keepdims=True)
+
+
+def curl(axis, radius, turns, phase=0.0) -> np.ndarray:
+    """Strands wound round a cylinder whose axis is the styled strand (seed 003, "cylindrical
+    representation"): ``(S, n, 3)``.
+
+    ``axis`` (S, n, 3): the axis's points (a cantilever's); ``radius`` (n,) or (S, n): the
+    cylinder's radius at each point (0 at the root keeps the root where it grows); ``turns``
+    (S,) or a number: the turns over the whole strand, spread evenly along the axis's length
+    (so the pitch is ``axis length / turns``); ``phase`` (S,) or a number, radians: where round
+    the axis each strand starts. The helix is laid in a frame carried along the axis without
+    twist (each step's normal is the last one's, made square to the new direction), so a
+    straight axis gives a circular helix of the radius and pitch set."""
+    axis = np.asarray(axis, np.float64)
+    if axis.ndim != 3 or axis.shape[2] != 3 or axis.shape[1] < 2:
+        raise HairWigError(f"Curls: the axis must be (strands, points >= 2, 3), got {axis.shape}")
+    num, n = axis.shape[:2]
+    r = np.broadcast_to(np.asarray(radius, np.float64), (num, n))
+    if np.any(~np.isfinite(r)) or np.any(r < 0):
+        raise HairWigError("Curls: the radius must be finite and >= 0 everywhere along the strand")
+    seg = np.diff(axis, axis=1)
+    run = np.cumsum(np.concatenate([np.zeros((num, 1)), np.linalg.norm(seg, axis=2)], axis=1), axis=1)
+    total = run[:, -1:]
+    if np.any(total <= 0):
+        raise HairWigError(f"Curls: strand {int(np.flatnonzero(total[:, 0] <= 0)[0])} has no length")
+    angle = 2 * np.pi * np.broadcast_to(np.asarray(turns, np.float64), (num,))[:, None] * run / total
+    angle = angle + np.broadcast_to(np.asarray(phase, np.float64), (num,))[:, None]
+    # directions at the points: the segment ahead at the root, behind at the tip, their mean between
+    ahead = seg / np.linalg.norm(seg, axis=2, keepdims=True)
+    tangent = np.concatenate([ahead[:, :1], ahead[:, :-1] + ahead[:, 1:], ahead[:, -1:]], axis=1)
+    tangent /= np.linalg.norm(tangent, axis=2, keepdims=True)
+    # a first normal square to the root's direction: across the axis it leans on least
+    t0 = tangent[:, 0]
+    pick = np.eye(3)[np.argmin(np.abs(t0), axis=1)]
+    normal = np.cross(t0, pick)
+    normal /= np.linalg.norm(normal, axis=1, keepdims=True)
+    out = np.empty_like(axis)
+    for k in range(n):
+        t = tangent[:, k]
+        normal = normal - np.einsum("sk,sk->s", normal, t)[:, None] * t
+        normal /= np.linalg.norm(normal, axis=1, keepdims=True)
+        binormal = np.cross(t, normal)
+        out[:, k] = axis[:, k] + r[:, k, None] * (np.cos(angle[:, k])[:, None] * normal
+                                                  + np.sin(angle[:, k])[:, None] * binormal)
+    return out

@@ -69,3 +69,82 @@ def test_bad_input_names_the_strand():
         cantilever(np.zeros((2, 3)), [1.0, 0, 0], [0.0, 0.3], 8, [0, 0, -1.0], 1e-3)
     with pytest.raises(HairWigError, match="stiffness must be > 0"):
         cantilever(np.zeros((2, 3)), [1.0, 0, 0], 0.3, 8, [0, 0, -1.0], 0.0)
+
+
+def test_a_curl_round_a_straight_axis_has_the_radius_and_pitch_set():
+    """Wound round a straight axis, each point lies exactly the radius from it, and the curl
+    climbs the axis by its length over the turns per turn (the pitch); a radius of 0 at the root
+    keeps the root where it grows."""
+    from hair_wig.styling import curl
+
+    n, turns, length, r = 121, 4.0, 0.4, 0.02
+    axis = np.zeros((2, n, 3))
+    axis[0, :, 2] = np.linspace(0, length, n)                     # straight up
+    axis[1, :, 0] = np.linspace(0, length, n)                     # sideways
+    radius = np.full(n, r)
+    radius[0] = 0.0
+    p = curl(axis, radius, turns, phase=[0.0, 1.0])
+    np.testing.assert_array_equal(p[:, 0], axis[:, 0])
+    away = p - axis
+    np.testing.assert_allclose(np.linalg.norm(away[:, 1:], axis=2), r, rtol=1e-12)
+    along = np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0])
+    for s in range(2):
+        np.testing.assert_allclose(away[s] @ along[s], 0.0, atol=1e-12)   # square to the axis
+        # the angle round the axis, unwrapped: it grows by 2π per pitch = length / turns
+        e1 = away[s, 1] / np.linalg.norm(away[s, 1])
+        e2 = np.cross(along[s], e1)
+        angle = np.unwrap(np.arctan2(away[s, 1:] @ e2, away[s, 1:] @ e1))
+        height = axis[s, 1:] @ along[s]
+        np.testing.assert_allclose(np.diff(angle) / np.diff(height), 2 * np.pi * turns / length, rtol=1e-9)
+    # round a styled (bent) axis the curl keeps its radius, square to the axis's direction
+    bent = cantilever(np.zeros((3, 3)), [[1.0, 0, 0], [0, 1.0, 0.5], [0, 0, 1.0]], 0.5, 41,
+                      [0.5, 0.0, -9.81], 1e-4)
+    c = curl(bent, 0.015, [3.0, 5.0, 2.0])
+    np.testing.assert_allclose(np.linalg.norm(c - bent, axis=2), 0.015, rtol=1e-12)
+    assert np.isfinite(c).all()
+
+
+def _sphere_roots(num, seed=5):
+    """Roots on the unit sphere's upper part (from the crown down to 30° below the equator)."""
+    rng = np.random.default_rng(seed)
+    z = rng.uniform(-0.5, 1.0, num)
+    a = rng.uniform(0, 2 * np.pi, num)
+    ring = np.sqrt(1 - z * z)
+    return np.stack([ring * np.cos(a), ring * np.sin(a), z], axis=1)
+
+
+def test_styled_on_a_head_the_hair_lies_over_it_and_crown_hair_over_lower_hair():
+    """Soft hair grown along the scalp's normals under gravity, styled with the head (a unit
+    sphere) pushing it out: no point ends inside its layer, lengths stay exact, and with layered
+    volume each strand lies on its own shell — the crown's highest — so where a crown strand
+    covers a lower one it lies outside it."""
+    from hair_wig.styling import layer_offsets
+
+    roots = _sphere_roots(200)
+    offset = layer_offsets(roots, [0, 0, 1], 0.05)
+    assert offset.max() == pytest.approx(0.05) and offset.min() == 0.0
+
+    def head(points, k):
+        r = np.linalg.norm(points, axis=1, keepdims=True)
+        shell = 1.0 + offset[:, None]
+        return np.where(r < shell, points * shell / r, points)
+
+    p = cantilever(roots, roots, 0.8, 33, [0.0, 0.0, -9.81], 1e-5, collide=head)
+    seg = np.linalg.norm(np.diff(p, axis=1), axis=2)
+    np.testing.assert_allclose(seg, 0.8 / 32, rtol=1e-12)
+    r = np.linalg.norm(p[:, 1:], axis=2)
+    assert np.all(r >= 1.0 - 1e-9)                                      # nothing inside the head
+    # outside its own shell once the strand has climbed to it from the scalp (a few segments)
+    climbed = np.arange(1, 33) * (0.8 / 32) >= 3 * offset[:, None]
+    assert np.all(r[climbed] >= (1.0 + offset[:, None] - 1e-5)[climbed.nonzero()[0], 0])
+    on_head = np.abs(r - (1.0 + offset[:, None])) < 1e-3                # lying on it
+    assert on_head.sum() > 500                                          # the hair does lie on the head
+    # a crown strand's points lying on the head are farther out than those of the lowest strand
+    # that lies on it, by the difference of their layers
+    lying = np.flatnonzero(on_head.sum(axis=1) >= 5)
+    crown, low = lying[np.argmax(offset[lying])], lying[np.argmin(offset[lying])]
+    assert offset[crown] - offset[low] > 0.03
+    assert r[crown][on_head[crown]].min() > r[low][on_head[low]].max() + offset[crown] - offset[low] - 2e-3
+    # without a head, the same hair falls through where the head is
+    free = cantilever(roots, roots, 0.8, 33, [0.0, 0.0, -9.81], 1e-5)
+    assert (np.linalg.norm(free, axis=2) < 0.99).any()
