@@ -30,6 +30,7 @@ from .collision import _dot, _take_rows
 from .errors import HairWigError
 from .interaction import Contacts, link_forces, repulsion, static_links
 from .profiles import Profile
+from .spaces import transform_rows
 
 METHODS = ("FTL", "JAKOBSEN")
 
@@ -315,8 +316,7 @@ class VerletStrands:
     def _in_frame(pos: np.ndarray, frame: np.ndarray | None) -> np.ndarray:
         if frame is None:
             return pos
-        flat = pos.reshape(3, -1)
-        return (frame[:3, :3] @ flat + frame[:3, 3:4]).reshape(pos.shape)
+        return transform_rows(frame, pos.reshape(3, -1), np.empty((3, pos[0].size))).reshape(pos.shape)
 
     def _constrain(self, x: np.ndarray, prev: np.ndarray, target: np.ndarray) -> None:
         """Roots and lengths on the predicted positions ``x`` (3, n, S), in place. FTL moves each
@@ -391,7 +391,7 @@ class SurfaceContacts:
         self.index = index
         self.fixed = int(fixed)
         self._head = (np.eye(4), np.zeros((4, 4)))     # local → world at the last frame, and its change
-        self._now = np.eye(4)                            # world → head-local at this frame
+        self._now = (np.eye(4), np.eye(4))               # world → head-local at this frame, and back
         self._limits = {}                # collider → (the rest rows it was bound on, limits)
         self._seen = {}                  # (collider, kind) → where each was last looked at, its room
         movable = (np.arange(index.shape[0]) >= self.fixed).astype(np.float64)
@@ -431,16 +431,17 @@ class SurfaceContacts:
         """The head's world → head-local maps at the last frame and at this one."""
         h0, h1 = np.linalg.inv(was), np.linalg.inv(now)
         self._head = (h0, h1 - h0)
-        self._now = np.asarray(now, np.float64)
+        self._now = (np.asarray(now, np.float64), h1)
 
-    def _head_inv(self, f: float) -> np.ndarray:
-        """World → head-local at the fraction ``f`` of the frame: the inverse of the head's
-        local → world map blended linearly, as the goal's points move (so hair riding on the head
-        keeps its clearance through the substeps)."""
+    def _head_at(self, f: float):
+        """World → head-local at the fraction ``f`` of the frame, and its inverse: the head's
+        local → world map blended linearly, as the goal's points move (so hair riding on the
+        head keeps its clearance through the substeps)."""
         if f >= 1:
             return self._now
         h0, dh = self._head
-        return np.linalg.inv(h0 + f * dh)
+        h = h0 + f * dh
+        return np.linalg.inv(h), h
 
     def begin(self) -> None:
         """A new frame: where the points were at the last look is forgotten (each frame starts
@@ -483,8 +484,8 @@ class SurfaceContacts:
             return None
         shape = x.shape
         n, num = shape[1], shape[2]
-        m = self._head_inv(f)
-        q = (m[:3, :3] @ x.reshape(3, -1) + m[:3, 3:4]).reshape(shape)      # head-local
+        m, back = self._head_at(f)
+        q = transform_rows(m, x.reshape(3, -1), np.empty((3, n * num))).reshape(shape)   # head-local
         start = q.copy()
         touched = 0
         for c in self.colliders:
@@ -543,8 +544,7 @@ class SurfaceContacts:
         if not touched:
             return None
         q -= start
-        inv = np.linalg.inv(m)
-        return (inv[:3, :3] @ q.reshape(3, -1)).reshape(shape)
+        return transform_rows(back, q.reshape(3, -1), np.empty((3, n * num)), translate=False).reshape(shape)
 
 
 class StrandLayer:
