@@ -133,7 +133,7 @@ def _turn_towards(t: np.ndarray, w: np.ndarray, compliance: np.ndarray) -> np.nd
     return turned / np.linalg.norm(turned, axis=1, keepdims=True)
 
 
-def curl(axis, radius, turns, phase=0.0) -> np.ndarray:
+def curl(axis, radius, turns, phase=0.0, turns_profile: Profile | None = None) -> np.ndarray:
     """Strands wound round a cylinder whose axis is the styled strand (seed 003, "cylindrical
     representation"): ``(S, n, 3)``.
 
@@ -143,7 +143,9 @@ def curl(axis, radius, turns, phase=0.0) -> np.ndarray:
     (so the pitch is ``axis length / turns``); ``phase`` (S,) or a number, radians: where round
     the axis each strand starts. The helix is laid in a frame carried along the axis without
     twist (each step's normal is the last one's, made square to the new direction), so a
-    straight axis gives a circular helix of the radius and pitch set."""
+    straight axis gives a circular helix of the radius and pitch set. ``turns_profile``: how
+    tightly the turns come root (0) to tip (1), relative (the paper's turns per segment): the
+    turns still add up to ``turns``, spread in proportion to it."""
     axis = np.asarray(axis, np.float64)
     if axis.ndim != 3 or axis.shape[2] != 3 or axis.shape[1] < 2:
         raise HairWigError(f"Curls: the axis must be (strands, points >= 2, 3), got {axis.shape}")
@@ -156,7 +158,16 @@ def curl(axis, radius, turns, phase=0.0) -> np.ndarray:
     total = run[:, -1:]
     if np.any(total <= 0):
         raise HairWigError(f"Curls: strand {int(np.flatnonzero(total[:, 0] <= 0)[0])} has no length")
-    angle = 2 * np.pi * np.broadcast_to(np.asarray(turns, np.float64), (num,))[:, None] * run / total
+    u = run / total
+    if turns_profile is not None:
+        # the share of the turns made by u: the profile's running integral, normalised
+        grid = np.linspace(0.0, 1.0, 513)
+        rate = np.asarray(turns_profile(grid), np.float64)
+        if np.any(~np.isfinite(rate)) or np.any(rate < 0) or rate.sum() <= 0:
+            raise HairWigError("Curls: the turns profile must be >= 0 along the strand and above 0 somewhere")
+        share = np.r_[0.0, np.cumsum(0.5 * (rate[1:] + rate[:-1]))]
+        u = np.interp(u, grid, share / share[-1])
+    angle = 2 * np.pi * np.broadcast_to(np.asarray(turns, np.float64), (num,))[:, None] * u
     angle = angle + np.broadcast_to(np.asarray(phase, np.float64), (num,))[:, None]
     # directions at the points: the segment ahead at the root, behind at the tip, their mean between
     ahead = seg / np.linalg.norm(seg, axis=2, keepdims=True)
@@ -176,3 +187,167 @@ def curl(axis, radius, turns, phase=0.0) -> np.ndarray:
         out[:, k] = axis[:, k] + r[:, k, None] * (np.cos(angle[:, k])[:, None] * normal
                                                   + np.sin(angle[:, k])[:, None] * binormal)
     return out
+
+
+def rotating_force(directions, points: int, strength, turns, phase=0.0,
+                   growth: Profile | None = None) -> np.ndarray:
+    """Curls by force (seed 003's second way to curl): a load per unit length square to each
+    strand's start direction that turns ``turns`` times about it root to tip, its size
+    ``strength`` times ``growth`` (root 0 → tip 1; by default growing linearly, so the root
+    stays put). ``directions`` (S, 3); returns (S, points − 1, 3), one load per segment, for
+    ``cantilever``'s ``load`` (add gravity to it)."""
+    d = _unit(np.asarray(directions, np.float64).reshape(-1, 3), "start direction")
+    num, m = len(d), int(points) - 1
+    pick = np.eye(3)[np.argmin(np.abs(d), axis=1)]
+    e1 = np.cross(d, pick)
+    e1 /= np.linalg.norm(e1, axis=1, keepdims=True)
+    e2 = np.cross(d, e1)
+    t = (np.arange(m) + 0.5) / m
+    size = t if growth is None else np.asarray(growth(t), np.float64)
+    ang = (2 * np.pi * np.broadcast_to(np.asarray(turns, np.float64), (num,))[:, None] * t
+           + np.broadcast_to(np.asarray(phase, np.float64), (num,))[:, None])
+    amp = np.broadcast_to(np.asarray(strength, np.float64), (num,))[:, None] * size
+    return amp[..., None] * (np.cos(ang)[..., None] * e1[:, None] + np.sin(ang)[..., None] * e2[:, None])
+
+
+def grow_roots(positions, tri_verts, density: float, seed: int = 0, weight=None, tri_uv=None,
+               tri_normals=None):
+    """Roots scattered on a surface (Style Hair's "grow on the scalp"): ``density`` strands per
+    unit area, each triangle's share times its ``weight`` (T,) in 0…1 (a vertex group's mean, or
+    1 for selected faces and 0 elsewhere), uniformly inside it, from ``seed``.
+
+    ``positions`` (V, 3) and ``tri_verts`` (T, 3): the surface; ``tri_uv`` (T, 3, 2) its UV map
+    and ``tri_normals`` (T, 3, 3) its corner normals, when given, are interpolated at the roots.
+    Returns ``roots`` (N, 3), unit ``normals`` (N, 3), ``uv`` (N, 2) or None and the triangle
+    (N,) of each root. The count is ``density × weighted area`` rounded, so the same settings
+    give the same hair."""
+    v = np.asarray(positions, np.float64)
+    tri = np.asarray(tri_verts, np.int64)
+    a, b, c = v[tri[:, 0]], v[tri[:, 1]], v[tri[:, 2]]
+    face = np.cross(b - a, c - a)
+    area = 0.5 * np.linalg.norm(face, axis=1)
+    w = np.ones(len(tri)) if weight is None else np.clip(np.asarray(weight, np.float64), 0.0, 1.0)
+    if not np.isfinite(density) or density < 0:
+        raise HairWigError(f"Style Hair: density must be >= 0, got {density}")
+    share = area * w
+    count = int(round(density * share.sum()))
+    if count == 0:
+        raise HairWigError("Style Hair: no roots to grow — the scalp part chosen has no area "
+                           "(select faces, or paint the vertex group) or the density is too low")
+    rng = np.random.default_rng(seed)
+    at = rng.choice(len(tri), size=count, p=share / share.sum())
+    r1, r2 = np.sqrt(rng.random(count)), rng.random(count)
+    bary = np.stack([1 - r1, r1 * (1 - r2), r1 * r2], axis=1)
+    roots = np.einsum("nk,nkd->nd", bary, v[tri[at]])
+    if tri_normals is not None:
+        normals = np.einsum("nk,nkd->nd", bary, np.asarray(tri_normals, np.float64)[at])
+    else:
+        normals = face[at]
+    normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-300)
+    uv = None if tri_uv is None else np.einsum("nk,nkd->nd", bary, np.asarray(tri_uv, np.float64)[at])
+    return roots, normals, uv, at
+
+
+class SurfaceCollide:
+    """A ``collide`` callback for ``cantilever``: points of strand ``s`` closer to the collider
+    ``field`` (a ``MeshField`` in the same space) than ``limit[s]`` are pushed out to it — the
+    clearance plus each strand's layer (``layer_offsets``)."""
+
+    def __init__(self, field, limit):
+        self.field = field
+        self.limit = np.asarray(limit, np.float64)
+
+    def for_rows(self, pick) -> "SurfaceCollide":
+        """The same collider for the strands ``pick`` only."""
+        return SurfaceCollide(self.field, self.limit[pick])
+
+    def __call__(self, x, _k):
+        new, moved = self.field.project(x, self.limit)
+        if moved.size == 0:
+            return x
+        x = np.array(x, np.float64)
+        x[moved] = new
+        return x
+
+
+def style_strands(roots, directions, lengths, counts, *, gravity, stiffness: float,
+                  stiffness_profile: Profile | None = None, force=None, force_at=None,
+                  passes: int = 3, collide=None, curl_radius=0.0, curl_radius_profile=None,
+                  curl_turns=0.0, curl_turns_profile=None, curl_force=0.0, seed: int = 0,
+                  tilt: float = 1e-3) -> np.ndarray:
+    """Style Hair, whole (seed 003): strands of ``counts`` (S,) points from ``roots`` (S, 3)
+    along ``directions`` (S, 3), ``lengths`` (S,) long, bent as cantilevers (``cantilever``)
+    under ``gravity`` (3,) (acceleration; the hair's weight per unit length, with unit mass per
+    length) plus a styling force: ``force`` (3,) or (S, 3) everywhere, and ``force_at(midpoints
+    (S, m, 3)) → (S, m, 3)`` where it depends on place (toward an Empty, a force field) —
+    evaluated on the last pass's shape and styled again, ``passes`` times.
+
+    ``stiffness`` is relative, so a groom looks the same at any scale: ``EI = stiffness ·
+    |g| · L³`` with ``L`` the mean length and ``|g|`` 9.81 unless gravity is stronger; a strand
+    held out square to gravity bends its tip by ``1 / (6 · stiffness)`` radians while that is
+    small. ``collide`` as ``cantilever``'s. Curls (seed 003's cylindrical representation):
+    ``curl_radius`` (absolute) times ``curl_radius_profile`` root to tip, ``curl_turns`` over the
+    strand with ``curl_turns_profile``, each strand at a seeded phase; or ``curl_force`` (in
+    gravities) turning ``curl_turns`` times about the start direction (``rotating_force``).
+
+    A start direction exactly against the load is a balanced column and would stay straight;
+    every direction is tipped by a seeded ``tilt`` radians so such hair falls to a side. The
+    march grows that tilt about ``exp(1 / (6 · stiffness))`` times along the strand, so soft
+    hair (stiffness 0.01 or less) grown straight up falls over; stiffer hair stands — a forward
+    march does not find a column's buckling — and wants a styling force with a sideways part.
+    Returns the points (sum(counts), 3), strand after strand."""
+    roots = np.asarray(roots, np.float64)
+    counts = np.asarray(counts, np.int64)
+    num = len(roots)
+    if counts.shape != (num,):
+        raise HairWigError(f"Style Hair: {num} roots but {counts.shape} point counts")
+    lengths = np.broadcast_to(np.asarray(lengths, np.float64), (num,))
+    d = _unit(np.broadcast_to(np.asarray(directions, np.float64), (num, 3)), "start direction")
+    rng = np.random.default_rng(seed)
+    if tilt:
+        d = _unit(d + tilt * rng.normal(size=(num, 3)), "start direction")
+    phase = rng.uniform(0, 2 * np.pi, num)
+    g = np.asarray(gravity, np.float64)
+    unit = max(9.81, float(np.linalg.norm(g)))
+    ei = stiffness * unit * float(np.mean(lengths)) ** 3 if num else 1.0
+    out = np.empty((int(counts.sum()), 3))
+    starts = np.r_[0, np.cumsum(counts)[:-1]]
+    for n in np.unique(counts):              # strands of one point count are styled together
+        pick = np.flatnonzero(counts == n)
+        if n < 2:
+            out[starts[pick]] = roots[pick]
+            continue
+        base = np.broadcast_to(g, (len(pick), n - 1, 3)).copy()
+        if force is not None:
+            f = np.asarray(force, np.float64)
+            base += (f[pick] if f.ndim == 2 else f)[:, None, :] * unit
+        if curl_force:
+            base += unit * rotating_force(d[pick], n, curl_force, curl_turns, phase[pick])
+        grown = None
+        for _ in range(max(1, passes) if force_at is not None else 1):
+            load = base
+            if force_at is not None:
+                if grown is None:                      # the first pass: along the start direction
+                    t = (np.arange(n - 1) + 0.5) / (n - 1)
+                    mid = roots[pick, None] + lengths[pick, None, None] * t[None, :, None] * d[pick, None]
+                else:
+                    mid = 0.5 * (grown[:, 1:] + grown[:, :-1])
+                load = base + unit * np.asarray(force_at(mid), np.float64)
+            grown = cantilever(roots[pick], d[pick], lengths[pick], n, load, ei, stiffness_profile,
+                               None if collide is None else _rows(collide, pick))
+        if curl_radius and curl_turns and not curl_force:
+            radius = curl_radius * (np.ones(n) if curl_radius_profile is None
+                                    else np.asarray(curl_radius_profile(np.linspace(0, 1, n)), np.float64))
+            grown = curl(grown, radius, curl_turns, phase[pick], curl_turns_profile)
+            if collide is not None:              # a curl may dip into the head: out again, last
+                c = _rows(collide, pick)
+                for k in range(1, n):
+                    grown[:, k] = c(grown[:, k], k)
+        index = starts[pick][:, None] + np.arange(n)[None, :]
+        out[index.ravel()] = grown.reshape(-1, 3)
+    return out
+
+
+def _rows(collide, pick):
+    """``collide`` for the strands ``pick`` (a ``SurfaceCollide`` keeps a limit per strand)."""
+    return collide.for_rows(pick) if hasattr(collide, "for_rows") else collide

@@ -148,3 +148,105 @@ def test_styled_on_a_head_the_hair_lies_over_it_and_crown_hair_over_lower_hair()
     # without a head, the same hair falls through where the head is
     free = cantilever(roots, roots, 0.8, 33, [0.0, 0.0, -9.81], 1e-5)
     assert (np.linalg.norm(free, axis=2) < 0.99).any()
+
+
+def test_grown_roots_lie_on_the_chosen_faces_with_their_uv_and_the_density_set():
+    """A plane of 8 x 8 quads in x, y (UV = x, y): the count is density x weighted area, roots lie
+    on faces of weight > 0 only, their UV is where they are, normals the plane's; the same seed
+    gives the same roots."""
+    from hair_wig.styling import grow_roots
+
+    g = np.stack(np.meshgrid(np.linspace(0, 1, 9), np.linspace(0, 1, 9), indexing="ij"), -1).reshape(-1, 2)
+    verts = np.c_[g, np.zeros(len(g))]
+    i, j = np.meshgrid(np.arange(8), np.arange(8), indexing="ij")
+    a = (i * 9 + j).ravel()
+    tris = np.concatenate([np.stack([a, a + 9, a + 10], 1), np.stack([a, a + 10, a + 1], 1)])
+    tri_uv = verts[tris][:, :, :2]
+    weight = np.where(verts[tris][:, :, 0].mean(axis=1) < 0.5, 1.0, 0.0)      # the left half
+    roots, normals, uv, at = grow_roots(verts, tris, 2000, seed=4, weight=weight, tri_uv=tri_uv)
+    assert len(roots) == 1000                                 # 2000 per unit area x 0.5
+    assert np.all(roots[:, 0] <= 0.5 + 1e-12) and np.all(weight[at] == 1)
+    np.testing.assert_allclose(uv, roots[:, :2], atol=1e-12)
+    np.testing.assert_allclose(np.abs(normals[:, 2]), 1.0)
+    again = grow_roots(verts, tris, 2000, seed=4, weight=weight, tri_uv=tri_uv)[0]
+    np.testing.assert_array_equal(roots, again)
+    # spread evenly: each of the 32 weighted quads (two triangles each) holds about its share, 31
+    per_quad = np.bincount(at % 64, minlength=64)[weight[:64] == 1]
+    assert per_quad.min() > 10 and per_quad.max() < 60
+    with pytest.raises(HairWigError, match="no roots"):
+        grow_roots(verts, tris, 2000, weight=np.zeros(len(tris)))
+
+
+def test_a_rotating_force_turns_square_to_the_strand_and_grows_to_the_tip():
+    from hair_wig.styling import rotating_force
+
+    d = np.array([[0, 0, 1.0], [1.0, 0, 0]])
+    f = rotating_force(d, 41, 2.0, 3.0)
+    assert f.shape == (2, 40, 3)
+    np.testing.assert_allclose(np.einsum("smk,sk->sm", f, d), 0, atol=1e-12)       # square to it
+    t = (np.arange(40) + 0.5) / 40
+    np.testing.assert_allclose(np.linalg.norm(f, axis=2), 2.0 * t[None].repeat(2, 0), rtol=1e-12)
+    # the angle about the strand climbs 3 turns root to tip
+    e = f[0] / np.linalg.norm(f[0], axis=1, keepdims=True)
+    ang = np.unwrap(np.arctan2(e[:, 1], e[:, 0]))
+    assert abs(abs(ang[-1] - ang[0]) - 2 * np.pi * 3 * (t[-1] - t[0])) < 1e-9
+
+
+def test_curl_turns_profile_places_the_turns_and_keeps_their_count():
+    """Turns only on the tip half (profile 0 then 1): the root half does not wind, and the turns
+    still add up to the number set."""
+    from hair_wig.styling import curl
+
+    axis = np.zeros((1, 201, 3))
+    axis[0, :, 2] = np.linspace(0, 1, 201)
+    step = Profile(((0.0, 0.0), (0.499, 0.0), (0.501, 1.0), (1.0, 1.0)), "LINEAR", "turns")
+    c = curl(axis, 0.01, 4.0, 0.0, step)
+    ang = np.unwrap(np.arctan2(c[0, :, 1], c[0, :, 0]))
+    assert abs(ang[95] - ang[0]) < 1e-3                                # the root half: still
+    assert abs(ang[-1] - ang[0]) == pytest.approx(2 * np.pi * 4, rel=1e-3)
+
+
+def test_style_strands_keeps_lengths_mixed_counts_and_looks_the_same_at_any_scale():
+    """Mixed point counts are styled in one call, curve after curve; every segment has its
+    length; an upright strand under gravity falls to a side (the seeded tilt) rather than
+    standing as a column; a groom ten times bigger is the same shape ten times bigger (relative
+    stiffness)."""
+    from hair_wig.styling import style_strands
+
+    roots = np.array([[0.0, 0, 0], [1.0, 0, 0], [2.0, 0, 0]])
+    dirs = np.array([[0, 0, 1.0], [1.0, 0, 0], [0, 1.0, 1.0]])
+    counts = np.array([33, 17, 9])
+    g = [0, 0, -9.81]
+    p = style_strands(roots, dirs, [0.4, 0.5, 0.3], counts, gravity=g, stiffness=0.01, seed=2)
+    off = np.r_[0, np.cumsum(counts)]
+    for s, length in enumerate([0.4, 0.5, 0.3]):
+        strand = p[off[s]:off[s + 1]]
+        np.testing.assert_allclose(strand[0], roots[s])
+        np.testing.assert_allclose(np.linalg.norm(np.diff(strand, axis=0), axis=1), length / (counts[s] - 1),
+                                   rtol=1e-12)
+    upright = p[off[0]:off[1]]
+    assert upright[-1, 2] < 0.2                                          # fell over
+    big = style_strands(10 * roots, dirs, [4.0, 5.0, 3.0], counts, gravity=g, stiffness=0.01, seed=2)
+    np.testing.assert_allclose(big, 10 * p, atol=1e-9)
+
+
+def test_style_strands_leans_toward_a_place_and_curls_round_its_axis():
+    """A force toward a point (evaluated where the strand is, styled again) leans the hair to it;
+    a helix curl keeps its radius from the styled axis."""
+    from hair_wig.styling import style_strands
+
+    roots = np.array([[0.0, 0, 0]])
+    target = np.array([1.0, 0.0, 0.5])
+
+    def toward(mid):
+        v = target - mid
+        return 3.0 * v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+    plain = style_strands(roots, [[0, 0, 1.0]], 0.6, [25], gravity=[0, 0, -9.81], stiffness=0.2)
+    lean = style_strands(roots, [[0, 0, 1.0]], 0.6, [25], gravity=[0, 0, -9.81], stiffness=0.2,
+                         force_at=toward)
+    assert np.linalg.norm(lean[-1] - target) < np.linalg.norm(plain[-1] - target) - 0.1
+    curled = style_strands(roots, [[0, 0, 1.0]], 0.6, [49], gravity=[0, 0, -9.81], stiffness=0.2,
+                           curl_radius=0.02, curl_turns=4)
+    axis = style_strands(roots, [[0, 0, 1.0]], 0.6, [49], gravity=[0, 0, -9.81], stiffness=0.2)
+    np.testing.assert_allclose(np.linalg.norm(curled - axis, axis=1), 0.02, rtol=1e-9)
