@@ -103,11 +103,69 @@ def cantilever(roots, directions, length, points: int, load, stiffness: float,
         direction = _turn_towards(direction, w, step / ei[k])
         out[:, k + 1] = out[:, k] + seg[:, None] * direction
         if collide is not None:
-            for _ in range(3):           # a chord laid back at its length may dip in again
-                pushed = np.asarray(collide(out[:, k + 1], k + 1), np.float64) - out[:, k]
-                direction = pushed / np.maximum(np.linalg.norm(pushed, axis=1, keepdims=True), 1e-300)
-                out[:, k + 1] = out[:, k] + seg[:, None] * direction
+            direction = _slide(collide, out[:, k], direction, seg, k + 1)
+            out[:, k + 1] = out[:, k] + seg[:, None] * direction
     return out
+
+
+def _slide(collide, base, direction, seg, k, rounds: int = 4):
+    """Directions (S, 3) for the segments from ``base`` (S, 3) whose ends ``collide`` pushes:
+    each turned toward the push just enough that its end, at the segment's length, lies on the
+    plane the pushed point lies on, square to the push (the surface there, to first order) — the
+    strand slides over the surface at its length. Repeated for ends still pushed, ``rounds``
+    times; where that does not get an end out (a fold), the chord is laid toward the pushed
+    point."""
+    out = direction.copy()
+    rows = np.arange(len(base))
+    for _ in range(rounds):
+        end, pushed = _pushed(collide, base, seg, out, rows, k)
+        push = pushed - end
+        size = np.linalg.norm(push, axis=1)
+        hit = size > 0
+        if not hit.any():
+            return out
+        rows, end, pushed, push, size = rows[hit], end[hit], pushed[hit], push[hit], size[hit]
+        d = out[rows]
+        n = push / size[:, None]
+        # turn d toward n by α so that seg · (cos α d + sin α m) · n = (pushed − base) · n, m the
+        # unit part of n square to d: seg cos(α − θ₀) = h with cos θ₀ = d · n
+        cos0 = np.clip(np.einsum("sk,sk->s", d, n), -1.0, 1.0)
+        theta0 = np.arccos(cos0)
+        m = n - cos0[:, None] * d
+        mn = np.linalg.norm(m, axis=1)
+        m = np.divide(m, mn[:, None], out=np.zeros_like(m), where=mn[:, None] > 1e-12)
+        h = np.einsum("sk,sk->s", pushed - base[rows], n)
+        alpha = theta0 - np.arccos(np.clip(h / seg[rows], -1.0, 1.0))
+        alpha = np.clip(alpha, 0.0, theta0)
+        out[rows] = np.cos(alpha)[:, None] * d + np.sin(alpha)[:, None] * m
+    # still pushed after every round: lay the chord toward the pushed point (lengths stay exact)
+    _end, pushed = _pushed(collide, base, seg, out, rows, k)
+    toward = pushed - base[rows]
+    out[rows] = toward / np.maximum(np.linalg.norm(toward, axis=1, keepdims=True), 1e-300)
+    return out
+
+
+def _relay(collide, strands):
+    """``strands`` (S, n, 3) laid again root to tip, each segment at its own length and turned,
+    where ``collide`` would push its end, just enough to slide over the surface (``_slide``)."""
+    out = strands.copy()
+    for k in range(1, strands.shape[1]):
+        step = strands[:, k] - strands[:, k - 1]
+        seg = np.linalg.norm(step, axis=1)
+        direction = step / np.maximum(seg, 1e-300)[:, None]
+        out[:, k] = out[:, k - 1] + seg[:, None] * _slide(collide, out[:, k - 1], direction, seg, k)
+    return out
+
+
+def _pushed(collide, base, seg, direction, rows, k):
+    """The ends (R, 3) of strands ``rows``' segments from ``base`` along ``direction``, and
+    where ``collide`` puts them (only those rows asked, when the collider can)."""
+    end = base[rows] + seg[rows, None] * direction[rows]
+    if hasattr(collide, "for_rows") and len(rows) < len(base):
+        return end, np.asarray(collide.for_rows(rows)(end, k), np.float64)
+    full = base + seg[:, None] * direction
+    full[rows] = end
+    return end, np.asarray(collide(full, k), np.float64)[rows]
 
 
 def layer_offsets(roots, up, volume: float) -> np.ndarray:
@@ -248,6 +306,48 @@ def grow_roots(positions, tri_verts, density: float, seed: int = 0, weight=None,
     return roots, normals, uv, at
 
 
+def strand_lengths(count: int, length: float, randomness: float, seed: int = 0) -> np.ndarray:
+    """Lengths (count,) of grown strands: ``length``, each up to ``randomness`` (0…1) of it
+    shorter, at random from ``seed``."""
+    if not 0 <= randomness <= 1:
+        raise HairWigError(f"Style Hair: length randomness must be in 0…1, got {randomness}")
+    return length * (1.0 - randomness * np.random.default_rng(seed + 1).random(count))
+
+
+def arc_lengths(points, offsets) -> np.ndarray:
+    """Length (S,) of each strand of a hair set given as points (P, 3) and curve ``offsets``
+    (S + 1,): the sum of its segments."""
+    points = np.asarray(points, np.float64)
+    seg = np.r_[np.linalg.norm(np.diff(points, axis=0), axis=1), 0.0]
+    run = np.r_[0.0, np.cumsum(seg)]
+    offsets = np.asarray(offsets, np.int64)
+    last = np.maximum(offsets[1:] - 1, offsets[:-1])
+    return run[last] - run[offsets[:-1]]
+
+
+def pull_toward(target, strength: float):
+    """A styling force (``style_strands``' ``force_at``): ``strength`` (gravities) toward the
+    point ``target`` (3,), wherever the hair is."""
+    target = np.asarray(target, np.float64)
+
+    def force_at(mid):
+        v = target - mid
+        size = np.linalg.norm(v, axis=-1, keepdims=True)
+        return strength * np.divide(v, size, out=np.zeros_like(v), where=size > 0)
+    return force_at
+
+
+def field_force(fields, strength: float = 1.0, time: float = 0.0):
+    """A styling force from force fields (``ForceField``: Wind, Turbulence) where the hair is,
+    as they would push it (in gravities, 9.81 to one), times ``strength``."""
+    def force_at(mid):
+        total = np.zeros(np.shape(mid))
+        for f in fields:
+            total += f.force(mid, time)
+        return (strength / 9.81) * total
+    return force_at
+
+
 class SurfaceCollide:
     """A ``collide`` callback for ``cantilever``: points of strand ``s`` closer to the collider
     ``field`` (a ``MeshField`` in the same space) than ``limit[s]`` are pushed out to it — the
@@ -320,7 +420,7 @@ def style_strands(roots, directions, lengths, counts, *, gravity, stiffness: flo
         base = np.broadcast_to(g, (len(pick), n - 1, 3)).copy()
         if force is not None:
             f = np.asarray(force, np.float64)
-            base += (f[pick] if f.ndim == 2 else f)[:, None, :] * unit
+            base += (f[pick][:, None, :] if f.ndim == 2 else f) * unit
         if curl_force:
             base += unit * rotating_force(d[pick], n, curl_force, curl_turns, phase[pick])
         grown = None
@@ -339,10 +439,8 @@ def style_strands(roots, directions, lengths, counts, *, gravity, stiffness: flo
             radius = curl_radius * (np.ones(n) if curl_radius_profile is None
                                     else np.asarray(curl_radius_profile(np.linspace(0, 1, n)), np.float64))
             grown = curl(grown, radius, curl_turns, phase[pick], curl_turns_profile)
-            if collide is not None:              # a curl may dip into the head: out again, last
-                c = _rows(collide, pick)
-                for k in range(1, n):
-                    grown[:, k] = c(grown[:, k], k)
+            if collide is not None:              # a curl may dip into the head: slid out again
+                grown = _relay(_rows(collide, pick), grown)
         index = starts[pick][:, None] + np.arange(n)[None, :]
         out[index.ravel()] = grown.reshape(-1, 3)
     return out

@@ -284,6 +284,76 @@ def write_positions(cv, points: np.ndarray) -> None:
     cv.position_data.foreach_set("vector", np.ascontiguousarray(points, np.float32).ravel())
 
 
+def set_curve_attribute(cv, name: str, kind: str, values) -> None:
+    """Write a CURVE-domain attribute of ``Curves`` data (made, or remade with the right type)."""
+    a = cv.attributes.get(name)
+    if a is None or a.domain != "CURVE" or a.data_type != kind:
+        if a is not None:
+            cv.attributes.remove(a)
+        a = cv.attributes.new(name, kind, "CURVE")
+    a.data.foreach_set("vector" if kind == "FLOAT2" else "value", np.asarray(values).ravel())
+
+
+def read_face_selection(ob, depsgraph) -> np.ndarray:
+    """(T,) whether each of the evaluated mesh's triangles lies in a face selected in Edit Mode."""
+    mesh = ob.evaluated_get(depsgraph).data
+    sel = np.empty(len(mesh.polygons), bool)
+    mesh.polygons.foreach_get("select", sel)
+    face = np.empty(len(mesh.loop_triangles), np.int32)
+    mesh.loop_triangles.foreach_get("polygon_index", face)
+    return sel[face]
+
+
+def read_vertex_weights(ob, depsgraph, group: str) -> np.ndarray:
+    """(V,) the evaluated mesh's weights in vertex group ``group`` (0 where a vertex is not in it)."""
+    vg = ob.vertex_groups.get(group)
+    if vg is None:
+        raise HairWigError(f"'{ob.name}' has no vertex group '{group}'")
+    mesh = ob.evaluated_get(depsgraph).data
+    w = np.zeros(len(mesh.vertices))
+    for v in mesh.vertices:            # once per Style Hair, not per frame: the API has no array of them
+        for g in v.groups:
+            if g.group == vg.index:
+                w[v.index] = g.weight
+    return w
+
+
+def write_styled(ob, points: np.ndarray, counts: np.ndarray, uv: np.ndarray | None, add: bool,
+                 replace: bool, surface=None, uv_map: str = "") -> None:
+    """Style Hair's output into ``Curves`` object ``ob``: ``points`` (P, 3, world) in curves of
+    ``counts`` (S,). Restyled (``add`` False): the same curves take the new points. Grown:
+    the curves are added (after removing the ones there were, ``replace``) with their
+    ``surface_uv_coordinate`` ``uv`` (S, 2); a hair without a surface is given ``surface`` and
+    ``uv_map``."""
+    cv = ob.data
+    to_local = np.linalg.inv(matrix(ob))
+    local = np.asarray(points, np.float64) @ to_local[:3, :3].T + to_local[:3, 3]
+    if not add:
+        write_positions(cv, local)
+        cv.update_tag()
+        return
+    old_uv = None
+    if not replace and len(cv.curves):
+        old = read_curves_data(cv, ob.name)
+        kept_points, old_uv = old.points, old.surface_uv
+    else:
+        kept_points = np.zeros((0, 3), np.float32)
+    if len(cv.curves):
+        cv.remove_curves()
+    if cv.surface is None and surface is not None:
+        cv.surface = surface
+        cv.surface_uv_map = uv_map
+    cv.add_curves(([] if not len(kept_points) else old.counts.tolist()) + np.asarray(counts).tolist())
+    write_positions(cv, np.concatenate([kept_points, local]))
+    if uv is not None:
+        if len(kept_points) and old_uv is None:
+            old_uv = np.zeros((old.num_strands, 2))
+        set_curve_attribute(cv, "surface_uv_coordinate", "FLOAT2",
+                            np.concatenate([old_uv, uv]).astype(np.float32) if old_uv is not None
+                            else np.asarray(uv, np.float32))
+    cv.update_tag()
+
+
 def read_positions(ob, depsgraph) -> np.ndarray:
     """The evaluated vertex positions (V, 3) of a mesh object, in its own space."""
     mesh = ob.evaluated_get(depsgraph).data

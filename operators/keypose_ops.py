@@ -14,15 +14,6 @@ from . import blender_io, polls, preview, scene_reader
 from .scene_reader import LEADER, WISP, curve_attribute
 
 
-def _set_curve_attribute(cv, name: str, kind: str, values) -> None:
-    a = cv.attributes.get(name)
-    if a is None or a.domain != "CURVE" or a.data_type != kind:
-        if a is not None:
-            cv.attributes.remove(a)
-        a = cv.attributes.new(name, kind, "CURVE")
-    a.data.foreach_set("vector" if kind == "FLOAT2" else "value", np.asarray(values).ravel())
-
-
 def selected_curves(ob) -> np.ndarray:
     """Curves selected in Sculpt Mode (Blender's ``.selection``), as indices."""
     if ob.data.attributes.get(".selection") is None:
@@ -187,7 +178,7 @@ class HAIRWIG_OT_mark_leaders(_OnHair, bpy.types.Operator):
             return {"CANCELLED"}
         lead = curve_attribute(ob.data, LEADER, bool, False)
         lead[sel] = True
-        _set_curve_attribute(ob.data, LEADER, "BOOLEAN", lead)
+        blender_io.set_curve_attribute(ob.data, LEADER, "BOOLEAN", lead)
         self.report({"INFO"}, f"{int(lead.sum())} leader curve(s)")
         return {"FINISHED"}
 
@@ -282,10 +273,10 @@ def make_wisps(context, ob, rings: int, closeness: float, fuzziness: float, seed
     blender_io.write_positions(cv, pos)
     lead = np.concatenate([lead, np.zeros(len(new_counts), bool)])
     lead[sel] = True
-    _set_curve_attribute(cv, LEADER, "BOOLEAN", lead)
-    _set_curve_attribute(cv, WISP, "INT", np.concatenate([wisp, np.repeat(sel, per)]).astype(np.int32))
+    blender_io.set_curve_attribute(cv, LEADER, "BOOLEAN", lead)
+    blender_io.set_curve_attribute(cv, WISP, "INT", np.concatenate([wisp, np.repeat(sel, per)]).astype(np.int32))
     if uv_new is not None:
-        _set_curve_attribute(cv, "surface_uv_coordinate", "FLOAT2",
+        blender_io.set_curve_attribute(cv, "surface_uv_coordinate", "FLOAT2",
                              np.concatenate([old_uv, uv_new]).astype(np.float32))
     cv.set_types(type="CATMULL_ROM")
     cv.update_tag()

@@ -13,6 +13,14 @@ def refuse(cls, why: str) -> bool:
     return False
 
 
+def hair_object(cls, context) -> bool:
+    """The active object is a hair object, with curves or not yet (Style Hair grows them)."""
+    ob = context.active_object
+    if ob is None or ob.type not in blender_io.HAIR_TYPES:
+        return refuse(cls, "Select a hair object first (Curves hair, or a Curve)")
+    return True
+
+
 def hair(cls, context) -> bool:
     """The active object is hair (``Curves``, or a legacy ``Curve``)."""
     ob = context.active_object

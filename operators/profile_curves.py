@@ -26,9 +26,17 @@ WIG_PROFILES = {
     "secondary_blend": ("Secondary Blend", "How much each vertex lags, root to tip", "PINNED"),
     "hold": ("Hold Along Strand", "How strongly Strands pull each point back to the groom, root (left) "
                                   "to tip (right), times Hold", "HOLD"),
+    "style_stiffness": ("Stiffness Along Strand", "Style Hair's stiffness, root (left) to tip (right), "
+                                                  "times Stiffness", "CONSTANT"),
+    "curl_radius": ("Curl Radius Along Strand", "The curls' radius, root to tip, times Curl Radius "
+                                                "(0 at the root keeps the root in place)", "CURL"),
+    "curl_turns": ("Curl Turns Along Strand", "Where the turns come, root to tip: higher winds tighter",
+                   "CONSTANT"),
 }
 # drawn beside their own settings (the Dynamics panel), not among the wig's shaping profiles
 DYNAMICS_PROFILES = ("hold",)
+# drawn in the Style Hair panel
+STYLE_PROFILES = ("style_stiffness", "curl_radius", "curl_turns")
 MAGNET_PROFILES = {
     "falloff": ("Falloff", "Pull from the magnet's centre (left) to its radius (right)", "EASE_OUT"),
 }
@@ -42,6 +50,8 @@ PRESETS = {
     "PINNED": ((0.0, 0.0), (0.2, 1.0), (1.0, 1.0)),
     # held fully at the root, a quarter of it at the tip: the strands' own default goal profile
     "HOLD": ((0.0, 1.0), (1.0, 0.25)),
+    # a curl grows from nothing at the root to its radius a fifth of the way out
+    "CURL": ((0.0, 0.0), (0.2, 1.0), (1.0, 1.0)),
 }
 SMOOTH_PRESETS = {"EASE", "EASE_OUT"}
 SAMPLES = 257

@@ -27,7 +27,7 @@ class HAIRWIG_OT_profile_preset(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return polls.wig(cls, context)
+        return polls.hair_object(cls, context)      # Style Hair's profiles are on hair not yet a wig
 
     def execute(self, context):
         ob = context.active_object
@@ -49,14 +49,14 @@ class HAIRWIG_OT_profile_preset(bpy.types.Operator):
 
 
 class HAIRWIG_OT_add_profiles(bpy.types.Operator):
-    """Give this wig (and its magnets) editable profile curves"""
+    """Give this hair (and its magnets) editable profile curves"""
     bl_idname = "hair_wig.add_profiles"
     bl_label = "Add Profile Curves"
     bl_options = {"REGISTER", "UNDO"}
 
     @classmethod
     def poll(cls, context):
-        return polls.wig(cls, context)
+        return polls.hair_object(cls, context)
 
     def execute(self, context):
         ob = context.active_object

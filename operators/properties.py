@@ -98,6 +98,91 @@ class HairWigKeyPose(bpy.types.PropertyGroup):
                             description="The recorded curves (a hidden copy of the hair's data)", options=set())
 
 
+class HairWigStyle(bpy.types.PropertyGroup):
+    """Style Hair's settings (seed 003: hair styled as cantilevers under gravity and a styling
+    force, curled, layered over the head)."""
+    roots: EnumProperty(
+        name="Roots", description="Which hair Style Hair styles",
+        items=[("EXISTING", "Restyle Curves", "Style the curves there are, from their own roots: same "
+                                              "curves, points, lengths and surface attachment"),
+               ("GROW", "Grow on Scalp", "Grow new strands on the surface (replacing or adding to the "
+                                         "curves there are) and style them")],
+        default="EXISTING", options=set())
+    grow_on: EnumProperty(
+        name="Grow On", description="Where on the surface new hair grows",
+        items=[("ALL", "Whole Surface", "Everywhere on the surface mesh"),
+               ("SELECTED", "Selected Faces", "The faces selected in the surface mesh's Edit Mode"),
+               ("GROUP", "Vertex Group", "The surface's vertex group below, denser where it weighs more")],
+        default="SELECTED", options=set())
+    vertex_group: StringProperty(name="Vertex Group", description="The surface's vertex group hair grows on",
+                                 default="", options=set())
+    replace: BoolProperty(name="Replace Curves", description="Grown hair replaces the curves there are "
+                                                             "(off: it is added to them)",
+                          default=True, options=set())
+    density: FloatProperty(name="Density", description="Strands per square metre of scalp (world units)",
+                           default=2000.0, min=0.0, soft_max=200000.0, options=set())
+    length: FloatProperty(name="Length", description="Length of a grown strand", default=0.3, min=1e-4,
+                          soft_max=2.0, subtype="DISTANCE", unit="LENGTH", options=set())
+    length_random: FloatProperty(name="Length Randomness", description="Grown strands are up to this "
+                                                                       "much shorter, at random",
+                                 default=0.2, min=0.0, max=1.0, subtype="FACTOR", options=set())
+    points: IntProperty(name="Points", description="Points per grown strand", default=16, min=2, max=256,
+                        options=set())
+    start: EnumProperty(
+        name="Start", description="Which way each strand leaves its root",
+        items=[("NORMAL", "Surface Normal", "Straight out of the scalp"),
+               ("GROOM", "Groom", "As the curve's first segment points now (restyled curves only)")],
+        default="NORMAL", options=set())
+    stiffness: FloatProperty(
+        name="Stiffness", description="How stiffly the hair bends, relative to its weight and length (the "
+                                      "same look at any scale): about 1 holds a strand out straight, 0.01 "
+                                      "lets it hang", default=0.02, min=1e-4, soft_max=2.0, options=set())
+    weight: FloatProperty(name="Weight", description="How much the scene's gravity weighs on the hair",
+                          default=1.0, min=0.0, soft_max=5.0, options=set())
+    force: EnumProperty(
+        name="Styling Force", description="A force that combs the hair besides gravity",
+        items=[("NONE", "None", "Gravity only"),
+               ("DIRECTION", "Direction", "The same push everywhere, along a direction (world)"),
+               ("OBJECT", "Toward Object", "A pull toward an object (an Empty, say)"),
+               ("FIELDS", "Force Fields", "The scene's Wind and Turbulence fields where the hair is")],
+        default="NONE", options=set())
+    force_direction: FloatVectorProperty(name="Direction", description="Which way the styling force pushes "
+                                                                       "(world)", default=(0.0, -1.0, 0.0),
+                                         subtype="DIRECTION", size=3, options=set())
+    force_object: PointerProperty(name="Object", description="The object the hair is pulled toward",
+                                  type=bpy.types.Object, options=set())
+    force_strength: FloatProperty(name="Strength", description="The styling force, in gravities (1: as "
+                                                               "strong as the hair's weight)",
+                                  default=1.0, min=0.0, soft_max=10.0, options=set())
+    collide: BoolProperty(name="Collide with Surface", description="Hair slides over the surface it grows "
+                                                                   "on instead of passing into it",
+                          default=True, options=set())
+    clearance: FloatProperty(name="Clearance", description="How far hair keeps from the surface",
+                             default=0.005, min=0.0, soft_max=0.1, subtype="DISTANCE", unit="LENGTH",
+                             options=set())
+    volume: FloatProperty(name="Volume", description="Layered volume: hair from the crown lies this much "
+                                                     "farther out than hair from the lowest roots",
+                          default=0.02, min=0.0, soft_max=0.5, subtype="DISTANCE", unit="LENGTH",
+                          options=set())
+    curl: EnumProperty(
+        name="Curls", description="How the hair curls",
+        items=[("NONE", "None", "Straight hair"),
+               ("HELIX", "Helix", "Wound round a cylinder along the styled strand (radius and turns along "
+                                  "the strand from the profiles)"),
+               ("FORCE", "Rotating Force", "A force turning round the strand, growing to the tip: the "
+                                           "strand bends into a spiral as it is styled")],
+        default="NONE", options=set())
+    curl_radius: FloatProperty(name="Curl Radius", description="The curls' radius (times its profile)",
+                               default=0.02, min=0.0, soft_max=0.2, subtype="DISTANCE", unit="LENGTH",
+                               options=set())
+    curl_turns: FloatProperty(name="Turns", description="Turns of the curl over the whole strand",
+                              default=3.0, min=0.0, soft_max=20.0, options=set())
+    curl_strength: FloatProperty(name="Curl Force", description="The rotating force at the tip, in gravities",
+                                 default=2.0, min=0.0, soft_max=20.0, options=set())
+    seed: IntProperty(name="Seed", description="Where grown roots fall, and each curl's phase", default=0,
+                      min=0, options=set())
+
+
 class HairWigSettings(bpy.types.PropertyGroup):
     enabled: BoolProperty(
         name="Wig",
@@ -141,6 +226,8 @@ class HairWigSettings(bpy.types.PropertyGroup):
         options=set())
     profiles: PointerProperty(name="Profiles", description="Hidden node group holding the wig's profile curves",
                               type=bpy.types.NodeTree, options=set())
+    style: PointerProperty(type=HairWigStyle, name="Style Hair", description="Style Hair's settings",
+                           options=set())
     magnets: CollectionProperty(type=HairWigMagnetSlot, name="Magnets", options=set(),
                                 description="The Empties that move this hair when you key them")
     magnet_index: IntProperty(name="Active Magnet", description="The magnet shown below the list",
@@ -328,7 +415,7 @@ def head_of(ob):
     return None
 
 
-_classes = (HairWigMagnet, HairWigMagnetSlot, HairWigKeyPose, HairWigSettings)
+_classes = (HairWigMagnet, HairWigMagnetSlot, HairWigKeyPose, HairWigStyle, HairWigSettings)
 
 
 def register():

@@ -10,12 +10,13 @@ nothing in the scene but the rest pose it is asked to capture (``capture_rest``)
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..hair_wig import (ColliderMesh, DynamicMagnet, FrameInput, HairSet, HairWigError, Magnet, Profile, ScalpSpace,
+from ..hair_wig import (ColliderMesh, DynamicMagnet, FrameInput, HairSet, HairWigError, Magnet, MeshField, Profile, ScalpSpace,
                         SecondarySettings, StrandSettings, Wig, WigSettings)
+from ..hair_wig import styling
 from ..hair_wig.spaces import scale_of
 from ..hair_wig.keyposes import (KeyedStyle, KeyPose, LeaderFollow, StyleSettings, curve_point_index,
                                  nearest)
@@ -504,3 +505,124 @@ def leaders_of(ob, hair: HairSet) -> np.ndarray:
     out[ok] = wisp[ok]
     out[idx] = idx
     return out
+
+
+@dataclass
+class StyleJob:
+    """What Style Hair styles, read from the scene (world space): the strands' ``roots``,
+    start ``directions``, ``lengths`` and point ``counts``; ``uv`` (S, 2) of grown roots;
+    whether the strands are new (``add``, ``replace`` the curves there were); the ``surface``
+    grown on and its ``uv_map``; and ``style_strands``' keyword settings."""
+    roots: np.ndarray
+    directions: np.ndarray
+    lengths: np.ndarray
+    counts: np.ndarray
+    uv: np.ndarray | None
+    add: bool
+    replace: bool
+    surface: object
+    uv_map: str
+    settings: dict
+
+
+def _rows_to(m: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    return rows @ m[:3, :3].T + m[:3, 3]
+
+
+def read_style(context, ob) -> StyleJob:
+    """Everything Style Hair needs from the scene for hair object ``ob`` (its ``hair_wig.style``
+    settings, its surface, gravity, the styling force's object or fields, the profiles)."""
+    st = ob.hair_wig.style
+    if ob.type != "CURVES":
+        raise HairWigError(f"'{ob.name}' is a legacy Curve: Style Hair makes Curves hair "
+                           "(Object > Convert > Curves)")
+    grow = st.roots == "GROW"
+    if not grow and len(ob.data.curves) == 0:
+        raise HairWigError(f"'{ob.name}' has no curves to restyle: choose Grow on Scalp")
+    head = head_of(ob)
+    if head is None and (grow or st.collide or st.start == "NORMAL"):
+        raise HairWigError(f"'{ob.name}' has no surface: set its Surface (or the wig's Head) to grow on, "
+                           "collide with and take normals from")
+    if head is not None and head.type != "MESH":
+        raise HairWigError(f"'{ob.name}': its surface '{head.name}' is not a mesh")
+    scene = context.scene
+    depsgraph = context.evaluated_depsgraph_get()
+    field = verts = mesh = None
+    uv_map = ""
+    if head is not None:
+        if grow:
+            cv = ob.data
+            uv_map = cv.surface_uv_map if cv.surface is head and cv.surface_uv_map else ""
+            if not uv_map:
+                active = head.data.uv_layers.active
+                if active is None:
+                    raise HairWigError(f"'{head.name}' has no UV map: hair grown on it needs one to stay "
+                                       "attached (add one in its UV Maps)")
+                uv_map = active.name
+        mesh = blender_io.read_mesh(head, depsgraph, uv_map)
+        hm = blender_io.evaluated_matrix(head, depsgraph)
+        verts = _rows_to(hm, mesh.positions)
+        margin = st.clearance + st.volume + 0.05 * float(np.ptp(verts, axis=0).max())
+        field = MeshField(verts, mesh.tri_verts, margin=margin, name=head.name)
+    gravity = np.array(scene.gravity, np.float64) * st.weight if scene.use_gravity else np.zeros(3)
+    uv = None
+    if grow:
+        weight = None
+        if st.grow_on == "SELECTED":
+            weight = blender_io.read_face_selection(head, depsgraph).astype(np.float64)
+            if not weight.any():
+                raise HairWigError(f"No faces of '{head.name}' are selected: select the scalp in its Edit "
+                                   "Mode, or grow on the Whole Surface")
+        elif st.grow_on == "GROUP":
+            if not st.vertex_group:
+                raise HairWigError(f"'{ob.name}': choose the vertex group of '{head.name}' to grow on")
+            weight = blender_io.read_vertex_weights(head, depsgraph, st.vertex_group)[mesh.tri_verts].mean(axis=1)
+        inv_t = np.linalg.inv(hm[:3, :3]).T                      # normals turn by the inverse transpose
+        corner_normals = (mesh.normals @ inv_t.T)[mesh.tri_corners]
+        roots, normals, uv, _ = styling.grow_roots(verts, mesh.tri_verts, st.density, st.seed, weight,
+                                                   mesh.tri_uv, corner_normals)
+        directions = normals
+        lengths = styling.strand_lengths(len(roots), st.length, st.length_random, st.seed)
+        counts = np.full(len(roots), st.points, np.int64)
+    else:
+        hair = blender_io.read_hair(ob)
+        points = _rows_to(blender_io.matrix(ob), hair.points.astype(np.float64))
+        first = hair.offsets[:-1]
+        roots = points[first]
+        counts = hair.counts.astype(np.int64)
+        lengths = styling.arc_lengths(points, hair.offsets)
+        if np.any(lengths <= 0):
+            raise HairWigError(f"'{ob.name}': curve {int(np.flatnonzero(lengths <= 0)[0])} has no length to style")
+        directions = points[first + 1] - roots
+        if st.start == "NORMAL":
+            _sd, _closest, outward, known = field.exact(roots)
+            directions = np.where(known[:, None], outward, directions)
+    settings = dict(gravity=gravity, stiffness=st.stiffness,
+                    stiffness_profile=profile_curves.read(ob.hair_wig, "style_stiffness"), seed=st.seed)
+    if st.force == "DIRECTION":
+        d = np.array(st.force_direction, np.float64)
+        if not np.linalg.norm(d) > 0:
+            raise HairWigError(f"'{ob.name}': the styling force's direction is zero")
+        settings["force"] = st.force_strength * d / np.linalg.norm(d)
+    elif st.force == "OBJECT":
+        if st.force_object is None:
+            raise HairWigError(f"'{ob.name}': choose the object the styling force pulls toward")
+        settings["force_at"] = styling.pull_toward(blender_io.evaluated_matrix(st.force_object, depsgraph)[:3, 3],
+                                                   st.force_strength)
+    elif st.force == "FIELDS":
+        fields = blender_io.read_force_fields(scene, depsgraph)
+        if not fields:
+            raise HairWigError(f"'{ob.name}': the styling force is Force Fields, but the scene has no visible "
+                               "Wind or Turbulence field")
+        settings["force_at"] = styling.field_force(fields, st.force_strength)
+    if st.collide:
+        up = -gravity if np.linalg.norm(gravity) > 0 else np.array([0.0, 0.0, 1.0])
+        layers = styling.layer_offsets(roots, up, st.volume)
+        settings["collide"] = styling.SurfaceCollide(field, st.clearance + layers)
+    if st.curl == "HELIX":
+        settings.update(curl_radius=st.curl_radius, curl_turns=st.curl_turns,
+                        curl_radius_profile=profile_curves.read(ob.hair_wig, "curl_radius"),
+                        curl_turns_profile=profile_curves.read(ob.hair_wig, "curl_turns"))
+    elif st.curl == "FORCE":
+        settings.update(curl_force=st.curl_strength, curl_turns=st.curl_turns)
+    return StyleJob(roots, directions, lengths, counts, uv, grow, grow and st.replace, head, uv_map, settings)

@@ -130,7 +130,7 @@ class VIEW3D_PT_hair_wig_profiles(_WigSubPanel, bpy.types.Panel):
     def draw(self, context):
         s = context.active_object.hair_wig
         for name in profile_curves.WIG_PROFILES:
-            if name not in profile_curves.DYNAMICS_PROFILES:
+            if name not in profile_curves.DYNAMICS_PROFILES + profile_curves.STYLE_PROFILES:
                 draw_profile(self.layout, s, name)
 
 
@@ -270,6 +270,71 @@ class VIEW3D_PT_hair_wig_bake(_WigSubPanel, bpy.types.Panel):
                                   f"bake again", icon="ERROR")
 
 
+class VIEW3D_PT_hair_wig_style(bpy.types.Panel):
+    """Style Hair (seed 003): on any Curves hair, a wig or not."""
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Hair Wig"
+    bl_parent_id = "VIEW3D_PT_hair_wig"
+    bl_label = "Style Hair"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    @classmethod
+    def poll(cls, context):
+        ob = context.active_object
+        return ob is not None and ob.type == "CURVES"
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        ob = context.active_object
+        st = ob.hair_wig.style
+        layout.prop(st, "roots")
+        if st.roots == "GROW":
+            col = layout.column(align=True)
+            col.prop(st, "grow_on")
+            if st.grow_on == "GROUP":
+                surface = ob.data.surface or ob.hair_wig.head
+                if surface is not None:
+                    col.prop_search(st, "vertex_group", surface, "vertex_groups")
+                else:
+                    col.label(text="Set the hair's Surface first", icon="ERROR")
+            col.prop(st, "density")
+            col.prop(st, "length")
+            col.prop(st, "length_random")
+            col.prop(st, "points")
+            col.prop(st, "replace")
+        else:
+            layout.prop(st, "start")
+        col = layout.column(align=True)
+        col.prop(st, "stiffness")
+        col.prop(st, "weight")
+        draw_profile(layout, ob.hair_wig, "style_stiffness")
+        layout.prop(st, "force")
+        if st.force != "NONE":
+            col = layout.column(align=True)
+            if st.force == "DIRECTION":
+                col.prop(st, "force_direction")
+            elif st.force == "OBJECT":
+                col.prop(st, "force_object")
+            col.prop(st, "force_strength")
+        layout.prop(st, "collide")
+        if st.collide:
+            col = layout.column(align=True)
+            col.prop(st, "clearance")
+            col.prop(st, "volume")
+        layout.prop(st, "curl")
+        if st.curl != "NONE":
+            col = layout.column(align=True)
+            col.prop(st, "curl_turns")
+            col.prop(st, "curl_radius" if st.curl == "HELIX" else "curl_strength")
+            if st.curl == "HELIX":
+                draw_profile(layout, ob.hair_wig, "curl_radius")
+                draw_profile(layout, ob.hair_wig, "curl_turns")
+        layout.prop(st, "seed")
+        layout.operator("hair_wig.style_hair", icon="OUTLINER_DATA_CURVES")
+
+
 classes = (HAIRWIG_UL_magnets, HAIRWIG_UL_key_poses, VIEW3D_PT_hair_wig, VIEW3D_PT_hair_wig_magnets,
            VIEW3D_PT_hair_wig_profiles, VIEW3D_PT_hair_wig_dynamics, VIEW3D_PT_hair_wig_key_poses,
-           VIEW3D_PT_hair_wig_refinement, VIEW3D_PT_hair_wig_bake)
+           VIEW3D_PT_hair_wig_refinement, VIEW3D_PT_hair_wig_bake, VIEW3D_PT_hair_wig_style)

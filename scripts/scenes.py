@@ -210,6 +210,18 @@ def grow(head, count, points=6, length=0.3, seed=0):
     return pts.reshape(-1, 3), np.full(count, points), uv
 
 
+def empty_hair(head, name: str = "Hair"):
+    """An empty Curves hair object on ``head``'s surface and active UV map, made active (what
+    Add > Curves > Empty Hair makes)."""
+    cv = bpy.data.hair_curves.new(name)
+    cv.surface = head
+    cv.surface_uv_map = head.data.uv_layers.active.name
+    ob = bpy.data.objects.new(name, cv)
+    bpy.context.scene.collection.objects.link(ob)
+    bpy.context.view_layer.objects.active = ob
+    return ob
+
+
 def uv_hair_on(head, count=200, name="Hair", **kw):
     """``grow`` as a Curves hair object on ``head``'s surface and UV map, its wig enabled."""
     pts, counts, uv = grow(head, count, **kw)

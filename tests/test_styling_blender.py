@@ -1,0 +1,188 @@
+"""Style Hair through Blender (real bpy, seed 003): hair grown on the selected scalp of a sphere
+head or restyled from its own roots, written as ordinary Curves hair attached to the surface,
+one undo step; errors name what is wrong and leave the hair as it was; the wig works on it."""
+
+import bpy
+import numpy as np
+import pytest
+import scenes
+
+
+@pytest.fixture
+def core(addon):
+    from hair_wig_addon.hair_wig import collision, scalp
+    from hair_wig_addon.operators import blender_io
+    return collision, scalp, blender_io
+
+
+def positions(ob):
+    p = np.empty(len(ob.data.points) * 3, np.float32)
+    ob.data.attributes["position"].data.foreach_get("vector", p)
+    return p.reshape(-1, 3).astype(np.float64)
+
+
+def counts(ob):
+    return np.array([c.points_length for c in ob.data.curves])
+
+
+def sphere_head():
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=1.0, segments=48, ring_count=24, calc_uvs=True)
+    head = bpy.context.active_object
+    head.name = "Head"
+    return head
+
+
+def select_faces(head, above: float):
+    c = np.empty(len(head.data.polygons) * 3)
+    head.data.polygons.foreach_get("center", c)
+    pick = c.reshape(-1, 3)[:, 2] > above
+    head.data.polygons.foreach_set("select", pick)
+    return pick
+
+
+def selected_area(head, pick):
+    """World area of the selected faces' triangles (the head is at the origin, unscaled)."""
+    mesh = head.data
+    mesh.calc_loop_triangles()
+    tv = np.empty(len(mesh.loop_triangles) * 3, np.int32)
+    mesh.loop_triangles.foreach_get("vertices", tv)
+    face = np.empty(len(mesh.loop_triangles), np.int32)
+    mesh.loop_triangles.foreach_get("polygon_index", face)
+    v = np.empty(len(mesh.vertices) * 3)
+    mesh.vertices.foreach_get("co", v)
+    tri = v.reshape(-1, 3)[tv.reshape(-1, 3)]
+    area = 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
+    return float(area[pick[face]].sum())
+
+
+def test_grown_hair_sits_on_the_selected_scalp_with_its_uv_exact_lengths_and_outside_the_head(scene, core):
+    collision, scalp, io = core
+    head = sphere_head()
+    pick = select_faces(head, 0.3)
+    ob = scenes.empty_hair(head)
+    st = ob.hair_wig.style
+    st.roots, st.grow_on, st.density, st.points = "GROW", "SELECTED", 300.0, 13
+    st.length, st.length_random, st.stiffness, st.clearance, st.volume = 0.9, 0.0, 0.01, 0.02, 0.05
+    bpy.ops.ed.undo_push(message="before style")
+    assert bpy.ops.hair_wig.style_hair("EXEC_DEFAULT", True) == {"FINISHED"}
+    ob = bpy.data.objects["Hair"]
+    n = counts(ob)
+    assert len(n) == round(300.0 * selected_area(head, pick)) and np.all(n == 13)
+    p = positions(ob).reshape(-1, 13, 3)
+    roots = p[:, 0]
+    assert np.all(roots[:, 2] > 0.25)                          # on the selected cap only
+    # every root's surface UV finds the place it sits on (what Deform Curves on Surface reads)
+    mesh = io.read_mesh(head, None, "UVMap")
+    uv = np.empty(len(n) * 2, np.float32)
+    ob.data.attributes["surface_uv_coordinate"].data.foreach_get("vector", uv)
+    tri, bary = scalp.locate_uv(mesh.tri_uv, uv.reshape(-1, 2), "Hair")
+    back = np.einsum("nk,nkd->nd", bary, mesh.positions[mesh.tri_verts[tri]])
+    np.testing.assert_allclose(back, roots, atol=2e-5)
+    seg = np.linalg.norm(np.diff(p, axis=1), axis=2)
+    np.testing.assert_allclose(seg, 0.9 / 12, rtol=1e-5)          # exact (float32 storage)
+    d = collision.exact_signed_distance(p[:, 1:].reshape(-1, 3), mesh.positions, mesh.tri_verts)
+    assert d.min() > 0.0                                          # nothing inside the head
+    assert (p[:, -1, 2] < roots[:, 2] - 0.3).mean() > 0.9          # soft hair hangs
+    # one undo step takes it all back
+    bpy.ops.ed.undo()
+    assert len(bpy.data.objects["Hair"].data.curves) == 0
+
+
+def test_restyle_keeps_the_curves_roots_lengths_and_attachment(scene, core):
+    """Curves standing straight out of the head: restyled, each keeps its
+    point count, root, length (to float32) and surface UV, and hangs under gravity."""
+    collision, _scalp, io = core
+    head = sphere_head()
+    ob, _pts = scenes.uv_hair_on(head, 80, points=10, length=0.6)
+    bpy.context.view_layer.objects.active = ob
+    uv_before = np.empty(80 * 2, np.float32)
+    ob.data.attributes["surface_uv_coordinate"].data.foreach_get("vector", uv_before)
+    before = positions(ob).reshape(80, 10, 3)
+    lengths = np.linalg.norm(np.diff(before, axis=1), axis=2).sum(axis=1)
+    st = ob.hair_wig.style
+    st.roots, st.start, st.stiffness, st.volume = "EXISTING", "GROOM", 0.02, 0.0
+    assert bpy.ops.hair_wig.style_hair() == {"FINISHED"}
+    after = positions(ob).reshape(80, 10, 3)
+    assert np.all(counts(ob) == 10)
+    np.testing.assert_allclose(after[:, 0], before[:, 0], atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(np.diff(after, axis=1), axis=2).sum(axis=1), lengths, rtol=1e-5)
+    uv_after = np.empty(80 * 2, np.float32)
+    ob.data.attributes["surface_uv_coordinate"].data.foreach_get("vector", uv_after)
+    np.testing.assert_array_equal(uv_after, uv_before)
+    assert np.mean(after[:, -1, 2] < before[:, -1, 2] - 0.05) > 0.7          # it hangs now
+    mesh = io.read_mesh(head)
+    d = collision.exact_signed_distance(after[:, 1:].reshape(-1, 3), mesh.positions, mesh.tri_verts)
+    assert d.min() > 0.0
+
+
+def test_the_styling_force_pulls_toward_an_object_and_curls_wind_round(scene):
+    head = sphere_head()
+    select_faces(head, 0.5)
+    ob = scenes.empty_hair(head)
+    target = bpy.data.objects.new("Comb", None)
+    bpy.context.scene.collection.objects.link(target)
+    target.location = (0.0, 3.0, 0.0)
+    bpy.context.view_layer.objects.active = ob
+    st = ob.hair_wig.style
+    st.roots, st.grow_on, st.density, st.points, st.length, st.length_random = "GROW", "SELECTED", 200.0, 25, 1.0, 0.0
+    assert bpy.ops.hair_wig.style_hair() == {"FINISHED"}
+    plain = positions(ob).reshape(-1, 25, 3)
+    st.force, st.force_object, st.force_strength = "OBJECT", target, 2.0
+    assert bpy.ops.hair_wig.style_hair() == {"FINISHED"}
+    pulled = positions(ob).reshape(-1, 25, 3)
+    np.testing.assert_array_equal(pulled[:, 0], plain[:, 0])          # same roots (same seed)
+    assert pulled[:, -1, 1].mean() > plain[:, -1, 1].mean() + 0.3       # toward the comb
+    st.curl, st.curl_radius, st.curl_turns = "HELIX", 0.05, 3.0
+    assert bpy.ops.hair_wig.style_hair() == {"FINISHED"}
+    curled = positions(ob).reshape(-1, 25, 3)
+    off = np.linalg.norm(curled - pulled, axis=2)
+    assert off[:, 0].max() < 1e-6                                        # roots stay (radius 0 there)
+    assert np.median(off[:, 8:]) == pytest.approx(0.05, rel=0.1)         # wound at the radius set
+    st.curl, st.curl_strength = "FORCE", 3.0
+    assert bpy.ops.hair_wig.style_hair() == {"FINISHED"}
+    assert np.abs(positions(ob).reshape(-1, 25, 3) - pulled).max() > 0.05
+
+
+def test_errors_name_the_fault_and_leave_the_hair_as_it_was(scene):
+    head = sphere_head()
+    select_faces(head, 2.0)                                            # nothing selected
+    ob = scenes.empty_hair(head)
+    st = ob.hair_wig.style
+    st.roots = "GROW"
+    with pytest.raises(RuntimeError, match="No faces of 'Head' are selected"):
+        bpy.ops.hair_wig.style_hair()
+    st.grow_on, st.density = "ALL", 20.0
+    st.force = "OBJECT"
+    with pytest.raises(RuntimeError, match="'Hair': choose the object"):
+        bpy.ops.hair_wig.style_hair()
+    assert len(ob.data.curves) == 0
+    st.force = "NONE"
+    head.data.uv_layers.remove(head.data.uv_layers[0])
+    ob.data.surface_uv_map = ""
+    with pytest.raises(RuntimeError, match="'Head' has no UV map"):
+        bpy.ops.hair_wig.style_hair()
+    st.roots = "EXISTING"
+    with pytest.raises(RuntimeError, match="'Hair' has no curves to restyle"):
+        bpy.ops.hair_wig.style_hair()
+    assert len(ob.data.curves) == 0
+
+
+def test_the_wig_works_on_styled_hair(scene, core):
+    """Styled hair made a wig and baked on a still head: the rest frame plays the styled groom."""
+    _collision, _scalp, io = core
+    head = sphere_head()
+    select_faces(head, 0.3)
+    ob = scenes.empty_hair(head)
+    st = ob.hair_wig.style
+    st.roots, st.density, st.points, st.length = "GROW", 60.0, 8, 0.5
+    assert bpy.ops.hair_wig.style_hair() == {"FINISHED"}
+    styled = positions(ob)
+    assert bpy.ops.hair_wig.enable() == {"FINISHED"}
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 3
+    assert bpy.ops.hair_wig.bake() == {"FINISHED"}
+    scene.frame_set(1)
+    played = io.read_evaluated_points(ob, bpy.context.evaluated_depsgraph_get())
+    assert np.abs(played - styled).max() < 1e-5
+    with pytest.raises(RuntimeError, match="'Hair' is baked: clear the bake"):
+        bpy.ops.hair_wig.style_hair()
