@@ -374,7 +374,7 @@ def style_strands(roots, directions, lengths, counts, *, gravity, stiffness: flo
                   stiffness_profile: Profile | None = None, force=None, force_at=None,
                   passes: int = 3, collide=None, curl_radius=0.0, curl_radius_profile=None,
                   curl_turns=0.0, curl_turns_profile=None, curl_force=0.0, seed: int = 0,
-                  tilt: float = 1e-3) -> np.ndarray:
+                  tilt: float = 0.05) -> np.ndarray:
     """Style Hair, whole (seed 003): strands of ``counts`` (S,) points from ``roots`` (S, 3)
     along ``directions`` (S, 3), ``lengths`` (S,) long, bent as cantilevers (``cantilever``)
     under ``gravity`` (3,) (acceleration; the hair's weight per unit length, with unit mass per
@@ -391,10 +391,10 @@ def style_strands(roots, directions, lengths, counts, *, gravity, stiffness: flo
     gravities) turning ``curl_turns`` times about the start direction (``rotating_force``).
 
     A start direction exactly against the load is a balanced column and would stay straight;
-    every direction is tipped by a seeded ``tilt`` radians so such hair falls to a side. The
-    march grows that tilt about ``exp(1 / (6 · stiffness))`` times along the strand, so soft
-    hair (stiffness 0.01 or less) grown straight up falls over; stiffer hair stands — a forward
-    march does not find a column's buckling — and wants a styling force with a sideways part.
+    every direction is tipped by a seeded ``tilt`` (0.05 rad, 3°, unseen on hair grown along
+    the normals) so such hair falls to a side: soft hair (stiffness 0.02) grown straight up falls
+    over, stiffer hair (0.05) stands — a forward march does not find a column's buckling — and
+    wants a styling force with a sideways part.
     Returns the points (sum(counts), 3), strand after strand."""
     roots = np.asarray(roots, np.float64)
     counts = np.asarray(counts, np.int64)

@@ -480,6 +480,54 @@ def strands_section(args, env, blender: dict) -> None:
                   f"{r['peak_mb']:>9.0f}", flush=True)
 
 
+def style_one(key: str) -> dict:
+    """Style Hair (issue 16) through its operator: about ``strands`` strands of ``points``
+    grown on a UV sphere's upper half (radius 0.1 m, a head), 0.3 m long, hanging under gravity with a
+    combing force, colliding with layered volume, ``curl`` HELIX or NONE; seconds for the
+    operator (reading, styling, writing), and the core's share."""
+    strands, points, curl = key.split("x")
+    strands, points = int(strands), int(points)
+    import addon
+    import bpy
+
+    addon.ensure_registered()
+    from importlib import import_module
+
+    styling = import_module(f"{addon.PACKAGE}.hair_wig.styling")
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    addon.ensure_registered()
+    import scenes
+
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=0.1, segments=64, ring_count=32, calc_uvs=True)
+    head = bpy.context.active_object
+    c = np.empty(len(head.data.polygons) * 3)
+    head.data.polygons.foreach_get("center", c)
+    head.data.polygons.foreach_set("select", c.reshape(-1, 3)[:, 2] > 0.0)
+    hair = scenes.empty_hair(head)
+    st = hair.hair_wig.style
+    st.roots, st.grow_on, st.points, st.length = "GROW", "SELECTED", points, 0.3
+    st.density = strands / (2 * np.pi * 0.1 ** 2)             # the upper half's area
+    st.force, st.force_direction, st.force_strength = "DIRECTION", (0.0, 1.0, -1.0), 0.3
+    st.clearance, st.volume = 0.002, 0.01
+    if curl == "HELIX":
+        st.curl, st.curl_radius, st.curl_turns = "HELIX", 0.01, 4.0
+    spent = {"core": 0.0}
+    inner = styling.style_strands
+
+    def timed(*a, **k):
+        t = time.perf_counter()
+        out = inner(*a, **k)
+        spent["core"] += time.perf_counter() - t
+        return out
+    ops = import_module(f"{addon.PACKAGE}.operators.style_ops")
+    ops.style_strands = timed
+    t0 = time.perf_counter()
+    assert bpy.ops.hair_wig.style_hair() == {"FINISHED"}
+    elapsed = time.perf_counter() - t0
+    return {"strands": len(hair.data.curves), "points": points, "curl": curl, "s": elapsed,
+            "core_s": spent["core"], "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
 def _run(*args, env=None) -> dict:
     res = subprocess.run([sys.executable, __file__, *map(str, args)], capture_output=True, text=True,
                          env=env, check=True)
@@ -541,6 +589,9 @@ def main(argv=None) -> int:
     p.add_argument("--wig-strands-one", type=int, help=argparse.SUPPRESS)
     p.add_argument("--particle-collide-one", type=int, help=argparse.SUPPRESS)
     p.add_argument("--search-one", help=argparse.SUPPRESS)
+    p.add_argument("--style", nargs="*", default=["20000x25"],
+                   help="Style Hair sizes (strands x points) for section 8; none skips it")
+    p.add_argument("--style-one", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     for flag, fn in ((args.one, lambda n: one(n, args.frames, args.length_mode, args.method)), (args.preview_one, lambda n: preview_rate(n, 48)),
                      (args.particle_one, lambda n: particle_hair(n, 48)), (args.wig_one, lambda n: wig_bake(n, 48)),
@@ -548,7 +599,8 @@ def main(argv=None) -> int:
                      (args.field_one, field_build), (args.wig_strands_one, lambda n: wig_bake(n, 48, "STRANDS")),
                      (args.particle_collide_one, lambda n: particle_hair(n, 48, collide=True)),
                      (args.strands_one, lambda k: strands_one(*map(int, k.split("x")))),
-                     (args.search_one, lambda k: one_search(*map(int, k.split("x"))))):
+                     (args.search_one, lambda k: one_search(*map(int, k.split("x")))),
+                     (args.style_one, style_one)):
         if flag:
             print(json.dumps(fn(flag)))
             return 0
@@ -629,6 +681,16 @@ def main(argv=None) -> int:
           f"5 mm of it: {r['query_us']:.1f} us per point")
     if args.strands:
         strands_section(args, env, blender)
+    if args.style:
+        print("8. Style Hair (issue 16) through its operator: strands grown on a sphere head's upper half, "
+              "0.3 m, gravity and a combing force, collision with layered volume (seconds for the whole "
+              "operator; the core's share)")
+        print(f"{'strands':>8}{'points':>7}{'curls':>7}{'s':>8}{'core s':>8}{'peak MB':>9}")
+        for size in args.style:
+            for curl in ("NONE", "HELIX"):
+                r = _run("--style-one", f"{size}x{curl}", env=env)
+                print(f"{r['strands']:>8}{r['points']:>7}{curl.lower():>7}{r['s']:>8.2f}{r['core_s']:>8.2f}"
+                      f"{r['peak_mb']:>9.0f}", flush=True)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     plot(rows, out / "bench.png")

@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 import scenes  # noqa: E402
 
 LOOKS = {
-    "hanging": dict(force="DIRECTION", force_direction=(0.0, 1.0, -1.0), force_strength=0.15, curl="NONE"),
+    "hanging": dict(force="DIRECTION", force_direction=(0.0, 1.0, -1.0), force_strength=0.3, curl="NONE"),
     "combed back": dict(force="DIRECTION", force_direction=(0.0, 1.0, -0.3), force_strength=0.6, curl="NONE"),
     "curled": dict(force="DIRECTION", force_direction=(0.0, 1.0, -0.3), force_strength=0.3, curl="HELIX",
                    curl_radius=0.04, curl_turns=4.0, points=49),
@@ -36,7 +36,7 @@ def scalp(head) -> None:
     centre = np.empty(len(mesh.polygons) * 3)
     mesh.polygons.foreach_get("center", centre)
     c = centre.reshape(-1, 3)
-    pick = (((c[:, 2] > 0.35) & (c[:, 1] > -0.45)) | ((c[:, 1] > 0.1) & (c[:, 2] > -0.45))) & (np.abs(c[:, 0]) < 0.85)
+    pick = (((c[:, 2] > 0.35) & (c[:, 1] > -0.3)) | ((c[:, 1] > 0.1) & (c[:, 2] > -0.45))) & (np.abs(c[:, 0]) < 0.85)
     mesh.polygons.foreach_set("select", pick)
 
 
@@ -49,7 +49,7 @@ def build(density: float, points: int = 25):
     st = hair.hair_wig.style
     st.roots, st.grow_on, st.density, st.points = "GROW", "SELECTED", density, points
     st.length, st.length_random, st.stiffness = 1.1, 0.15, 0.02
-    st.volume, st.clearance = 0.06, 0.01
+    st.volume, st.clearance = 0.04, 0.01
     return head, hair
 
 
