@@ -284,6 +284,14 @@ def write_positions(cv, points: np.ndarray) -> None:
     cv.position_data.foreach_set("vector", np.ascontiguousarray(points, np.float32).ravel())
 
 
+def span_of(offsets: np.ndarray, curves: np.ndarray) -> np.ndarray:
+    """The point indices of ``curves`` (R,), curve after curve, in a hair of curve ``offsets``."""
+    offsets = np.asarray(offsets, np.int64)
+    counts = offsets[np.asarray(curves) + 1] - offsets[curves]
+    start = np.repeat(offsets[curves] - np.r_[0, np.cumsum(counts)[:-1]], counts)
+    return start + np.arange(int(counts.sum()))
+
+
 def set_curve_attribute(cv, name: str, kind: str, values) -> None:
     """Write a CURVE-domain attribute of ``Curves`` data (made, or remade with the right type)."""
     a = cv.attributes.get(name)
@@ -319,16 +327,21 @@ def read_vertex_weights(ob, depsgraph, group: str) -> np.ndarray:
 
 
 def write_styled(ob, points: np.ndarray, counts: np.ndarray, uv: np.ndarray | None, add: bool,
-                 replace: bool, surface=None, uv_map: str = "") -> None:
+                 replace: bool, surface=None, uv_map: str = "", curves: np.ndarray | None = None) -> None:
     """Style Hair's output into ``Curves`` object ``ob``: ``points`` (P, 3, world) in curves of
     ``counts`` (S,). Restyled (``add`` False): the same curves take the new points. Grown:
     the curves are added (after removing the ones there were, ``replace``) with their
     ``surface_uv_coordinate`` ``uv`` (S, 2); a hair without a surface is given ``surface`` and
-    ``uv_map``."""
+    ``uv_map``. ``curves`` (R,): the restyled curves when not all of them (``points`` theirs)."""
     cv = ob.data
     to_local = np.linalg.inv(matrix(ob))
     local = np.asarray(points, np.float64) @ to_local[:3, :3].T + to_local[:3, 3]
     if not add:
+        if curves is not None:
+            hair = read_curves_data(cv, ob.name)
+            whole = hair.points.astype(np.float64)
+            whole[span_of(hair.offsets, curves)] = local
+            local = whole
         write_positions(cv, local)
         cv.update_tag()
         return
@@ -398,6 +411,13 @@ def read_strand_set(ob, attribute: str) -> np.ndarray | None:
     if ob.type != "CURVES":
         raise HairWigError(f"'{ob.name}': legacy Curve objects have no attribute '{attribute}'")
     return _read_selection(ob.data, ob.name, attribute, _curve_offsets(ob.data))
+
+
+def selected_curves(ob) -> np.ndarray:
+    """Curves selected in Sculpt Mode (Blender's ``.selection``), as indices."""
+    if ob.data.attributes.get(".selection") is None:
+        return np.arange(len(ob.data.curves))        # Blender's default: everything selected
+    return np.flatnonzero(read_strand_set(ob, ".selection"))
 
 
 def read_evaluated_points(ob, depsgraph) -> np.ndarray:

@@ -14,13 +14,6 @@ from . import blender_io, polls, preview, scene_reader
 from .scene_reader import LEADER, WISP, curve_attribute
 
 
-def selected_curves(ob) -> np.ndarray:
-    """Curves selected in Sculpt Mode (Blender's ``.selection``), as indices."""
-    if ob.data.attributes.get(".selection") is None:
-        return np.arange(len(ob.data.curves))        # Blender's default: everything selected
-    return np.flatnonzero(blender_io.read_strand_set(ob, ".selection"))
-
-
 def _hair_object(context):
     ob = context.active_object
     return ob if scene_reader.is_curves_wig(ob) else None
@@ -172,7 +165,7 @@ class HAIRWIG_OT_mark_leaders(_OnHair, bpy.types.Operator):
 
     def execute(self, context):
         ob = _hair_object(context)
-        sel = selected_curves(ob)
+        sel = blender_io.selected_curves(ob)
         if sel.size == 0:
             self.report({"ERROR"}, f"'{ob.name}': no curves are selected")
             return {"CANCELLED"}
@@ -231,7 +224,7 @@ def make_wisps(context, ob, rings: int, closeness: float, fuzziness: float, seed
         raise HairWigError(f"'{ob.name}' is baked: clear the bake before adding curves")
     preview.stop(ob)
     hair = blender_io.read_hair(ob)
-    sel = selected_curves(ob)
+    sel = blender_io.selected_curves(ob)
     if sel.size == 0:
         raise HairWigError(f"'{ob.name}': select the leader curves in Sculpt Mode first")
     per = 8 * rings

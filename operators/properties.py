@@ -128,6 +128,9 @@ class HairWigStyle(bpy.types.PropertyGroup):
                                  default=0.2, min=0.0, max=1.0, subtype="FACTOR", options=set())
     points: IntProperty(name="Points", description="Points per grown strand", default=16, min=2, max=256,
                         options=set())
+    only_selected: BoolProperty(name="Selected Curves Only", description="Restyle only the curves selected "
+                                                                         "in Sculpt Mode; the rest stay as they are",
+                                default=False, options=set())
     start: EnumProperty(
         name="Start", description="Which way each strand leaves its root",
         items=[("NORMAL", "Surface Normal", "Straight out of the scalp"),

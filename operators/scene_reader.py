@@ -512,7 +512,8 @@ class StyleJob:
     """What Style Hair styles, read from the scene (world space): the strands' ``roots``,
     start ``directions``, ``lengths`` and point ``counts``; ``uv`` (S, 2) of grown roots;
     whether the strands are new (``add``, ``replace`` the curves there were); the ``surface``
-    grown on and its ``uv_map``; and ``style_strands``' keyword settings."""
+    grown on and its ``uv_map``; ``style_strands``' keyword settings; and the ``curves``
+    restyled when only some are (the Sculpt Mode selection)."""
     roots: np.ndarray
     directions: np.ndarray
     lengths: np.ndarray
@@ -523,6 +524,7 @@ class StyleJob:
     surface: object
     uv_map: str
     settings: dict
+    curves: np.ndarray | None = None
 
 
 def _rows_to(m: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -584,15 +586,27 @@ def read_style(context, ob) -> StyleJob:
         directions = normals
         lengths = styling.strand_lengths(len(roots), st.length, st.length_random, st.seed)
         counts = np.full(len(roots), st.points, np.int64)
+        layer = np.ones(len(roots), bool)
+        every_root = roots
     else:
         hair = blender_io.read_hair(ob)
         points = _rows_to(blender_io.matrix(ob), hair.points.astype(np.float64))
-        first = hair.offsets[:-1]
+        curves = np.arange(hair.num_strands)
+        if st.only_selected:
+            curves = blender_io.selected_curves(ob)
+            if curves.size == 0:
+                raise HairWigError(f"'{ob.name}': no curves are selected (select them in Sculpt Mode, or "
+                                   "turn off Selected Curves Only)")
+        every_root = points[hair.offsets[:-1]]
+        layer = np.zeros(hair.num_strands, bool)
+        layer[curves] = True
+        first = hair.offsets[:-1][curves]
         roots = points[first]
-        counts = hair.counts.astype(np.int64)
-        lengths = styling.arc_lengths(points, hair.offsets)
+        counts = hair.counts.astype(np.int64)[curves]
+        lengths = styling.arc_lengths(points, hair.offsets)[curves]
         if np.any(lengths <= 0):
-            raise HairWigError(f"'{ob.name}': curve {int(np.flatnonzero(lengths <= 0)[0])} has no length to style")
+            raise HairWigError(f"'{ob.name}': curve {int(curves[np.flatnonzero(lengths <= 0)[0]])} has no "
+                               "length to style")
         directions = points[first + 1] - roots
         if st.start == "NORMAL":
             _sd, _closest, outward, known = field.exact(roots)
@@ -617,7 +631,7 @@ def read_style(context, ob) -> StyleJob:
         settings["force_at"] = styling.field_force(fields, st.force_strength)
     if st.collide:
         up = -gravity if np.linalg.norm(gravity) > 0 else np.array([0.0, 0.0, 1.0])
-        layers = styling.layer_offsets(roots, up, st.volume)
+        layers = styling.layer_offsets(every_root, up, st.volume)[layer]      # on the whole hair's scale
         settings["collide"] = styling.SurfaceCollide(field, st.clearance + layers)
     if st.curl == "HELIX":
         settings.update(curl_radius=st.curl_radius, curl_turns=st.curl_turns,
@@ -625,4 +639,5 @@ def read_style(context, ob) -> StyleJob:
                         curl_turns_profile=profile_curves.read(ob.hair_wig, "curl_turns"))
     elif st.curl == "FORCE":
         settings.update(curl_force=st.curl_strength, curl_turns=st.curl_turns)
-    return StyleJob(roots, directions, lengths, counts, uv, grow, grow and st.replace, head, uv_map, settings)
+    return StyleJob(roots, directions, lengths, counts, uv, grow, grow and st.replace, head, uv_map, settings,
+                    None if grow or not st.only_selected else curves)

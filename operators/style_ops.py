@@ -42,7 +42,8 @@ class HAIRWIG_OT_style_hair(bpy.types.Operator):
             return {"CANCELLED"}
         if preview.is_previewing(ob):
             preview.stop(ob)
-        blender_io.write_styled(ob, points, job.counts, job.uv, job.add, job.replace, job.surface, job.uv_map)
+        blender_io.write_styled(ob, points, job.counts, job.uv, job.add, job.replace, job.surface, job.uv_map,
+                                job.curves)
         verb = "Grew and styled" if job.add else "Restyled"
         self.report({"INFO"}, f"{verb} {len(job.counts)} strands of '{ob.name}' in "
                               f"{time.perf_counter() - start:.2f} s")

@@ -306,6 +306,7 @@ class VIEW3D_PT_hair_wig_style(bpy.types.Panel):
             col.prop(st, "replace")
         else:
             layout.prop(st, "start")
+            layout.prop(st, "only_selected")
         col = layout.column(align=True)
         col.prop(st, "stiffness")
         col.prop(st, "weight")

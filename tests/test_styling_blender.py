@@ -191,3 +191,22 @@ def test_the_wig_works_on_styled_hair(scene, core):
     assert np.abs(played - styled).max() < 1e-5
     with pytest.raises(RuntimeError, match="'Hair' is baked: clear the bake"):
         bpy.ops.hair_wig.style_hair()
+
+
+def test_restyle_only_the_curves_selected_in_sculpt_mode(scene):
+    head = sphere_head()
+    ob, _pts = scenes.uv_hair_on(head, 40, points=8, length=0.5)
+    bpy.context.view_layer.objects.active = ob
+    before = positions(ob).reshape(40, 8, 3)
+    picked = np.zeros(40, bool)
+    picked[[3, 10, 11, 30]] = True
+    ob.data.attributes.new(".selection", "BOOLEAN", "CURVE").data.foreach_set("value", picked)
+    st = ob.hair_wig.style
+    st.roots, st.only_selected, st.stiffness = "EXISTING", True, 0.01
+    assert bpy.ops.hair_wig.style_hair() == {"FINISHED"}
+    after = positions(ob).reshape(40, 8, 3)
+    np.testing.assert_array_equal(after[~picked], before[~picked])          # the others untouched
+    assert np.all(np.abs(after[picked, -1] - before[picked, -1]).max(axis=1) > 0.05)
+    ob.data.attributes[".selection"].data.foreach_set("value", np.zeros(40, bool))
+    with pytest.raises(RuntimeError, match="'Hair': no curves are selected"):
+        bpy.ops.hair_wig.style_hair()
