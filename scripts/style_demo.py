@@ -24,7 +24,7 @@ import scenes  # noqa: E402
 LOOKS = {
     "hanging": dict(force="DIRECTION", force_direction=(0.0, 1.0, -0.5), force_strength=0.5, curl="NONE"),
     "combed back": dict(force="DIRECTION", force_direction=(0.0, 1.0, -0.3), force_strength=1.2, curl="NONE"),
-    "curled": dict(force="DIRECTION", force_direction=(0.0, 1.0, -0.3), force_strength=0.3, curl="HELIX",
+    "curled": dict(force="DIRECTION", force_direction=(0.0, 1.0, -0.3), force_strength=0.8, curl="HELIX",
                    curl_radius=0.04, curl_turns=4.0, points=49),
 }
 

@@ -76,10 +76,14 @@ def test_panels_draw_only_existing_properties(scene, addon, dynamic, curves, str
     pts, counts = scenes.straight_strands(3, 4)
     ob = scenes.curves_hair("Hair", pts, counts)
     ob.hair_wig.enabled = True
-    if strands:              # every setting of the Strands solver drawn
+    st = ob.hair_wig.style
+    if strands:              # every setting of the Strands solver drawn, and Style Hair's growing ones
         ob.hair_wig.dynamics_layer = "STRANDS"
         ob.hair_wig.strands_method = "JAKOBSEN"
         ob.hair_wig.strands_links = 2
+        st.roots, st.grow_on, st.force, st.curl = "GROW", "GROUP", "OBJECT", "HELIX"
+    elif dynamic:
+        st.force, st.curl = "DIRECTION", "FORCE"
     empty = bpy.data.objects.new("Magnet", None)
     scene.collection.objects.link(empty)
     empty.hair_wig_magnet.dynamic = dynamic
@@ -118,7 +122,8 @@ def test_every_setting_says_in_words_what_it_does(addon):
     from hair_wig_addon.operators import properties
 
     seen = 0
-    for group in (properties.HairWigSettings, properties.HairWigMagnet, properties.HairWigKeyPose):
+    for group in (properties.HairWigSettings, properties.HairWigMagnet, properties.HairWigKeyPose,
+                  properties.HairWigStyle):
         for prop in group.bl_rna.properties:
             if prop.identifier in ("rna_type", "name") or prop.is_hidden:
                 continue
