@@ -1,0 +1,223 @@
+"""Angular rods (seed 003, Kim, Lee, Ko, "angular dynamics"; SPEC §7 "003" and §8): strands as
+chains of rigid segments whose bend angles are the state.
+
+Each segment's direction is its parent's turned by a rotation vector ``α`` (2 numbers: its parts
+along the parent frame's two normals ``e₁, e₂``; the root segment's parent is the root's frame).
+Forward kinematics builds the strand root to tip, so lengths are exact at every step. The angles
+move by the seed's central-difference update (with damping so the hair settles):
+
+    α^{n+1} = α^n + (1 − c Δt)(α^n − α^{n−1}) + Δt² β_i (F_i − k_i (α^n − ϑ_i)),
+
+``F_i`` the moment about joint ``i`` of the loads on the rest of the strand (gravity and forces
+per unit length, levers from the strand's present shape), taken along ``e₁, e₂``; ``k_i`` the
+bending stiffness and ``β_i`` the inverse inertia, growing root to tip. Stable while
+``Δt √(β k) < 2``: every frame is split into substeps so that ``Δt √(β k)`` stays at or below
+``courant`` (0.25 by default: the period is then within 0.3 % of ``2π / √(β k)``).
+
+Rest angles keep the style (seed 003, eq. 6): ``ϑ = α_goal − F(goal) / k``, so the goal's shape
+under its own loads is the equilibrium and the hair does not sag when the animation starts.
+
+Arrays are strand-major: points (S, n, 3), angles (S, m, 2) with ``m = n − 1``. A strand's
+state is its angles now and a substep ago, and the root frame's normal ``e₁``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import HairWigError
+from .profiles import Profile
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-300)
+
+
+def _rotate(v: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Vectors ``v`` (S, 3) turned by rotation vectors ``r`` (S, 3) (Rodrigues)."""
+    angle = np.linalg.norm(r, axis=1, keepdims=True)
+    axis = np.divide(r, angle, out=np.zeros_like(r), where=angle > 0)
+    cos, sin = np.cos(angle), np.sin(angle)
+    return (v * cos + np.cross(axis, v) * sin
+            + axis * np.einsum("sk,sk->s", axis, v)[:, None] * (1 - cos))
+
+
+def root_normal(direction: np.ndarray) -> np.ndarray:
+    """A unit normal (S, 3) square to each root ``direction`` (S, 3): the root frame's ``e₁``."""
+    d = _unit(direction)
+    pick = np.eye(3)[np.argmin(np.abs(d), axis=1)]
+    return _unit(np.cross(d, pick))
+
+
+def angles_of(points: np.ndarray, root_dir: np.ndarray, e1: np.ndarray) -> np.ndarray:
+    """The bend angles (S, m, 2) of strands ``points`` (S, n, 3) whose root frame is
+    ``root_dir``, ``e1`` (S, 3): inverse kinematics, each segment against its parent."""
+    seg = _unit(np.diff(points, axis=1))
+    t, a = _unit(root_dir), e1.copy()
+    out = np.empty(seg.shape[:2] + (2,))
+    for i in range(seg.shape[1]):
+        d = seg[:, i]
+        axis = np.cross(t, d)
+        size = np.linalg.norm(axis, axis=1, keepdims=True)
+        r = np.divide(axis, size, out=np.zeros_like(axis), where=size > 0) * np.arctan2(
+            size, np.einsum("sk,sk->s", t, d)[:, None])
+        b = np.cross(t, a)
+        out[:, i, 0] = np.einsum("sk,sk->s", r, a)
+        out[:, i, 1] = np.einsum("sk,sk->s", r, b)
+        a = _unit(_rotate(a, r))
+        t = d
+    return out
+
+
+def build(roots: np.ndarray, root_dir: np.ndarray, e1: np.ndarray, angles: np.ndarray, seg: np.ndarray):
+    """Forward kinematics: points (S, n, 3) of strands from ``roots`` (S, 3) with bend
+    ``angles`` (S, m, 2) and segment lengths ``seg`` (S,); also each joint's parent frame
+    ``e₁``, ``e₂`` (S, m, 3) each (the axes the angles turn about)."""
+    num, m = angles.shape[:2]
+    pts = np.empty((num, m + 1, 3))
+    pts[:, 0] = roots
+    ax1, ax2 = np.empty((num, m, 3)), np.empty((num, m, 3))
+    t, a = _unit(root_dir), e1
+    for i in range(m):
+        b = np.cross(t, a)
+        ax1[:, i], ax2[:, i] = a, b
+        r = angles[:, i, :1] * a + angles[:, i, 1:] * b
+        t = _unit(_rotate(t, r))
+        a = _rotate(a, r)
+        a = _unit(a - np.einsum("sk,sk->s", a, t)[:, None] * t)       # keep the frame square
+        pts[:, i + 1] = pts[:, i] + seg[:, None] * t
+    return pts, ax1, ax2
+
+
+def moments(points: np.ndarray, load: np.ndarray, seg: np.ndarray, ax1: np.ndarray, ax2: np.ndarray):
+    """The generalised forces (S, m, 2): about each joint, the moment of the loads per unit
+    length ``load`` ((3,), (S, 3) or (S, m, 3)) on the segments beyond it, levers from the
+    present ``points`` (S, n, 3), along the joint's axes ``ax1``, ``ax2``."""
+    num, n = points.shape[:2]
+    f = np.asarray(load, np.float64)
+    f = np.broadcast_to(f[:, None, :] if f.ndim == 2 else f, (num, n - 1, 3))
+    force = f * seg[:, None, None]                                  # per segment
+    mid = 0.5 * (points[:, 1:] + points[:, :-1])
+    # Σ_{j≥i} (mid_j − x_i) × F_j = Σ_{j≥i} mid_j × F_j − x_i × Σ_{j≥i} F_j
+    own = np.cumsum(np.cross(mid, force)[:, ::-1], axis=1)[:, ::-1]
+    total = np.cumsum(force[:, ::-1], axis=1)[:, ::-1]
+    tau = own - np.cross(points[:, :-1], total)
+    return np.stack([np.einsum("smk,smk->sm", tau, ax1), np.einsum("smk,smk->sm", tau, ax2)], axis=2)
+
+
+@dataclass
+class RodSettings:
+    """``stiffness``: the strand's bending stiffness (a joint's ``k`` is it times the strand's
+    segments, so a strand bends alike at any resolution), ``beta`` β root value,
+    times ``beta_profile`` root (0) to tip (1) (the seed's β growing to the tip) and
+    ``stiffness_profile``; ``damping`` c (1/s); ``courant``: the largest ``Δt √(β k)`` of a
+    substep; ``max_substeps``: beyond it the stiffness is clamped (``clamped`` says so) — the
+    update stays stable, but the rod is then softer than asked and may not hold its style.
+
+    The style is a stable equilibrium only while the stiffness outweighs what the load's moment
+    gains as the strand bends (about ``|load| L²`` for a strand of length ``L``): softer rods
+    held up against gravity flop over, as a strand would."""
+    stiffness: float = 10.0
+    beta: float = 100.0
+    beta_profile: Profile | None = None
+    stiffness_profile: Profile | None = None
+    damping: float = 4.0
+    courant: float = 0.25
+    max_substeps: int = 64
+
+    def __post_init__(self):
+        for name in ("stiffness", "beta", "courant"):
+            v = getattr(self, name)
+            if not np.isfinite(v) or v <= 0:
+                raise HairWigError(f"Rods: {name} must be > 0, got {v}")
+        if not np.isfinite(self.damping) or self.damping < 0:
+            raise HairWigError(f"Rods: damping must be >= 0, got {self.damping}")
+        if self.courant >= 2:
+            raise HairWigError(f"Rods: courant must stay below 2 (the update's stability), got {self.courant}")
+
+
+class AngularRods:
+    """Strands of ``n`` points as angular chains (seed 003): bind once on the goal's shape at
+    rest (``rest`` (S, n, 3)), then ``step`` frame by frame toward each frame's goal. The state
+    is a dict of named arrays (``angles``, ``last``, ``e1``): copy it to resume, compare it to
+    check a bake."""
+
+    def __init__(self, rest: np.ndarray, settings: RodSettings):
+        rest = np.asarray(rest, np.float64)
+        if rest.ndim != 3 or rest.shape[1] < 2 or rest.shape[2] != 3:
+            raise HairWigError(f"Rods: strands must be (strands, points >= 2, 3), got {rest.shape}")
+        self.settings = settings
+        self.num, self.n = rest.shape[:2]
+        m = self.n - 1
+        seg = np.linalg.norm(np.diff(rest, axis=1), axis=2)
+        if np.any(seg <= 0):
+            raise HairWigError(f"Rods: strand {int(np.flatnonzero((seg <= 0).any(axis=1))[0])} has a "
+                               "segment of no length")
+        self.seg = seg.mean(axis=1)        # equal segments per strand (the wig's resampled hair)
+        t = (np.arange(m) + 0.5) / m
+        beta = settings.beta * (np.ones(m) if settings.beta_profile is None else settings.beta_profile(t))
+        # per joint: the strand's stiffness times its segments, so the strand as a whole bends
+        # alike however finely it is cut (joints in a row are springs in series)
+        k = settings.stiffness * m * (np.ones(m) if settings.stiffness_profile is None
+                                      else settings.stiffness_profile(t))
+        if np.any(beta <= 0) or np.any(k <= 0):
+            raise HairWigError("Rods: the stiffness and inertia profiles must stay above 0 along the strand")
+        self.beta = np.asarray(beta, np.float64)[None, :, None]
+        self.k = np.asarray(k, np.float64)[None, :, None]
+        self.clamped = False
+
+    def substeps(self, dt: float) -> tuple[int, np.ndarray]:
+        """Substeps for a frame of ``dt`` seconds so that ``Δt √(β k) ≤ courant``, and the
+        stiffness used (clamped where even ``max_substeps`` would not do)."""
+        s = self.settings
+        omega = float(np.sqrt((self.beta * self.k).max()))
+        count = max(1, int(np.ceil(dt * omega / s.courant - 1e-12)))
+        if count <= s.max_substeps:
+            self.clamped = False
+            return count, self.k
+        self.clamped = True
+        count = s.max_substeps
+        ceiling = (s.courant * count / dt) ** 2 / self.beta
+        return count, np.minimum(self.k, ceiling)
+
+    def rest_angles(self, goal: np.ndarray, root_dir: np.ndarray, e1: np.ndarray, load, k=None):
+        """``ϑ`` (S, m, 2) (seed 003, eq. 6): the goal's angles less its loads' moments over
+        the stiffness, so the goal is the equilibrium under those loads."""
+        k = self.k if k is None else k
+        angles = angles_of(goal, root_dir, e1)
+        pts, ax1, ax2 = build(goal[:, 0], root_dir, e1, angles, self.seg)
+        return angles - moments(pts, load, self.seg, ax1, ax2) / k
+
+    def initial_state(self, goal: np.ndarray) -> dict:
+        """At rest on ``goal`` (S, n, 3): angles from it, not moving."""
+        goal = np.asarray(goal, np.float64)
+        root_dir = goal[:, 1] - goal[:, 0]
+        e1 = root_normal(root_dir)
+        angles = angles_of(goal, root_dir, e1)
+        return {"angles": angles, "last": angles.copy(), "e1": e1}
+
+    def step(self, state: dict, goal: np.ndarray, dt: float, load) -> np.ndarray:
+        """One frame of ``dt`` seconds toward ``goal`` (S, n, 3) (its roots and root
+        directions carry the strands; its shape is the style, through eq. 6's rest angles)
+        under ``load`` (per unit length: gravity and forces; (3,), (S, 3) or (S, m, 3)); a
+        moving head's swing comes in as a load too: minus the roots' acceleration.
+        Updates ``state``; returns the points (S, n, 3)."""
+        goal = np.asarray(goal, np.float64)
+        count, k = self.substeps(dt)
+        h = dt / count
+        c = max(0.0, 1.0 - self.settings.damping * h)
+        root_dir = goal[:, 1] - goal[:, 0]
+        # the root frame turns with the goal's root segment, carrying e₁ (no twist)
+        e1 = state["e1"] - np.einsum("sk,sk->s", state["e1"], _unit(root_dir))[:, None] * _unit(root_dir)
+        e1 = _unit(np.where(np.linalg.norm(e1, axis=1, keepdims=True) > 1e-6, e1, root_normal(root_dir)))
+        rest = self.rest_angles(goal, root_dir, e1, load, k)
+        a, last = state["angles"], state["last"]
+        hb = h * h * self.beta
+        for _ in range(count):
+            pts, ax1, ax2 = build(goal[:, 0], root_dir, e1, a, self.seg)
+            force = moments(pts, load, self.seg, ax1, ax2) - k * (a - rest)
+            a, last = a + c * (a - last) + hb * force, a
+        state["angles"], state["last"], state["e1"] = a, last, e1
+        return build(goal[:, 0], root_dir, e1, a, self.seg)[0]
