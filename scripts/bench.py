@@ -528,6 +528,31 @@ def style_one(key: str) -> dict:
             "core_s": spent["core"], "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
+def rods_one(key: str) -> dict:
+    """The Rods core (issue 16, not yet a layer of the wig) per frame: ``strands`` x ``points``
+    combed out and down from a unit sphere's crown (section 7's groom), default settings, under
+    gravity, each strand pushed off its style first so it swings; median ms per frame."""
+    strands, points = map(int, key.split("x"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from hair_wig.rods import AngularRods, RodSettings
+
+    goal = np.ascontiguousarray(_strands_groom(strands, points).transpose(2, 1, 0), np.float64)
+    t0 = time.perf_counter()
+    rods = AngularRods(goal, RodSettings())
+    state = rods.initial_state(goal)
+    bind = time.perf_counter() - t0
+    state["angles"] += 0.05
+    gravity = np.array([0.0, 0.0, -9.81])
+    times = []
+    for _ in range(4):
+        t = time.perf_counter()
+        rods.step(state, goal, 1 / 24, gravity)
+        times.append(time.perf_counter() - t)
+    return {"strands": strands, "points": points, "ms": 1e3 * float(np.median(times[1:])),
+            "substeps": rods.substeps(1 / 24)[0], "bind_s": bind,
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
 def _run(*args, env=None) -> dict:
     res = subprocess.run([sys.executable, __file__, *map(str, args)], capture_output=True, text=True,
                          env=env, check=True)
@@ -592,6 +617,9 @@ def main(argv=None) -> int:
     p.add_argument("--style", nargs="*", default=["20000x25"],
                    help="Style Hair sizes (strands x points) for section 8; none skips it")
     p.add_argument("--style-one", help=argparse.SUPPRESS)
+    p.add_argument("--rods", nargs="*", default=["21250x25", "100000x16"],
+                   help="Rods core sizes (strands x points) for section 8; none skips them")
+    p.add_argument("--rods-one", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     for flag, fn in ((args.one, lambda n: one(n, args.frames, args.length_mode, args.method)), (args.preview_one, lambda n: preview_rate(n, 48)),
                      (args.particle_one, lambda n: particle_hair(n, 48)), (args.wig_one, lambda n: wig_bake(n, 48)),
@@ -600,7 +628,7 @@ def main(argv=None) -> int:
                      (args.particle_collide_one, lambda n: particle_hair(n, 48, collide=True)),
                      (args.strands_one, lambda k: strands_one(*map(int, k.split("x")))),
                      (args.search_one, lambda k: one_search(*map(int, k.split("x")))),
-                     (args.style_one, style_one)):
+                     (args.style_one, style_one), (args.rods_one, rods_one)):
         if flag:
             print(json.dumps(fn(flag)))
             return 0
@@ -691,6 +719,14 @@ def main(argv=None) -> int:
                 r = _run("--style-one", f"{size}x{curl}", env=env)
                 print(f"{r['strands']:>8}{r['points']:>7}{curl.lower():>7}{r['s']:>8.2f}{r['core_s']:>8.2f}"
                       f"{r['peak_mb']:>9.0f}", flush=True)
+    if args.rods:
+        print("   the Rods core per frame (not yet a layer of the wig): default settings, gravity, hair combed "
+              "out and down from a sphere's crown, one thread; the paper ran 21 250 strands at 30 fps in 2003")
+        print(f"{'strands':>10}{'points':>7}{'substeps':>9}{'ms/frame':>10}{'bind s':>8}{'peak MB':>9}")
+        for size in args.rods:
+            r = _run("--rods-one", size, env=env)
+            print(f"{r['strands']:>10}{r['points']:>7}{r['substeps']:>9}{r['ms']:>10.0f}{r['bind_s']:>8.2f}"
+                  f"{r['peak_mb']:>9.0f}", flush=True)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     plot(rows, out / "bench.png")

@@ -33,7 +33,8 @@ def test_small_oscillation_period_is_two_pi_over_root_beta_k():
     """One segment, no load, tipped by 1e-3 rad from its rest: it swings with period
     2π/√(βk) (seed 003) — within 1 % (measured from the zero crossings over 20 periods)."""
     beta, k = 50.0, 2.0
-    rods = AngularRods(np.array([[[0.0, 0, 0], [0.0, 0, 0.1]]]), RodSettings(stiffness=k, beta=beta, damping=0.0))
+    rods = AngularRods(np.array([[[0.0, 0, 0], [0.0, 0, 0.1]]]), RodSettings(stiffness=k, beta=beta, damping=0.0,
+                                                                                      courant=0.25))
     goal = np.array([[[0.0, 0, 0], [0.0, 0, 0.1]]])
     state = rods.initial_state(goal)
     state["angles"] = state["angles"] + np.array([1e-3, 0.0])
