@@ -345,25 +345,21 @@ def write_styled(ob, points: np.ndarray, counts: np.ndarray, uv: np.ndarray | No
         write_positions(cv, local)
         cv.update_tag()
         return
-    old_uv = None
-    if not replace and len(cv.curves):
-        old = read_curves_data(cv, ob.name)
-        kept_points, old_uv = old.points, old.surface_uv
-    else:
-        kept_points = np.zeros((0, 3), np.float32)
-    if len(cv.curves):
+    kept = None
+    if replace and len(cv.curves):
         cv.remove_curves()
+    elif len(cv.curves):
+        kept = read_curves_data(cv, ob.name)            # added to: the curves there are keep their attributes
     if cv.surface is None and surface is not None:
         cv.surface = surface
         cv.surface_uv_map = uv_map
-    cv.add_curves(([] if not len(kept_points) else old.counts.tolist()) + np.asarray(counts).tolist())
-    write_positions(cv, np.concatenate([kept_points, local]))
+    cv.add_curves(np.asarray(counts).tolist())
+    write_positions(cv, local if kept is None else np.concatenate([kept.points, local]))
     if uv is not None:
-        if len(kept_points) and old_uv is None:
-            old_uv = np.zeros((old.num_strands, 2))
+        old_uv = None if kept is None else (kept.surface_uv if kept.surface_uv is not None
+                                            else np.zeros((kept.num_strands, 2)))
         set_curve_attribute(cv, "surface_uv_coordinate", "FLOAT2",
-                            np.concatenate([old_uv, uv]).astype(np.float32) if old_uv is not None
-                            else np.asarray(uv, np.float32))
+                            np.asarray(uv if old_uv is None else np.concatenate([old_uv, uv]), np.float32))
     cv.update_tag()
 
 

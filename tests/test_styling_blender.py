@@ -210,3 +210,25 @@ def test_restyle_only_the_curves_selected_in_sculpt_mode(scene):
     ob.data.attributes[".selection"].data.foreach_set("value", np.zeros(40, bool))
     with pytest.raises(RuntimeError, match="'Hair': no curves are selected"):
         bpy.ops.hair_wig.style_hair()
+
+
+def test_grown_hair_added_to_hair_there_is_keeps_its_curves_and_their_attributes(scene):
+    head = sphere_head()
+    select_faces(head, 0.5)
+    ob, pts = scenes.uv_hair_on(head, 30, points=6, length=0.4)
+    bpy.context.view_layer.objects.active = ob
+    tag = ob.data.attributes.new("clump", "FLOAT", "CURVE")
+    tag.data.foreach_set("value", np.arange(30, dtype=np.float32))
+    before = positions(ob)
+    st = ob.hair_wig.style
+    st.roots, st.replace, st.density, st.points = "GROW", False, 100.0, 9
+    assert bpy.ops.hair_wig.style_hair() == {"FINISHED"}
+    n = counts(ob)
+    assert len(n) > 30 and np.all(n[:30] == 6) and np.all(n[30:] == 9)
+    np.testing.assert_array_equal(positions(ob)[:180], before)
+    clump = np.empty(len(n), np.float32)
+    ob.data.attributes["clump"].data.foreach_get("value", clump)
+    np.testing.assert_array_equal(clump[:30], np.arange(30))
+    st.replace = True
+    assert bpy.ops.hair_wig.style_hair() == {"FINISHED"}
+    assert np.all(counts(ob) == 9)
