@@ -232,3 +232,28 @@ def test_grown_hair_added_to_hair_there_is_keeps_its_curves_and_their_attributes
     st.replace = True
     assert bpy.ops.hair_wig.style_hair() == {"FINISHED"}
     assert np.all(counts(ob) == 9)
+
+
+def test_grown_on_a_vertex_group_and_blown_by_a_wind_field(scene):
+    """Grow On Vertex Group: roots only where the group weighs (the cap above z = 0.5, weight 1);
+    Styling Force Force Fields: a Wind field blowing along +x leans the hair that way."""
+    head = sphere_head()
+    group = head.vertex_groups.new(name="Scalp")
+    co = np.empty(len(head.data.vertices) * 3)
+    head.data.vertices.foreach_get("co", co)
+    group.add([int(i) for i in np.flatnonzero(co.reshape(-1, 3)[:, 2] > 0.5)], 1.0, "REPLACE")
+    ob = scenes.empty_hair(head)
+    st = ob.hair_wig.style
+    st.roots, st.grow_on, st.vertex_group, st.density, st.points = "GROW", "GROUP", "Scalp", 300.0, 12
+    st.length, st.stiffness = 0.8, 0.02
+    assert bpy.ops.hair_wig.style_hair() == {"FINISHED"}
+    calm = positions(ob).reshape(-1, 12, 3)
+    assert len(calm) > 50 and calm[:, 0, 2].min() > 0.4         # rooted in the group (whole faces in it)
+    bpy.ops.object.effector_add(type="WIND", location=(-3.0, 0.0, 0.0), rotation=(0.0, np.pi / 2, 0.0))
+    bpy.context.active_object.field.strength = 15.0
+    bpy.context.view_layer.objects.active = ob
+    st.force, st.force_strength = "FIELDS", 1.0
+    assert bpy.ops.hair_wig.style_hair() == {"FINISHED"}
+    blown = positions(ob).reshape(-1, 12, 3)
+    np.testing.assert_array_equal(blown[:, 0], calm[:, 0])
+    assert blown[:, -1, 0].mean() > calm[:, -1, 0].mean() + 0.2    # downwind
