@@ -257,3 +257,35 @@ def test_grown_on_a_vertex_group_and_blown_by_a_wind_field(scene):
     blown = positions(ob).reshape(-1, 12, 3)
     np.testing.assert_array_equal(blown[:, 0], calm[:, 0])
     assert blown[:, -1, 0].mean() > calm[:, -1, 0].mean() + 0.2    # downwind
+
+
+def test_styled_on_a_moved_turned_scaled_head_in_world_units(scene, core):
+    """A head moved, turned and scaled 0.5, its hair object with the same transform (as Empty
+    Hair makes it): grown roots lie on the head in world space with their UV, strands are the
+    set length in world units, gravity pulls world-down, nothing is inside."""
+    collision, scalp, io = core
+    head = sphere_head()
+    head.location, head.rotation_euler, head.scale = (1.0, 2.0, 0.5), (0.3, 0.0, 0.8), (0.5, 0.5, 0.5)
+    bpy.context.view_layer.update()
+    select_faces(head, 0.3)                          # in the head's own space: its cap
+    ob = scenes.empty_hair(head)
+    ob.matrix_world = head.matrix_world
+    st = ob.hair_wig.style
+    st.roots, st.density, st.points, st.length, st.length_random = "GROW", 400.0, 11, 0.5, 0.0
+    st.stiffness, st.clearance, st.volume = 0.01, 0.01, 0.0
+    assert bpy.ops.hair_wig.style_hair() == {"FINISHED"}
+    m = np.array(ob.matrix_world)
+    world = positions(ob) @ m[:3, :3].T + m[:3, 3]
+    p = world.reshape(-1, 11, 3)
+    np.testing.assert_allclose(np.linalg.norm(np.diff(p, axis=1), axis=2), 0.05, rtol=1e-5)
+    mesh = io.read_mesh(head, None, "UVMap")
+    hm = np.array(head.matrix_world)
+    verts = mesh.positions @ hm[:3, :3].T + hm[:3, 3]
+    d = collision.exact_signed_distance(p.reshape(-1, 3), verts, mesh.tri_verts).reshape(-1, 11)
+    assert np.abs(d[:, 0]).max() < 1e-5 and d[:, 1:].min() > 0.0
+    uv = np.empty(len(p) * 2, np.float32)
+    ob.data.attributes["surface_uv_coordinate"].data.foreach_get("vector", uv)
+    tri, bary = scalp.locate_uv(mesh.tri_uv, uv.reshape(-1, 2), "Hair")
+    back = np.einsum("nk,nkd->nd", bary, verts[mesh.tri_verts[tri]])
+    np.testing.assert_allclose(back, p[:, 0], atol=2e-5)
+    assert (p[:, -1, 2] < p[:, 0, 2] - 0.1).mean() > 0.9              # hangs world-down
