@@ -22,7 +22,8 @@ from .profiles import Profile
 from .collision import Collider, ColliderMesh
 from .refinement import LengthControl, compensate_compression_rows, compression_vectors
 from .scalp import ScalpSpace
-from .spaces import as_matrix, scale_of, transform_points, transform_rows
+from .spaces import as_matrix, rotation_of, scale_of, transform_points, transform_rows
+from .rods import RodLayer, RodSettings
 from .strands import StrandLayer, StrandSettings
 
 
@@ -53,6 +54,8 @@ class WigSettings:
     secondary: SecondarySettings | None = None
     # the Strands dynamics layer (seed 004, SPEC §8) in place of the secondary springs
     strands: StrandSettings | None = None
+    # the Rods dynamics layer (seed 003, SPEC §8): angular chains that keep the style
+    rods: RodSettings | None = None
     compression: Profile | None = None       # α(t); None: no compensation
     use_length: bool = True
     elasticity: float = 0.0
@@ -79,7 +82,7 @@ class FrameInput:
     magnet_strength: np.ndarray | None = None       # (M,) keyed weight / bound weight per magnet
     magnet_dynablend: np.ndarray | None = None      # (D,) keyed dynablend of each dynamic magnet
     secondary_dynablend: float | None = None        # keyed secondary dynablend, if it changed
-    strands_dynablend: float | None = None          # keyed dynablend of the Strands layer
+    strands_dynablend: float | None = None          # keyed dynablend of the Strands or Rods layer
     strands_stiffness: float | None = None          # keyed goal stiffness (hold) of the Strands layer
     surface_positions: np.ndarray | None = None     # (V, 3) head-local, for scalp space
     surface_normals: np.ndarray | None = None       # (C, 3) face-corner normals, head-local
@@ -195,12 +198,19 @@ class Wig:
         self.extra_colliders = 0
         # The hot path keeps points as rows (3, P): every pass is over contiguous memory.
         self.rest_rows = np.ascontiguousarray(rest_local.T)
+        # the dynamics layer that steps the whole wig between primary movement and refinement
         self.strands = None
-        if settings.strands is not None:
-            if settings.secondary is not None:
-                raise HairWigError(f"'{hair.name}': one dynamics layer at a time — Springs or Strands, not both")
+        layers = [n for n, v in (("Springs", settings.secondary), ("Strands", settings.strands),
+                                 ("Rods", settings.rods)) if v is not None]
+        if len(layers) > 1:
+            raise HairWigError(f"'{hair.name}': one dynamics layer at a time, not {' and '.join(layers)}")
+        if settings.strands is not None or settings.rods is not None:
             world = transform_rows(self.head_rest, self.rest_rows.astype(np.float64), np.empty((3, hair.num_points)))
-            self.strands = StrandLayer(world, hair.offsets, settings.strands)
+            if settings.strands is not None:
+                self.strands = StrandLayer(world, hair.offsets, settings.strands)
+            else:
+                self.strands = RodLayer(world, hair.offsets, settings.rods)
+            self._friction = (settings.strands or settings.rods).friction
             # refinement moves below this (squared, head-local) are float32 rounding, not contact
             self._contact_tolerance = (1e-5 * float(np.ptp(self.rest_rows, axis=1).max())) ** 2
         counts = hair.counts
@@ -222,7 +232,7 @@ class Wig:
                 c = Collider(mesh, head_inv @ mesh.matrix, mesh.offset / scale)
                 c.bind(self.rest_rows, self._uniform)
                 self.colliders.append(c)
-            if self.strands is not None:
+            if isinstance(self.strands, StrandLayer):       # Rods meet them through refinement (absorb)
                 self.strands.bind_colliders(self.colliders)
         self.residual = 0.0          # the deepest point left inside a collision surface, last frame
         self.alpha = None if settings.compression is None else settings.compression(t)
@@ -413,7 +423,7 @@ class Wig:
             self.secondary.set_dynablend(inp.secondary_dynablend)
         if self.strands is not None and inp.strands_dynablend is not None:
             self.strands.set_dynablend(inp.strands_dynablend)
-        if self.strands is not None and inp.strands_stiffness is not None:
+        if isinstance(self.strands, StrandLayer) and inp.strands_stiffness is not None:
             self.strands.set_goal_stiffness(inp.strands_stiffness)
         if self.secondary is not None and first:
             state.strand_pos = np.empty_like(self.rest_rows)
@@ -483,7 +493,7 @@ class Wig:
         clock = _Clock(timings)
         goal = transform_rows(head, layered.goal.astype(np.float64), np.empty(layered.goal.shape))
         if first or state.layer is None:
-            state.layer = self.strands.initial_state(goal, inp.gravity, _rotation(self.head_rest), head_inv)
+            state.layer = self.strands.initial_state(goal, inp.gravity, rotation_of(self.head_rest), head_inv)
             clock.lap("dynamics")
             return                                     # at rest on the goal: shown as it is
         accel = None
@@ -493,7 +503,7 @@ class Wig:
             def accel(x, v):
                 pts, vel = np.moveaxis(x, 0, -1), np.moveaxis(v, 0, -1)
                 return np.moveaxis(sum(f.force(pts, now, vel) for f in forces), -1, 0)
-        turn = _rotation(head)
+        turn = rotation_of(head)
         rigid = np.eye(4)                              # world → the head's frame, without its scale
         rigid[:3, :3] = turn.T
         rigid[:3, 3] = -turn.T @ head[:3, 3]
@@ -513,7 +523,7 @@ class Wig:
         moved = (layered.refined - layered.goal).astype(np.float64)
         moved[:, np.einsum("kp,kp->p", moved, moved) <= self._contact_tolerance] = 0.0
         delta = transform_rows(head, moved, np.empty(moved.shape), translate=False)
-        self.strands.absorb(state.layer, delta, self.settings.strands.friction)
+        self.strands.absorb(state.layer, delta, self._friction)
 
     def _set_colliders(self, inp: FrameInput, head: np.ndarray) -> None:
         """Where each collider is this frame, relative to the head (SPEC §6.3): the head's own
@@ -882,14 +892,3 @@ class _Layered:
         self.base = np.empty((3, points), np.float32)
         self.refined = np.empty((3, points), np.float32)
         self.shown = None            # the layer's pose, world rows (3, P) float64 (None: first frame)
-
-
-def _rotation(m: np.ndarray) -> np.ndarray:
-    """The rotation (3, 3) of an affine matrix's linear part, without its scale or shear (the
-    nearest rotation: U Vᵀ of its singular value decomposition)."""
-    u, _, vt = np.linalg.svd(np.asarray(m, np.float64)[:3, :3])
-    r = u @ vt
-    if np.linalg.det(r) < 0:
-        u[:, -1] *= -1
-        r = u @ vt
-    return r

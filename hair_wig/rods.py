@@ -30,6 +30,7 @@ import numpy as np
 
 from .errors import HairWigError
 from .profiles import Profile
+from .spaces import rotation_of
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -81,9 +82,15 @@ def angles_of(points: np.ndarray, root_dir: np.ndarray, e1: np.ndarray) -> np.nd
     return out
 
 
+def _per_segment(seg: np.ndarray, m: int) -> np.ndarray:
+    """Segment lengths (S,) (one per strand) or (S, m) as (S, m)."""
+    seg = np.asarray(seg, np.float64)
+    return np.broadcast_to(seg[:, None] if seg.ndim == 1 else seg, (len(seg), m))
+
+
 def build(roots: np.ndarray, root_dir: np.ndarray, e1: np.ndarray, angles: np.ndarray, seg: np.ndarray):
     """Forward kinematics: points (S, n, 3) of strands from ``roots`` (S, 3) with bend
-    ``angles`` (S, m, 2) and segment lengths ``seg`` (S,); also each joint's parent frame
+    ``angles`` (S, m, 2) and segment lengths ``seg`` ((S,) or (S, m)); also each joint's parent frame
     ``e₁``, ``e₂`` (S, m, 3) each (the axes the angles turn about).
 
     The turn ``r = α₁ a + α₂ b`` lies in the frame's normal plane, so its cross products with
@@ -97,7 +104,7 @@ def build(roots: np.ndarray, root_dir: np.ndarray, e1: np.ndarray, angles: np.nd
     a = e1.T.copy()
     b = np.cross(t, a, axis=0)
     al = np.ascontiguousarray(angles.transpose(1, 2, 0))          # (m, 2, S)
-    step = seg[None, :]
+    step = np.ascontiguousarray(_per_segment(seg, m).T)            # (m, S)
     for i in range(m):
         ax1[i], ax2[i] = a, b
         p, q = al[i, 0], al[i, 1]
@@ -112,7 +119,7 @@ def build(roots: np.ndarray, root_dir: np.ndarray, e1: np.ndarray, angles: np.nd
         a_new = cos * a - (sinc * q) * t + (cosc * p) * r
         b_new = cos * b + (sinc * p) * t + (cosc * q) * r
         t, a, b = t_new, a_new, b_new
-        pts[i + 1] = pts[i] + step * t
+        pts[i + 1] = pts[i] + step[i] * t
     return (pts.transpose(2, 0, 1), np.ascontiguousarray(ax1.transpose(2, 0, 1)),
             np.ascontiguousarray(ax2.transpose(2, 0, 1)))
 
@@ -120,11 +127,12 @@ def build(roots: np.ndarray, root_dir: np.ndarray, e1: np.ndarray, angles: np.nd
 def moments(points: np.ndarray, load: np.ndarray, seg: np.ndarray, ax1: np.ndarray, ax2: np.ndarray):
     """The generalised forces (S, m, 2): about each joint, the moment of the loads per unit
     length ``load`` ((3,), (S, 3) or (S, m, 3)) on the segments beyond it, levers from the
-    present ``points`` (S, n, 3), along the joint's axes ``ax1``, ``ax2``."""
+    present ``points`` (S, n, 3), along the joint's axes ``ax1``, ``ax2``; ``seg`` the segment
+    lengths ((S,) or (S, m))."""
     num, n = points.shape[:2]
     f = np.asarray(load, np.float64)
     f = np.broadcast_to(f[:, None, :] if f.ndim == 2 else f, (num, n - 1, 3))
-    force = f * seg[:, None, None]                                  # per segment
+    force = f * _per_segment(seg, n - 1)[:, :, None]                # per segment
     mid = 0.5 * (points[:, 1:] + points[:, :-1])
     # Σ_{j≥i} (mid_j − x_i) × F_j = Σ_{j≥i} mid_j × F_j − x_i × Σ_{j≥i} F_j
     own = np.cumsum(_cross(mid, force)[:, ::-1], axis=1)[:, ::-1]
@@ -152,6 +160,10 @@ class RodSettings:
     damping: float = 4.0
     courant: float = 1.0
     max_substeps: int = 64
+    # as a wig's dynamics layer: how much of the rods' motion shows (0: the goal exactly), and
+    # the Coulomb friction of their contacts (``VerletStrands.collide``)
+    dynablend: float = 1.0
+    friction: float = 0.3
 
     def __post_init__(self):
         for name in ("stiffness", "beta", "courant"):
@@ -160,6 +172,12 @@ class RodSettings:
                 raise HairWigError(f"Rods: {name} must be > 0, got {v}")
         if not np.isfinite(self.damping) or self.damping < 0:
             raise HairWigError(f"Rods: damping must be >= 0, got {self.damping}")
+        for name in ("dynablend", "friction"):
+            v = getattr(self, name)
+            if not 0 <= v <= 1:
+                raise HairWigError(f"Rods: {name} must be in 0..1, got {v}")
+        if int(self.max_substeps) < 1:
+            raise HairWigError(f"Rods: max substeps must be at least 1, got {self.max_substeps}")
         if self.courant >= 2:
             raise HairWigError(f"Rods: courant must stay below 2 (the update's stability), got {self.courant}")
 
@@ -181,7 +199,7 @@ class AngularRods:
         if np.any(seg <= 0):
             raise HairWigError(f"Rods: strand {int(np.flatnonzero((seg <= 0).any(axis=1))[0])} has a "
                                "segment of no length")
-        self.seg = seg.mean(axis=1)        # equal segments per strand (the wig's resampled hair)
+        self.seg = seg                     # (S, m): each segment keeps its rest length exactly
         t = (np.arange(m) + 0.5) / m
         beta = settings.beta * (np.ones(m) if settings.beta_profile is None else settings.beta_profile(t))
         # per joint: the strand's stiffness times its segments, so the strand as a whole bends
@@ -224,11 +242,13 @@ class AngularRods:
         angles = angles_of(goal, root_dir, e1)
         return {"angles": angles, "last": angles.copy(), "e1": e1}
 
-    def step(self, state: dict, goal: np.ndarray, dt: float, load) -> np.ndarray:
+    def step(self, state: dict, goal: np.ndarray, dt: float, load, hold=None) -> np.ndarray:
         """One frame of ``dt`` seconds toward ``goal`` (S, n, 3) (its roots and root
         directions carry the strands; its shape is the style, through eq. 6's rest angles)
         under ``load`` (per unit length: gravity and forces; (3,), (S, 3) or (S, m, 3)); a
-        moving head's swing comes in as a load too: minus the roots' acceleration.
+        moving head's swing comes in as a load too: minus the roots' acceleration. ``hold``:
+        the load the style is the equilibrium under (eq. 6; default ``load``) — gravity as the
+        groom knew it, so wind and swing move the hair and do not become its style.
         Updates ``state``; returns the points (S, n, 3)."""
         goal = np.asarray(goal, np.float64)
         count, k = self.substeps(dt)
@@ -238,7 +258,7 @@ class AngularRods:
         # the root frame turns with the goal's root segment, carrying e₁ (no twist)
         e1 = state["e1"] - np.einsum("sk,sk->s", state["e1"], _unit(root_dir))[:, None] * _unit(root_dir)
         e1 = _unit(np.where(np.linalg.norm(e1, axis=1, keepdims=True) > 1e-6, e1, root_normal(root_dir)))
-        rest = self.rest_angles(goal, root_dir, e1, load, k)
+        rest = self.rest_angles(goal, root_dir, e1, load if hold is None else hold, k)
         a, last = state["angles"], state["last"]
         hb = h * h * self.beta
         for _ in range(count):
@@ -247,3 +267,146 @@ class AngularRods:
             a, last = a + c * (a - last) + hb * force, a
         state["angles"], state["last"], state["e1"] = a, last, e1
         return build(goal[:, 0], root_dir, e1, a, self.seg)[0]
+
+
+class RodLayer:
+    """The Rods dynamics layer of a wig (SPEC §8, seed 003): its strands grouped by point count,
+    one ``AngularRods`` per group, stepped on the whole wig toward the wig's pose (the goal).
+    Rows (3, P) cross in and out in the wig's point order, world space — the same interface as
+    the Strands layer (``strands.StrandLayer``), so the wig runs either.
+
+    What moves the rods besides the goal: gravity and the scene's force fields (evaluated once
+    a frame at each segment's middle), and the head's motion as a load — the rods' angles are
+    measured in the head's moving frame, so each segment feels minus that frame's acceleration
+    where it is (``(H_f − 2 H_{f−1} + H_{f−2}) / Δt²`` applied to its head-local point: the
+    head's linear and angular acceleration and the centripetal part of its turn; the Coriolis
+    part, which needs the hair's own speed in the frame, is left out). Hair lags when the head
+    starts or turns and overshoots when it stops. The style the rods keep is the goal's shape
+    under gravity as the groom knew it: the rest gravity turned with the head (eq. 6 with
+    ``hold``), so a tilted head lets hair fall, a still one keeps every strand where it is.
+
+    The colliders are met by the wig's refinement after the layer; ``absorb`` carries what it
+    did back into the angles (a contact, as ``VerletStrands.collide`` treats it), so strands
+    resting on the scalp stay on it and slide with friction."""
+
+    def __init__(self, rest_rows: np.ndarray, offsets: np.ndarray, settings: RodSettings):
+        counts = np.diff(offsets)
+        rest_rows = np.asarray(rest_rows, np.float64)
+        self.settings = settings
+        self.friction = settings.friction
+        self.dynablend = settings.dynablend
+        self.groups = []
+        for n in np.unique(counts):
+            strands = np.flatnonzero(counts == n)
+            index = offsets[strands][None, :] + np.arange(n)[:, None]          # (n, S) into P
+            if n < 2:
+                continue                   # a lone point has nothing to bend: it shows the goal
+            rest = rest_rows[:, index].transpose(2, 1, 0)                       # (S, n, 3)
+            seg = np.einsum("smk,smk->sm", np.diff(rest, axis=1), np.diff(rest, axis=1))
+            bad = np.flatnonzero((seg <= 0).any(axis=1))
+            if bad.size:
+                raise HairWigError(f"Rods: strand {int(strands[bad[0]])} has a segment of no length; "
+                                   "resample the hair or remove its doubled points")
+            self.groups.append((int(n), index, AngularRods(rest, settings)))
+        self._h = None                     # the last step's substep (s), for contacts
+
+    @property
+    def clamped(self) -> bool:
+        """Whether the last step softened a stiffness to stay within ``max_substeps``."""
+        return any(rods.clamped for _, _, rods in self.groups)
+
+    def set_dynablend(self, dynablend: float) -> None:
+        self.dynablend = float(np.clip(dynablend, 0.0, 1.0))
+
+    def initial_state(self, goal_rows: np.ndarray, gravity, head_turn, head_inv=None) -> dict:
+        """Every group at rest on the goal (``head_turn``: the head's rotation at rest;
+        ``head_inv``: world → head-local now): ``'<n>:angles'``, ``'<n>:last'``, ``'<n>:e1'``, its
+        roots and root directions (``'<n>:root'``, ``'<n>:root_dir'``); ``'turn'`` the head's
+        rotation now, ``'head'`` its matrix now and a frame ago (2, 4, 4) and ``'hold'`` the
+        gravity the style was groomed under, in the head's frame."""
+        rest = np.asarray(head_turn, np.float64)
+        turn = rest if head_inv is None else rotation_of(np.linalg.inv(np.asarray(head_inv, np.float64)))
+        head = np.eye(4) if head_inv is None else np.linalg.inv(np.asarray(head_inv, np.float64))
+        state = {"turn": turn.copy(), "hold": rest.T @ np.asarray(gravity, np.float64),
+                 "head": np.stack([head, head])}
+        for n, index, rods in self.groups:
+            goal = goal_rows[:, index].transpose(2, 1, 0)
+            for name, a in rods.initial_state(goal).items():
+                state[f"{n}:{name}"] = a
+            state[f"{n}:root"] = goal[:, 0].copy()
+            state[f"{n}:root_dir"] = goal[:, 1] - goal[:, 0]
+        return state
+
+    def step(self, state: dict, goal_rows: np.ndarray, dt: float, gravity, head_turn, accel=None,
+             out: np.ndarray | None = None, head_inv=None, frame=None) -> np.ndarray:
+        """One frame of every group toward ``goal_rows`` (3, P) world; the shown rows (3, P).
+        ``accel(x, v)``: the force fields' acceleration at rows ``x`` moving at ``v`` (3, ...)."""
+        out = np.array(goal_rows, np.float64) if out is None else out
+        head = state["head"][1] if head_inv is None else np.linalg.inv(np.asarray(head_inv, np.float64))
+        # the head frame's acceleration at a world point x: frame[:3, :3] x + frame[:3, 3]
+        frame_accel = (head - 2 * state["head"][1] + state["head"][0]) @ np.linalg.inv(head) / (dt * dt)
+        turn = np.asarray(head_turn, np.float64)
+        spin = turn @ state["turn"].T                  # how the head turned since the last frame
+        hold = turn @ state["hold"]
+        gravity = np.asarray(gravity, np.float64)
+        blend = self.dynablend
+        for n, index, rods in self.groups:
+            goal = goal_rows[:, index].transpose(2, 1, 0)
+            root, was = goal[:, 0], state[f"{n}:root"]
+            mid = 0.5 * (goal[:, 1:] + goal[:, :-1])
+            load = gravity - (mid @ frame_accel[:3, :3].T + frame_accel[:3, 3])   # (S, m, 3)
+            e1 = state[f"{n}:e1"] @ spin.T
+            if accel is not None:
+                load += self._field_load(rods, state, n, goal, e1, root - was, dt, accel)
+            part = {"angles": state[f"{n}:angles"], "last": state[f"{n}:last"], "e1": e1}
+            shown = rods.step(part, goal, dt, load, hold)
+            for name in ("angles", "last", "e1"):
+                state[f"{n}:{name}"] = part[name]
+            state[f"{n}:root"] = root.copy()
+            state[f"{n}:root_dir"] = goal[:, 1] - goal[:, 0]
+            if blend < 1:
+                shown = goal + blend * (shown - goal)
+            out[:, index] = shown.transpose(2, 1, 0)
+            self._h = dt / rods.substeps(dt)[0]
+        state["turn"] = turn.copy()
+        state["head"] = np.stack([state["head"][1], head])
+        return out
+
+    @staticmethod
+    def _field_load(rods: AngularRods, state: dict, n: int, goal, e1, root_moved, dt, accel):
+        """The force fields' load (S, m, 3) on each segment's middle where the rods are now,
+        moving as the last substep moved them plus the root's motion."""
+        root_dir = goal[:, 1] - goal[:, 0]
+        h = dt / rods.substeps(dt)[0]
+        now = build(goal[:, 0], root_dir, e1, state[f"{n}:angles"], rods.seg)[0]
+        before = build(goal[:, 0], root_dir, e1, state[f"{n}:last"], rods.seg)[0]
+        mid = 0.5 * (now[:, 1:] + now[:, :-1])
+        vel = 0.5 * ((now - before)[:, 1:] + (now - before)[:, :-1]) / h + root_moved[:, None, :] / dt
+        a = accel(np.ascontiguousarray(mid.transpose(2, 1, 0)), np.ascontiguousarray(vel.transpose(2, 1, 0)))
+        return np.asarray(a, np.float64).transpose(2, 1, 0)
+
+    def absorb(self, state: dict, delta_rows: np.ndarray, friction: float) -> None:
+        """Carry what refinement did to the shown pose (``delta_rows`` (3, P) world: a
+        collider's push) into the rods: the touched strands' points now and a substep ago, as
+        built from their angles, meet the push as a contact (``VerletStrands.collide``: no
+        bounce, Coulomb friction), and inverse kinematics turns both back into angles (lengths
+        stay exact: only directions are read). Strands not touched keep their state exactly."""
+        from .strands import VerletStrands
+        if self._h is None:
+            return
+        for n, index, rods in self.groups:
+            delta = delta_rows[:, index].transpose(2, 1, 0)                     # (S, n, 3)
+            hit = np.flatnonzero(np.abs(delta).max(axis=(1, 2)) > 0)
+            if hit.size == 0:
+                continue
+            e1 = state[f"{n}:e1"][hit]
+            root = state[f"{n}:root"][hit]
+            angles, last = state[f"{n}:angles"][hit], state[f"{n}:last"][hit]
+            seg = rods.seg[hit]
+            root_dir = state[f"{n}:root_dir"][hit]          # the root frame the last step had
+            now = build(root, root_dir, e1, angles, seg)[0]
+            before = build(root, root_dir, e1, last, seg)[0]
+            pos, prev = now.transpose(2, 1, 0).copy(), before.transpose(2, 1, 0).copy()
+            VerletStrands.collide(pos, prev, delta[hit].transpose(2, 1, 0).copy(), self._h, friction)
+            state[f"{n}:angles"][hit] = angles_of(pos.transpose(2, 1, 0), root_dir, e1)
+            state[f"{n}:last"][hit] = angles_of(prev.transpose(2, 1, 0), root_dir, e1)

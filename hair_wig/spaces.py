@@ -54,3 +54,14 @@ def transform_rows(m: np.ndarray, src: np.ndarray, out: np.ndarray, translate: b
     if translate:
         out += m[:3, 3:].astype(src.dtype)
     return out
+
+
+def rotation_of(m: np.ndarray) -> np.ndarray:
+    """The rotation (3, 3) of an affine matrix's linear part, without its scale or shear (the
+    nearest rotation: U Vᵀ of its singular value decomposition)."""
+    u, _, vt = np.linalg.svd(np.asarray(m, np.float64)[:3, :3])
+    r = u @ vt
+    if np.linalg.det(r) < 0:
+        u[:, -1] *= -1
+        r = u @ vt
+    return r
