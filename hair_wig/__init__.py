@@ -15,11 +15,12 @@ from .collision import Collider, ColliderMesh, MeshField
 from .refinement import LengthControl, RadiusMap, compensate_compression
 from .scalp import ScalpSpace, locate_uv
 from .spaces import transform_points, transform_rows
+from .rods import AngularRods, RodSettings
 from .strands import StrandSettings, VerletStrands
 
 __all__ = [
     "BakeCache", "DynamicMagnet", "FrameInput", "HairSet", "HairWigError", "LengthControl",
     "Collider", "ColliderMesh", "Magnet", "MagnetWeights", "MeshField", "Profile", "RadiusMap", "SecondarySettings", "ScalpSpace", "SecondarySprings", "locate_uv",
-    "StrandSettings", "VerletStrands", "Wig", "WigSettings", "WigState", "ForceField", "compensate_compression",
+    "StrandSettings", "VerletStrands", "AngularRods", "RodSettings", "Wig", "WigSettings", "WigState", "ForceField", "compensate_compression",
     "check_memory", "spring_step_coefficients", "transform_points", "transform_rows",
 ]

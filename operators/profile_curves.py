@@ -26,6 +26,8 @@ WIG_PROFILES = {
     "secondary_blend": ("Secondary Blend", "How much each vertex lags, root to tip", "PINNED"),
     "hold": ("Hold Along Strand", "How strongly Strands pull each point back to the groom, root (left) "
                                   "to tip (right), times Hold", "HOLD"),
+    "rods_stiffness": ("Rod Stiffness Along Strand", "How stiff Rods bend, root (left) to tip (right), "
+                                                     "times Stiffness", "HOLD"),
     "style_stiffness": ("Stiffness Along Strand", "Style Hair's stiffness, root (left) to tip (right), "
                                                   "times Stiffness", "CONSTANT"),
     "curl_radius": ("Curl Radius Along Strand", "The curls' radius, root to tip, times Curl Radius "
@@ -34,7 +36,7 @@ WIG_PROFILES = {
                    "CONSTANT"),
 }
 # drawn beside their own settings (the Dynamics panel), not among the wig's shaping profiles
-DYNAMICS_PROFILES = ("hold",)
+DYNAMICS_PROFILES = ("hold", "rods_stiffness")
 # drawn in the Style Hair panel
 STYLE_PROFILES = ("style_stiffness", "curl_radius", "curl_turns")
 MAGNET_PROFILES = {

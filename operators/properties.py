@@ -271,7 +271,10 @@ class HairWigSettings(bpy.types.PropertyGroup):
                                       "good for fur and short hair"),
                ("STRANDS", "Strands", "Each strand is a chain that keeps its length, swings under gravity "
                                       "and wind and comes back to the groom; strands can push each other "
-                                      "apart: long hair")],
+                                      "apart: long hair"),
+               ("RODS", "Rods", "Each strand is a chain of stiff segments that bend at their joints and "
+                                "spring back to the style (Kim, Lee and Ko's angular rods): styled, "
+                                "curled or upswept hair that must keep its shape while it moves")],
         default="SPRINGS", options=set())
     strands_stiffness: FloatProperty(
         name="Hold", description="How strongly each strand is pulled back to the groomed, magnet-posed "
@@ -327,6 +330,28 @@ class HairWigSettings(bpy.types.PropertyGroup):
         default=50.0, min=0.0, max=1e5, soft_max=1000.0, options=set())
     strands_dynablend: FloatProperty(
         name="Dynablend", description="How much of the strands' own motion shows: 0 none (exactly the "
+                                      "magnets' pose), 1 all of it. Key it per shot", default=1.0,
+        min=0.0, max=1.0, subtype="FACTOR")
+    rods_stiffness: FloatProperty(
+        name="Stiffness", description="How firmly each strand bends back to its style (as Rod Stiffness "
+                                      "Along Strand draws it, root to tip): lower swings and droops more "
+                                      "in a move; too low and upswept hair cannot hold itself up",
+        default=10.0, min=1e-4, max=1e5, soft_min=0.1, soft_max=1000.0, options=set())
+    rods_response: FloatProperty(
+        name="Response", description="How quickly strands answer a load (the rods' inverse inertia, the "
+                                     "seed's β, growing to the tip): higher is lighter, quicker hair; "
+                                     "with Stiffness it sets how many steps a frame takes",
+        default=100.0, min=1e-3, max=1e6, soft_min=1.0, soft_max=10000.0, options=set())
+    rods_damping: FloatProperty(
+        name="Settle", description="How quickly strands stop swinging (per second)", default=4.0,
+        min=0.0, max=1e4, soft_max=50.0, options=set())
+    rods_max_substeps: IntProperty(
+        name="Steps Limit", description="The most steps a frame may take: the steps needed grow with "
+                                        "√(Stiffness × Response); past the limit the stiffness is "
+                                        "softened (the bake says so) so it stays stable",
+        default=64, min=1, max=1024, options=set())
+    rods_dynablend: FloatProperty(
+        name="Dynablend", description="How much of the rods' own motion shows: 0 none (exactly the "
                                       "magnets' pose), 1 all of it. Key it per shot", default=1.0,
         min=0.0, max=1.0, subtype="FACTOR")
     compression: FloatProperty(

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..hair_wig import (ColliderMesh, DynamicMagnet, FrameInput, HairSet, HairWigError, Magnet, MeshField, Profile, ScalpSpace,
-                        SecondarySettings, StrandSettings, Wig, WigSettings)
+                        RodSettings, SecondarySettings, StrandSettings, Wig, WigSettings)
 from ..hair_wig import styling
 from ..hair_wig.spaces import scale_of
 from ..hair_wig.keyposes import (KeyedStyle, KeyPose, LeaderFollow, StyleSettings, curve_point_index,
@@ -259,8 +259,13 @@ def read_magnets(ob, empties, head_rest, depsgraph, selection, gravity: float, c
 
 
 def read_settings(s, dynamics: bool = True) -> WigSettings:
-    secondary = strands = None
-    if s.use_secondary and dynamics and s.dynamics_layer == "STRANDS":
+    secondary = strands = rods = None
+    if s.use_secondary and dynamics and s.dynamics_layer == "RODS":
+        rods = RodSettings(stiffness=s.rods_stiffness, beta=s.rods_response, damping=s.rods_damping,
+                           max_substeps=s.rods_max_substeps, dynablend=s.rods_dynablend,
+                           friction=s.strands_friction,
+                           stiffness_profile=profile_curves.read(s, "rods_stiffness"))
+    elif s.use_secondary and dynamics and s.dynamics_layer == "STRANDS":
         strands = StrandSettings(
             substeps=s.strands_substeps, goal_stiffness=s.strands_stiffness,
             goal_profile=profile_curves.read(s, "hold"), bend=s.strands_bend,
@@ -280,7 +285,7 @@ def read_settings(s, dynamics: bool = True) -> WigSettings:
         compression = Profile(np.stack([np.linspace(0, 1, len(c.lut)), 1.0 - s.compression * c.lut], 1),
                               "LINEAR", "compression")
     return WigSettings(
-        normalisation=s.normalisation, secondary=secondary, strands=strands, compression=compression,
+        normalisation=s.normalisation, secondary=secondary, strands=strands, rods=rods, compression=compression,
         flex=profile_curves.read(s, "flex"), length_profile=profile_curves.read(s, "length"),
         attachment=profile_curves.read(s, "attachment"),
         use_length=s.use_length, elasticity=s.elasticity, length_mode=s.length_mode,
@@ -415,8 +420,11 @@ def frame_input(context, ob, head, empties, surface, frame: int, depsgraph=None,
             inp.magnet_strength = np.divide(now, bound, out=np.zeros_like(now), where=bound > 0)
         inp.magnet_dynablend = np.array([empties[i].hair_wig_magnet.dynablend for i in wig.dynamic_index])
         inp.secondary_dynablend = ob.hair_wig.secondary_dynablend
-        inp.strands_dynablend = ob.hair_wig.strands_dynablend
-        inp.strands_stiffness = ob.hair_wig.strands_stiffness
+        s = ob.hair_wig
+        if s.dynamics_layer == "RODS":
+            inp.strands_dynablend = s.rods_dynablend
+        else:
+            inp.strands_dynablend, inp.strands_stiffness = s.strands_dynablend, s.strands_stiffness
     if surface is not None:
         inp.surface_positions, inp.surface_normals = surface.now(depsgraph)
     if wig is not None and wig.colliders:

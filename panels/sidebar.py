@@ -151,6 +151,13 @@ class VIEW3D_PT_hair_wig_dynamics(_WigSubPanel, bpy.types.Panel):
                          "secondary_seed", "secondary_dynablend"):
                 layout.prop(s, name)
             return
+        if s.dynamics_layer == "RODS":
+            for name in ("rods_stiffness", "rods_response", "rods_damping", "rods_dynablend",
+                         "rods_max_substeps", "strands_friction"):
+                layout.prop(s, name)
+            draw_profile(layout, s, "rods_stiffness")
+            layout.label(text="Shows in a bake; the live preview has no dynamics", icon="INFO")
+            return
         for name in ("strands_stiffness", "strands_goal_damping", "strands_bend", "strands_drag",
                      "strands_dynablend", "strands_substeps", "strands_method"):
             layout.prop(s, name)

@@ -67,9 +67,9 @@ class Recorder:
     row = box = column
 
 
-@pytest.mark.parametrize("dynamic, curves, strands", [(False, False, False), (True, True, False),
-                                                      (False, True, True)])
-def test_panels_draw_only_existing_properties(scene, addon, dynamic, curves, strands):
+@pytest.mark.parametrize("dynamic, curves, layer", [(False, False, "SPRINGS"), (True, True, "RODS"),
+                                                    (False, True, "STRANDS")])
+def test_panels_draw_only_existing_properties(scene, addon, dynamic, curves, layer):
     from hair_wig_addon.operators import profile_curves
     from hair_wig_addon.panels import sidebar
 
@@ -77,8 +77,8 @@ def test_panels_draw_only_existing_properties(scene, addon, dynamic, curves, str
     ob = scenes.curves_hair("Hair", pts, counts)
     ob.hair_wig.enabled = True
     st = ob.hair_wig.style
-    if strands:              # every setting of the Strands solver drawn, and Style Hair's growing ones
-        ob.hair_wig.dynamics_layer = "STRANDS"
+    ob.hair_wig.dynamics_layer = layer
+    if layer == "STRANDS":   # every setting of the Strands solver drawn, and Style Hair's growing ones
         ob.hair_wig.strands_method = "JAKOBSEN"
         ob.hair_wig.strands_links = 2
         st.roots, st.grow_on, st.force, st.curl = "GROW", "GROUP", "OBJECT", "HELIX"
