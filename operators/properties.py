@@ -345,6 +345,11 @@ class HairWigSettings(bpy.types.PropertyGroup):
     rods_damping: FloatProperty(
         name="Settle", description="How quickly strands stop swinging (per second)", default=4.0,
         min=0.0, max=1e4, soft_max=50.0, options=set())
+    rods_wobble: FloatProperty(
+        name="Damp Wiggles", description="How quickly each joint's own quick wiggle dies, as a share of "
+                                         "what stops it without overshoot: 0 lets stiff hair buzz after a "
+                                         "jolt, higher bends it smoothly under the head's moves",
+        default=0.25, min=0.0, max=1.0, subtype="FACTOR", options=set())
     rods_max_substeps: IntProperty(
         name="Steps Limit", description="The most steps a frame may take: the steps needed grow with "
                                         "√(Stiffness × Response); past the limit the stiffness is "

@@ -262,6 +262,7 @@ def read_settings(s, dynamics: bool = True) -> WigSettings:
     secondary = strands = rods = None
     if s.use_secondary and dynamics and s.dynamics_layer == "RODS":
         rods = RodSettings(stiffness=s.rods_stiffness, beta=s.rods_response, damping=s.rods_damping,
+                           wobble=s.rods_wobble,
                            max_substeps=s.rods_max_substeps, dynablend=s.rods_dynablend,
                            friction=s.strands_friction,
                            stiffness_profile=profile_curves.read(s, "rods_stiffness"))

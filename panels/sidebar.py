@@ -152,7 +152,7 @@ class VIEW3D_PT_hair_wig_dynamics(_WigSubPanel, bpy.types.Panel):
                 layout.prop(s, name)
             return
         if s.dynamics_layer == "RODS":
-            for name in ("rods_stiffness", "rods_response", "rods_damping", "rods_dynablend",
+            for name in ("rods_stiffness", "rods_response", "rods_damping", "rods_wobble", "rods_dynablend",
                          "rods_max_substeps", "strands_friction"):
                 layout.prop(s, name)
             draw_profile(layout, s, "rods_stiffness")

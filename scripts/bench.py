@@ -529,7 +529,7 @@ def style_one(key: str) -> dict:
 
 
 def rods_one(key: str) -> dict:
-    """The Rods core (issue 16, not yet a layer of the wig) per frame: ``strands`` x ``points``
+    """The Rods core (issue 16; the wig's Rods layer steps it) per frame: ``strands`` x ``points``
     combed out and down from a unit sphere's crown (section 7's groom), default settings, under
     gravity, each strand pushed off its style first so it swings; median ms per frame."""
     strands, points = map(int, key.split("x"))
@@ -620,11 +620,15 @@ def main(argv=None) -> int:
     p.add_argument("--rods", nargs="*", default=["21250x25", "100000x16"],
                    help="Rods core sizes (strands x points) for section 8; none skips them")
     p.add_argument("--rods-one", help=argparse.SUPPRESS)
+    p.add_argument("--rods-bake", type=int, nargs="*", default=[1000, 5000],
+                   help="strand counts for the Rods layer's end-to-end bake in section 8; none skips it")
+    p.add_argument("--wig-rods-one", type=int, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     for flag, fn in ((args.one, lambda n: one(n, args.frames, args.length_mode, args.method)), (args.preview_one, lambda n: preview_rate(n, 48)),
                      (args.particle_one, lambda n: particle_hair(n, 48)), (args.wig_one, lambda n: wig_bake(n, 48)),
                      (args.sparse_one, sparse_weights), (args.quick_fur_one, quick_fur_bake),
                      (args.field_one, field_build), (args.wig_strands_one, lambda n: wig_bake(n, 48, "STRANDS")),
+                     (args.wig_rods_one, lambda n: wig_bake(n, 48, "RODS")),
                      (args.particle_collide_one, lambda n: particle_hair(n, 48, collide=True)),
                      (args.strands_one, lambda k: strands_one(*map(int, k.split("x")))),
                      (args.search_one, lambda k: one_search(*map(int, k.split("x")))),
@@ -720,13 +724,21 @@ def main(argv=None) -> int:
                 print(f"{r['strands']:>8}{r['points']:>7}{curl.lower():>7}{r['s']:>8.2f}{r['core_s']:>8.2f}"
                       f"{r['peak_mb']:>9.0f}", flush=True)
     if args.rods:
-        print("   the Rods core per frame (not yet a layer of the wig): default settings, gravity, hair combed "
-              "out and down from a sphere's crown, one thread; the paper ran 21 250 strands at 30 fps in 2003")
-        print(f"{'strands':>10}{'points':>7}{'substeps':>9}{'ms/frame':>10}{'bind s':>8}{'peak MB':>9}")
+        print("   the Rods core per frame: default settings, gravity, hair combed out and down from a sphere's "
+              "crown, one thread; the paper ran 21 250 strands at 30 fps (33 ms a frame) in 2003")
+        print(f"{'strands':>10}{'points':>7}{'substeps':>9}{'ms/frame':>10}{'x 33 ms':>9}{'bind s':>8}{'peak MB':>9}")
         for size in args.rods:
             r = _run("--rods-one", size, env=env)
-            print(f"{r['strands']:>10}{r['points']:>7}{r['substeps']:>9}{r['ms']:>10.0f}{r['bind_s']:>8.2f}"
-                  f"{r['peak_mb']:>9.0f}", flush=True)
+            print(f"{r['strands']:>10}{r['points']:>7}{r['substeps']:>9}{r['ms']:>10.0f}{r['ms'] / (1e3 / 30):>8.1f}x"
+                  f"{r['bind_s']:>8.2f}{r['peak_mb']:>9.0f}", flush=True)
+    if args.rods_bake:
+        print("   the Rods layer end to end: section 2's bake (48 frames of a head turn, 16 points per strand, "
+              "length and head collision) with Solver: Rods, against the same bake with Strands")
+        print(f"{'strands':>10}{'Rods s':>9}{'ms/frame':>10}{'Strands s':>11}{'ms/frame':>10}")
+        for n in args.rods_bake:
+            r, t = _run("--wig-rods-one", n), _run("--wig-strands-one", n)
+            print(f"{n:>10}{r['s']:>9.2f}{1e3 * r['s'] / r['frames']:>10.1f}{t['s']:>11.2f}"
+                  f"{1e3 * t['s'] / t['frames']:>10.1f}", flush=True)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     plot(rows, out / "bench.png")

@@ -398,6 +398,20 @@ def look(direction):
     return Vector(direction).to_track_quat("-Z", "Y").to_euler()
 
 
+def frame_sheet(g: Groom, out: Path, frames, view, size: int = 300) -> None:
+    """A contact sheet of the baked groom at ``frames`` in two rows (the first half on top),
+    every tile from one camera aimed where the head rests, written to ``out``."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tiles = []
+    for f in frames:
+        bpy.context.scene.frame_set(g.frames[0])
+        tiles.append(picture(g, out.with_name(f"_tile{f}.png"), f, size=size, view=view))
+        out.with_name(f"_tile{f}.png").unlink()
+    half = len(tiles) // 2
+    rows = [np.concatenate(tiles[:half], axis=1), np.concatenate(tiles[half:], axis=1)]
+    save_sheet([np.concatenate(rows[::-1], axis=0)], out)       # Blender's images start bottom-left
+
+
 def save_sheet(tiles, path: Path) -> None:
     sheet = np.concatenate(tiles, axis=1)
     img = bpy.data.images.new("grooms", sheet.shape[1], sheet.shape[0], alpha=True)

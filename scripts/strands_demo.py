@@ -18,7 +18,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bpy  # noqa: E402
 import grooms  # noqa: E402
-import numpy as np  # noqa: E402
 import scenes  # noqa: E402
 
 TURN = (1, 9)                    # the head turns over these frames, then holds still
@@ -60,15 +59,7 @@ def main(argv=None) -> int:
 
     blender_io.write_bake(g.hair, cache)
     out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tiles = []
-    for f in TILES:
-        bpy.context.scene.frame_set(1)                  # one camera, aimed where the head rests
-        tiles.append(grooms.picture(g, out.with_name(f"_tile{f}.png"), f, size=300, view=(0.25, 1.0, 0.2)))
-        out.with_name(f"_tile{f}.png").unlink()
-    half = len(tiles) // 2
-    rows = [np.concatenate(tiles[:half], axis=1), np.concatenate(tiles[half:], axis=1)]
-    grooms.save_sheet([np.concatenate(rows[::-1], axis=0)], out)       # Blender's images start bottom-left
+    grooms.frame_sheet(g, out, TILES, view=(0.25, 1.0, 0.2))
     print(f"wrote {out}: frames {', '.join(map(str, TILES))} (left to right, top row first)")
     return 0
 

@@ -77,11 +77,13 @@ def test_the_panels_rod_settings_reach_the_layer_and_a_wind_moves_the_style(scen
     scene, head, ob = _styled_head()
     s = ob.hair_wig
     s.rods_stiffness, s.rods_response, s.rods_damping, s.rods_max_substeps = 7.0, 50.0, 3.0, 32
+    s.rods_wobble = 0.5
     s.strands_friction = 0.5
     profile_curves.ensure(s, ob.name)
     profile_curves.set_preset(profile_curves.node(s, "rods_stiffness"), "LINEAR")
     rods = scene_reader.read_settings(s).rods
-    assert (rods.stiffness, rods.beta, rods.damping, rods.max_substeps, rods.friction) == (7.0, 50.0, 3.0, 32, 0.5)
+    assert (rods.stiffness, rods.beta, rods.damping, rods.max_substeps, rods.friction, rods.wobble) == \
+        (7.0, 50.0, 3.0, 32, 0.5, 0.5)
     assert scene_reader.read_settings(s).strands is None and scene_reader.read_settings(s).secondary is None
     assert abs(rods.stiffness_profile(np.array([0.25]))[0] - 0.25) < 1e-3       # the curve drawn
     scene.frame_start, scene.frame_end = 1, 12
