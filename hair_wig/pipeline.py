@@ -83,7 +83,7 @@ class FrameInput:
     magnet_dynablend: np.ndarray | None = None      # (D,) keyed dynablend of each dynamic magnet
     secondary_dynablend: float | None = None        # keyed secondary dynablend, if it changed
     strands_dynablend: float | None = None          # keyed dynablend of the Strands or Rods layer
-    strands_stiffness: float | None = None          # keyed goal stiffness (hold) of the Strands layer
+    strands_stiffness: float | None = None          # keyed goal stiffness of the Strands (Hold) or Rods layer
     surface_positions: np.ndarray | None = None     # (V, 3) head-local, for scalp space
     surface_normals: np.ndarray | None = None       # (C, 3) face-corner normals, head-local
     rest_points: np.ndarray | None = None           # (P, 3) this frame's rest pose (a keyed style), hair space
@@ -423,7 +423,7 @@ class Wig:
             self.secondary.set_dynablend(inp.secondary_dynablend)
         if self.strands is not None and inp.strands_dynablend is not None:
             self.strands.set_dynablend(inp.strands_dynablend)
-        if isinstance(self.strands, StrandLayer) and inp.strands_stiffness is not None:
+        if self.strands is not None and inp.strands_stiffness is not None:
             self.strands.set_goal_stiffness(inp.strands_stiffness)
         if self.secondary is not None and first:
             state.strand_pos = np.empty_like(self.rest_rows)

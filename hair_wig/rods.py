@@ -218,7 +218,14 @@ class AngularRods:
             raise HairWigError("Rods: the stiffness and inertia profiles must stay above 0 along the strand")
         self.beta = np.asarray(beta, np.float64)[None, :, None]
         self.k = np.asarray(k, np.float64)[None, :, None]
+        self._k_per_unit = self.k / settings.stiffness       # the profile times the segments
         self.clamped = False
+
+    def set_stiffness(self, stiffness: float) -> None:
+        """A new strand stiffness (keyed): every joint's ``k`` scales with it."""
+        if not np.isfinite(stiffness) or stiffness <= 0:
+            raise HairWigError(f"Rods: stiffness must be > 0, got {stiffness}")
+        self.k = self._k_per_unit * float(stiffness)
 
     def substeps(self, dt: float) -> tuple[int, np.ndarray]:
         """Substeps for a frame of ``dt`` seconds so that ``Δt √(β k) ≤ courant``, and the
@@ -329,6 +336,12 @@ class RodLayer:
 
     def set_dynablend(self, dynablend: float) -> None:
         self.dynablend = float(np.clip(dynablend, 0.0, 1.0))
+
+    def set_goal_stiffness(self, stiffness: float) -> None:
+        """The keyed Stiffness: how firmly the rods spring back to the goal's style (SPEC §8's
+        goal stiffness; each joint's ``k`` scales with it, its substeps follow)."""
+        for _, _, rods in self.groups:
+            rods.set_stiffness(stiffness)
 
     def initial_state(self, goal_rows: np.ndarray, gravity, head_turn, head_inv=None) -> dict:
         """Every group at rest on the goal (``head_turn``: the head's rotation at rest;

@@ -335,8 +335,9 @@ class HairWigSettings(bpy.types.PropertyGroup):
     rods_stiffness: FloatProperty(
         name="Stiffness", description="How firmly each strand bends back to its style (as Rod Stiffness "
                                       "Along Strand draws it, root to tip): lower swings and droops more "
-                                      "in a move; too low and upswept hair cannot hold itself up",
-        default=10.0, min=1e-4, max=1e5, soft_min=0.1, soft_max=1000.0, options=set())
+                                      "in a move; too low and upswept hair cannot hold itself up. Key "
+                                      "it to let a style loose for a move",
+        default=10.0, min=1e-4, max=1e5, soft_min=0.1, soft_max=1000.0)
     rods_response: FloatProperty(
         name="Response", description="How quickly strands answer a load (the rods' inverse inertia, the "
                                      "seed's β, growing to the tip): higher is lighter, quicker hair; "

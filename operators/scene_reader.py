@@ -423,7 +423,7 @@ def frame_input(context, ob, head, empties, surface, frame: int, depsgraph=None,
         inp.secondary_dynablend = ob.hair_wig.secondary_dynablend
         s = ob.hair_wig
         if s.dynamics_layer == "RODS":
-            inp.strands_dynablend = s.rods_dynablend
+            inp.strands_dynablend, inp.strands_stiffness = s.rods_dynablend, s.rods_stiffness
         else:
             inp.strands_dynablend, inp.strands_stiffness = s.strands_dynablend, s.strands_stiffness
     if surface is not None:

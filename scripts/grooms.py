@@ -251,6 +251,12 @@ SMALL = {"long_hair": dict(strands=400, points=36), "quick_fur": dict(density="L
          "grass": dict(blades=150), "flat": dict(strands=150)}
 
 
+def use_solver(g: Groom, solver: str) -> None:
+    """Bake ``g`` with the dynamics solver ``solver`` (the Dynamics panel's Solver) on."""
+    g.hair.hair_wig.use_secondary = True
+    g.hair.hair_wig.dynamics_layer = solver
+
+
 def bake(g: Groom):
     """Bake the groom with the Bake operator; its cache as the add-on computed it."""
     from hair_wig_addon.operators import baking
@@ -428,6 +434,8 @@ def main(argv=None) -> int:
     p.add_argument("--small", action="store_true", help="the sizes the tests use")
     p.add_argument("--render", default="", help="folder for grooms.png (each scene at --frame)")
     p.add_argument("--frame", type=int, default=14)
+    p.add_argument("--solver", choices=("SCENE", "SPRINGS", "STRANDS", "RODS"), default="SCENE",
+                   help="the dynamics solver every groom bakes with (SCENE: as each scene sets it)")
     args = p.parse_args(argv)
     addon.ensure_registered()
     tiles = []
@@ -436,6 +444,8 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|---|---|---|---|")
     for name in args.scenes:
         g = BUILDERS[name](**(SMALL[name] if args.small else {}))
+        if args.solver != "SCENE":
+            use_solver(g, args.solver)
         cache, seconds = bake(g)
         m = measure(g, cache)
         print(f"| {m['scene']} | {m['strands']} x {m['points'] // m['strands']} | {m['rest_move']:.2e} | "

@@ -98,6 +98,21 @@ def test_the_panels_rod_settings_reach_the_layer_and_a_wind_moves_the_style(scen
     blown = _evaluated(io, ob, 12)
     tips = io.read_hair(ob).offsets[1:] - 1
     assert (blown[tips, 0] - still[tips, 0]).mean() > 0.01                        # downwind
+    # Stiffness and Dynablend are keyable: each frame's values reach the layer
+    s.rods_stiffness, s.rods_dynablend = 7.0, 1.0
+    s.keyframe_insert("rods_stiffness", frame=1)
+    s.keyframe_insert("rods_dynablend", frame=1)
+    s.rods_stiffness, s.rods_dynablend = 14.0, 0.5
+    s.keyframe_insert("rods_stiffness", frame=12)
+    s.keyframe_insert("rods_dynablend", frame=12)
+    wig, head_ob, empties, surface = scene_reader.bind(bpy.context, ob)
+    scene.frame_set(12)
+    inp = scene_reader.frame_input(bpy.context, ob, head_ob, empties, surface, 12, wig=wig)
+    assert (inp.strands_stiffness, inp.strands_dynablend) == (14.0, 0.5)
+    wig.step(inp, wig.step(inp, None)[1])
+    rods = wig.strands.groups[0][2]
+    assert wig.strands.dynablend == 0.5 and np.allclose(rods.k, 2 * rods._k_per_unit * 7.0)
+    ob.animation_data_clear()
     # too stiff for the steps allowed: softened, and the bake says so by name
     s.rods_stiffness, s.rods_response, s.rods_max_substeps = 1e4, 1e4, 2
     warnings = baking.compute(bpy.context, ob, 1, 3).warnings
