@@ -9,6 +9,7 @@ the add-on disabled or absent.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import bpy
@@ -891,3 +892,65 @@ def playback_group():
     for i, node in enumerate(nodes):     # legible if someone opens it in the node editor
         node.location = (200 * (i % 8), -200 * (i // 8))
     return g
+
+
+def read_grease_pencil_strokes(ob, frame: int) -> list[tuple[str, np.ndarray, np.ndarray | None]]:
+    """The strokes of Grease Pencil object ``ob`` (Blender 4.5's and 5.2's Grease Pencil) shown
+    at ``frame`` on its visible layers, in drawing order: ``(label, points (K, 3) world, times
+    (K,) seconds from the stroke's start or None when the drawing kept none)``; ``label`` names
+    the stroke for messages ("stroke 3 of layer 'Lines'")."""
+    if ob is None or ob.type != "GREASEPENCIL":
+        raise HairWigError(f"'{getattr(ob, 'name', '?')}' is not a Grease Pencil object")
+    out = []
+    world = matrix(ob)
+    for layer in ob.data.layers:
+        if layer.hide:
+            continue
+        drawing = None
+        for f in sorted(layer.frames, key=lambda f: f.frame_number):
+            if f.frame_number <= frame:
+                drawing = f.drawing
+        if drawing is None or len(drawing.strokes) == 0:
+            continue
+        m = world @ np.array(layer.matrix_local, dtype=np.float64)
+        n = len(drawing.attributes["position"].data)
+        pos = np.empty(n * 3, np.float32)
+        drawing.attributes["position"].data.foreach_get("vector", pos)
+        pos = pos.reshape(-1, 3).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+        times = None
+        if "delta_time" in drawing.attributes:
+            times = np.empty(n, np.float32)
+            drawing.attributes["delta_time"].data.foreach_get("value", times)
+        offsets = np.empty(len(drawing.strokes) + 1, np.int32)
+        drawing.curve_offsets.foreach_get("value", offsets)
+        for k in range(len(drawing.strokes)):
+            a, b = int(offsets[k]), int(offsets[k + 1])
+            t = None if times is None else times[a:b].astype(np.float64)
+            if t is not None and not np.any(np.diff(t) > 0):
+                t = None                   # drawn without timing (made by script, or a line tool)
+            out.append((f"stroke {k + 1} of layer '{layer.name}'", pos[a:b], t))
+    return out
+
+
+def camera_view(scene):
+    """The scene's active camera as a view: ``(eye (3,), forward (3,), perspective)``, world."""
+    cam = scene.camera
+    if cam is None:
+        raise HairWigError(f"scene '{scene.name}' has no active camera to draw from")
+    m = matrix(cam)
+    forward = -m[:3, 2] / np.linalg.norm(m[:3, 2])
+    return m[:3, 3].copy(), forward, getattr(cam.data, "type", "PERSP") != "ORTHO"
+
+
+def region_view(region_3d):
+    """A 3D viewport's view: ``(eye (3,), forward (3,), perspective)``, world."""
+    m = np.linalg.inv(np.array(region_3d.view_matrix, dtype=np.float64))
+    forward = -m[:3, 2] / np.linalg.norm(m[:3, 2])
+    return m[:3, 3].copy(), forward, bool(region_3d.is_perspective)
+
+
+def world_mesh(ob, depsgraph=None, uv_map: str = "") -> MeshArrays:
+    """``read_mesh`` with the positions in world space."""
+    mesh = read_mesh(ob, depsgraph, uv_map)
+    m = matrix(ob) if depsgraph is None else evaluated_matrix(ob, depsgraph)
+    return dataclasses.replace(mesh, positions=mesh.positions @ m[:3, :3].T + m[:3, 3])

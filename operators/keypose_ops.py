@@ -216,15 +216,16 @@ class HAIRWIG_OT_make_wisps(bpy.types.Operator):
         return {"FINISHED"}
 
 
-def make_wisps(context, ob, rings: int, closeness: float, fuzziness: float, seed: int) -> int:
-    """Seed 002 §2.2 on ``ob``'s selected curves: imitators in rings round each, marked as the
-    selected curves' wisps; the curves become Catmull-Rom. Returns how many curves were added and
-    how many of them fell outside the UV map."""
+def make_wisps(context, ob, rings: int, closeness: float, fuzziness: float, seed: int,
+               curves: np.ndarray | None = None) -> int:
+    """Seed 002 §2.2 on ``ob``'s selected curves (or the curves ``curves``): imitators in rings
+    round each, marked as their wisps; the curves become Catmull-Rom. Returns how many curves
+    were added and how many of them fell outside the UV map."""
     if blender_io.is_baked(ob):
         raise HairWigError(f"'{ob.name}' is baked: clear the bake before adding curves")
     preview.stop(ob)
     hair = blender_io.read_hair(ob)
-    sel = blender_io.selected_curves(ob)
+    sel = blender_io.selected_curves(ob) if curves is None else np.asarray(curves, np.int64)
     if sel.size == 0:
         raise HairWigError(f"'{ob.name}': select the leader curves in Sculpt Mode first")
     per = 8 * rings

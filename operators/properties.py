@@ -186,6 +186,51 @@ class HairWigStyle(bpy.types.PropertyGroup):
                       min=0, options=set())
 
 
+def _is_grease_pencil(_self, ob) -> bool:
+    return ob.type == "GREASEPENCIL"
+
+
+class HairWigDraw(bpy.types.PropertyGroup):
+    """Draw Hair's settings (seed 002, ch. 3: hair sketched on the head, loops made curls)."""
+    points: IntProperty(name="Points", description="Points in each drawn strand", default=16, min=2, max=256,
+                        options=set())
+    curls: BoolProperty(name="Loops Make Curls", description="A loop drawn in a stroke becomes a curl: it is "
+                                                             "lifted out of the drawing into one turn of a "
+                                                             "helix", default=True, options=set())
+    time_step: FloatProperty(
+        name="Sample Every", description="The stroke is sampled at this even time step (seconds): draw slowly "
+                                         "where the strand should follow your hand closely. 0: where the "
+                                         "pen reported", default=0.02, min=0.0, max=1.0, subtype="TIME_ABSOLUTE",
+        unit="TIME_ABSOLUTE", options=set())
+    keep_outside: BoolProperty(name="Keep Outside", description="Drawn hair that passes into the head is lifted "
+                                                                "out onto it, at its length", default=True,
+                               options=set())
+    clearance: FloatProperty(name="Clearance", description="How far drawn hair keeps from the head",
+                             default=0.005, min=0.0, soft_max=0.05, subtype="DISTANCE", options=set())
+    rings: IntProperty(name="Wisp Rings", description="Each drawn strand leads a wisp of this many rings of "
+                                                      "eight strands (0: the strand alone)", default=0, min=0,
+                       soft_max=4, options=set())
+    closeness: FloatProperty(name="Closeness", description="Distance between a wisp's rings, in the surface's UV "
+                                                           "space", default=0.01, min=1e-5, soft_max=0.1,
+                             options=set())
+    fuzziness: FloatProperty(name="Fuzziness", description="Random wander of a wisp's strands, as a fraction of "
+                                                           "the closeness", default=0.3, min=0.0, max=1.0,
+                             options=set())
+    seed: IntProperty(name="Seed", description="Seed of the wisps' wander", default=0, min=0, options=set())
+    strokes: PointerProperty(name="Grease Pencil", description="The Grease Pencil drawing Convert Strokes to "
+                                                               "Hair turns into hair", type=bpy.types.Object,
+                             poll=_is_grease_pencil, options=set())
+    view: EnumProperty(
+        name="Drawn From", description="The view the Grease Pencil strokes were drawn from",
+        items=[("VIEW", "This View", "The 3D view you press Convert in"),
+               ("CAMERA", "Active Camera", "The scene's active camera")],
+        default="CAMERA", options=set())
+    show_previous: BoolProperty(name="Show Last Key Pose", description="While drawing, show where the roots "
+                                                                       "of the key pose before this frame "
+                                                                       "are, to redraw each wisp from its "
+                                                                       "place", default=True, options=set())
+
+
 class HairWigSettings(bpy.types.PropertyGroup):
     enabled: BoolProperty(
         name="Wig",
@@ -231,6 +276,8 @@ class HairWigSettings(bpy.types.PropertyGroup):
                               type=bpy.types.NodeTree, options=set())
     style: PointerProperty(type=HairWigStyle, name="Style Hair", description="Style Hair's settings",
                            options=set())
+    draw: PointerProperty(type=HairWigDraw, name="Draw Hair", description="Draw Hair's settings",
+                          options=set())
     magnets: CollectionProperty(type=HairWigMagnetSlot, name="Magnets", options=set(),
                                 description="The Empties that move this hair when you key them")
     magnet_index: IntProperty(name="Active Magnet", description="The magnet shown below the list",
@@ -449,7 +496,7 @@ def head_of(ob):
     return None
 
 
-_classes = (HairWigMagnet, HairWigMagnetSlot, HairWigKeyPose, HairWigStyle, HairWigSettings)
+_classes = (HairWigMagnet, HairWigMagnetSlot, HairWigKeyPose, HairWigStyle, HairWigDraw, HairWigSettings)
 
 
 def register():

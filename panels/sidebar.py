@@ -277,19 +277,23 @@ class VIEW3D_PT_hair_wig_bake(_WigSubPanel, bpy.types.Panel):
                                   f"bake again", icon="ERROR")
 
 
-class VIEW3D_PT_hair_wig_style(bpy.types.Panel):
-    """Style Hair (seed 003): on any Curves hair, a wig or not."""
+class _HairToolPanel:
+    """A sub-panel of a tool that works on any Curves hair, a wig or not (closed at first)."""
     bl_space_type = "VIEW_3D"
     bl_region_type = "UI"
     bl_category = "Hair Wig"
     bl_parent_id = "VIEW3D_PT_hair_wig"
-    bl_label = "Style Hair"
     bl_options = {"DEFAULT_CLOSED"}
 
     @classmethod
     def poll(cls, context):
         ob = context.active_object
         return ob is not None and ob.type == "CURVES"
+
+
+class VIEW3D_PT_hair_wig_style(_HairToolPanel, bpy.types.Panel):
+    """Style Hair (seed 003): on any Curves hair, a wig or not."""
+    bl_label = "Style Hair"
 
     def draw(self, context):
         layout = self.layout
@@ -343,6 +347,40 @@ class VIEW3D_PT_hair_wig_style(bpy.types.Panel):
         layout.operator("hair_wig.style_hair", icon="OUTLINER_DATA_CURVES")
 
 
+class VIEW3D_PT_hair_wig_draw(_HairToolPanel, bpy.types.Panel):
+    """Draw Hair (seed 002): strands sketched on the head, loops made curls; on any Curves hair
+    with a surface."""
+    bl_label = "Draw Hair"
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        ob = context.active_object
+        d = ob.hair_wig.draw
+        if ob.data.surface is None:
+            layout.label(text="Set the hair's Surface to the head first", icon="ERROR")
+        col = layout.column(align=True)
+        col.prop(d, "points")
+        col.prop(d, "time_step")
+        layout.prop(d, "curls")
+        layout.prop(d, "keep_outside")
+        if d.keep_outside:
+            layout.prop(d, "clearance")
+        col = layout.column(align=True)
+        col.prop(d, "rings")
+        if d.rings:
+            col.prop(d, "closeness")
+            col.prop(d, "fuzziness")
+            col.prop(d, "seed")
+        layout.prop(d, "show_previous")
+        layout.operator("hair_wig.draw_hair", icon="GREASEPENCIL")
+        layout.separator()
+        layout.prop(d, "strokes")
+        layout.prop(d, "view")
+        layout.operator("hair_wig.strokes_to_hair", icon="OUTLINER_OB_GREASEPENCIL")
+
+
 classes = (HAIRWIG_UL_magnets, HAIRWIG_UL_key_poses, VIEW3D_PT_hair_wig, VIEW3D_PT_hair_wig_magnets,
            VIEW3D_PT_hair_wig_profiles, VIEW3D_PT_hair_wig_dynamics, VIEW3D_PT_hair_wig_key_poses,
-           VIEW3D_PT_hair_wig_refinement, VIEW3D_PT_hair_wig_bake, VIEW3D_PT_hair_wig_style)
+           VIEW3D_PT_hair_wig_refinement, VIEW3D_PT_hair_wig_bake, VIEW3D_PT_hair_wig_style,
+           VIEW3D_PT_hair_wig_draw)

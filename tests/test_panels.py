@@ -123,7 +123,7 @@ def test_every_setting_says_in_words_what_it_does(addon):
 
     seen = 0
     for group in (properties.HairWigSettings, properties.HairWigMagnet, properties.HairWigKeyPose,
-                  properties.HairWigStyle):
+                  properties.HairWigStyle, properties.HairWigDraw):
         for prop in group.bl_rna.properties:
             if prop.identifier in ("rna_type", "name") or prop.is_hidden:
                 continue
