@@ -275,19 +275,12 @@ def sketch_strand(origins, directions, times, view_dir, positions, tri_verts,
     return Sketched(resample(dense, s.points), tri, bary, controls, loops)
 
 
-def keep_outside(points, field, clearance: float, rounds: int = 3) -> np.ndarray:
-    """Strands ``points`` (S, n, 3) with their points past the root pushed out of ``field`` (a
-    ``MeshField`` in the same space) to ``clearance`` and set back at their segments' lengths,
-    root to tip (follow the leader), ``rounds`` times: drawn hair on the surface, not in it."""
-    x = np.array(points, np.float64)
-    seg = np.linalg.norm(np.diff(x, axis=1), axis=2)
-    limit = np.full(len(x), float(clearance))
-    for _ in range(rounds):
-        for j in range(1, x.shape[1]):              # a walk along the strand: its points depend on the last
-            new, moved = field.project(x[:, j], limit)
-            if moved.size:
-                x[moved, j] = new
-            step = x[:, j] - x[:, j - 1]
-            size = np.linalg.norm(step, axis=1, keepdims=True)
-            x[:, j] = x[:, j - 1] + step * (seg[:, j - 1:j] / np.maximum(size, 1e-300))
-    return x
+def keep_outside(points, field, clearance: float) -> np.ndarray:
+    """Strands ``points`` (S, n, 3) laid again root to tip at their segments' lengths, each
+    segment turned just enough to slide over ``field`` (a ``MeshField`` in the same space) at
+    ``clearance`` where it would end inside (Style Hair's ``relay``): drawn hair lies on the
+    head where the drawing plane cut into it."""
+    from .styling import SurfaceCollide, relay
+
+    x = np.asarray(points, np.float64)
+    return relay(SurfaceCollide(field, np.full(len(x), float(clearance))), x)

@@ -145,7 +145,7 @@ def _slide(collide, base, direction, seg, k, rounds: int = 4):
     return out
 
 
-def _relay(collide, strands):
+def relay(collide, strands):
     """``strands`` (S, n, 3) laid again root to tip, each segment at its own length and turned,
     where ``collide`` would push its end, just enough to slide over the surface (``_slide``)."""
     out = strands.copy()
@@ -440,7 +440,7 @@ def style_strands(roots, directions, lengths, counts, *, gravity, stiffness: flo
                                     else np.asarray(curl_radius_profile(np.linspace(0, 1, n)), np.float64))
             grown = curl(grown, radius, curl_turns, phase[pick], curl_turns_profile)
             if collide is not None:              # a curl may dip into the head: slid out again
-                grown = _relay(_rows(collide, pick), grown)
+                grown = relay(_rows(collide, pick), grown)
         index = starts[pick][:, None] + np.arange(n)[None, :]
         out[index.ravel()] = grown.reshape(-1, 3)
     return out

@@ -104,7 +104,19 @@ def add_drawn(context, ob, points, uv, scalp: Scalp) -> np.ndarray:
     cv.set_types(type="CATMULL_ROM")
     d = ob.hair_wig.draw
     if d.rings:
+        leaders = len(cv.curves)
         make_wisps(context, ob, d.rings, d.closeness, d.fuzziness, d.seed, curves=new)
+        if d.keep_outside:             # the wisps' strands wander: lift them out as their leaders were
+            hair = blender_io.read_curves_data(cv, ob.name)
+            m = blender_io.matrix(ob)
+            span = slice(int(hair.offsets[leaders]), len(hair.points))
+            world = hair.points[span].astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+            n = int(hair.counts[leaders])
+            world = keep_outside(world.reshape(-1, n, 3), scalp.field, d.clearance).reshape(-1, 3)
+            whole = hair.points.astype(np.float64)
+            inv = np.linalg.inv(m)
+            whole[span] = world @ inv[:3, :3].T + inv[:3, 3]
+            blender_io.write_positions(cv, whole)
     cv.update_tag()
     return np.arange(first, len(cv.curves))
 
