@@ -229,8 +229,10 @@ class DrawSession:
 
     def press(self, origin, direction, now: float) -> bool:
         """Start a stroke at the ray ``origin``/``direction``; False when it misses the scalp."""
-        if self.scalp.hit(origin, direction) is None:
+        hit = self.scalp.hit(origin, direction)
+        if hit is None:
             return False
+        self.root = np.asarray(origin) + hit[0] * np.asarray(direction)
         self.view = self.view_of()
         self.origins, self.directions, self.times = [np.asarray(origin)], [np.asarray(direction)], [now]
         return True
@@ -246,10 +248,8 @@ class DrawSession:
         if not self.drawing:
             return np.zeros((0, 3))
         o, d = np.array(self.origins), np.array(self.directions)
-        t, _tri, _bary = self.scalp.hit(o[0], d[0])
-        root = o[0] + t * d[0]
         normal = -np.asarray(self.view[1])
-        k = ((root - o) @ normal) / (d @ normal)
+        k = ((self.root - o) @ normal) / (d @ normal)
         return o + k[:, None] * d
 
     def release(self) -> np.ndarray:

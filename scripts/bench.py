@@ -553,6 +553,44 @@ def rods_one(key: str) -> dict:
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
+def draw_one(key: str) -> dict:
+    """Draw Hair (issue 17) on Suzanne (``draw_demo``'s scene): Convert Strokes to Hair on
+    ``strokes`` strokes drawn from three views (seconds, wisps off: one strand a stroke), then,
+    with ``existing`` strands already in the hair, the Draw Hair tool's session per mouse event:
+    a drag's move (median) and a release that makes the strand and writes it (median of 10)."""
+    strokes, existing = map(int, key.split("x"))
+    import bpy
+    import draw_demo
+
+    head, hair, drawings = draw_demo.build(strokes, rings=0)
+    convert = sum(draw_demo.draw_from(hair, view, gp) for view, gp in drawings.items())
+    made = len(hair.data.curves)
+    while len(hair.data.curves) < existing:            # more hair, drawn the same way
+        draw_demo.draw_from(hair, "back", drawings["back"])
+    from importlib import import_module
+
+    import addon
+    draw_ops = import_module(f"{addon.PACKAGE}.operators.draw_ops")
+    io = import_module(f"{addon.PACKAGE}.operators.blender_io")
+    view = io.camera_view(bpy.context.scene)
+    session = draw_ops.DrawSession(bpy.context, hair, lambda: view)
+    gp_strokes = draw_ops.strokes_from_grease_pencil(drawings["back"], 1, view)
+    moves, releases = [], []
+    for label, o, d, times in gp_strokes[:10]:
+        assert session.press(o[0], d[0], 0.0), label
+        for k in range(1, len(o)):
+            t = time.perf_counter()
+            session.move(o[k], d[k], k / 60)
+            session.stroke_points()                    # what the overlay draws each event
+            moves.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        session.release()
+        releases.append(time.perf_counter() - t)
+    return {"strokes": strokes, "made": made, "convert_s": convert, "existing": len(hair.data.curves) - 10,
+            "move_ms": 1e3 * float(np.median(moves)), "release_ms": 1e3 * float(np.median(releases)),
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
 def _run(*args, env=None) -> dict:
     res = subprocess.run([sys.executable, __file__, *map(str, args)], capture_output=True, text=True,
                          env=env, check=True)
@@ -623,6 +661,9 @@ def main(argv=None) -> int:
     p.add_argument("--rods-bake", type=int, nargs="*", default=[1000, 5000],
                    help="strand counts for the Rods layer's end-to-end bake in section 8; none skips it")
     p.add_argument("--wig-rods-one", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--draw", nargs="*", default=["1000x10000"],
+                   help="Draw Hair sizes (strokes x strands already drawn) for section 9; none skips it")
+    p.add_argument("--draw-one", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     for flag, fn in ((args.one, lambda n: one(n, args.frames, args.length_mode, args.method)), (args.preview_one, lambda n: preview_rate(n, 48)),
                      (args.particle_one, lambda n: particle_hair(n, 48)), (args.wig_one, lambda n: wig_bake(n, 48)),
@@ -632,7 +673,7 @@ def main(argv=None) -> int:
                      (args.particle_collide_one, lambda n: particle_hair(n, 48, collide=True)),
                      (args.strands_one, lambda k: strands_one(*map(int, k.split("x")))),
                      (args.search_one, lambda k: one_search(*map(int, k.split("x")))),
-                     (args.style_one, style_one), (args.rods_one, rods_one)):
+                     (args.style_one, style_one), (args.rods_one, rods_one), (args.draw_one, draw_one)):
         if flag:
             print(json.dumps(fn(flag)))
             return 0
@@ -739,6 +780,12 @@ def main(argv=None) -> int:
             r, t = _run("--wig-rods-one", n), _run("--wig-strands-one", n)
             print(f"{n:>10}{r['s']:>9.2f}{1e3 * r['s'] / r['frames']:>10.1f}{t['s']:>11.2f}"
                   f"{1e3 * t['s'] / t['frames']:>10.1f}", flush=True)
+    for size in args.draw:
+        r = _run("--draw-one", size, env=env)
+        print(f"9. Draw Hair (issue 17) on Suzanne: Convert Strokes to Hair, {r['strokes']} strokes from three "
+              f"views -> {r['made']} strands: {r['convert_s']:.2f} s; the Draw Hair tool with {r['existing']} "
+              f"strands drawn: {r['move_ms']:.3f} ms per mouse move (sample + overlay points), "
+              f"{r['release_ms']:.1f} ms per release (the strand made and written)", flush=True)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     plot(rows, out / "bench.png")

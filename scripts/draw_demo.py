@@ -85,9 +85,9 @@ def build(strokes: int, seed: int = 0, rings: int = 1):
     hair = scenes.empty_hair(head)
     v, t = grooms.mesh_world(head)
     rng = np.random.default_rng(seed)
-    per = -(-strokes // len(VIEWS))
-    drawings = {name: _grease_pencil(f"Drawing ({name})", _strokes(core, eye, v, t, per, rng))
-                for name, eye in VIEWS.items()}
+    per = [len(a) for a in np.array_split(np.arange(strokes), len(VIEWS))]
+    drawings = {name: _grease_pencil(f"Drawing ({name})", _strokes(core, eye, v, t, n, rng))
+                for n, (name, eye) in zip(per, VIEWS.items())}
     d = hair.hair_wig.draw
     d.view, d.points, d.rings, d.closeness, d.fuzziness = "CAMERA", 32, rings, 0.008, 0.3
     bpy.context.view_layer.objects.active = hair
