@@ -954,3 +954,10 @@ def world_mesh(ob, depsgraph=None, uv_map: str = "") -> MeshArrays:
     mesh = read_mesh(ob, depsgraph, uv_map)
     m = matrix(ob) if depsgraph is None else evaluated_matrix(ob, depsgraph)
     return dataclasses.replace(mesh, positions=mesh.positions @ m[:3, :3].T + m[:3, 3])
+
+
+def remove_curves(ob, curves) -> None:
+    """Remove the curves ``curves`` (indices) of hair ``ob``; the others keep their points and
+    attributes."""
+    ob.data.remove_curves(indices=[int(c) for c in curves])
+    ob.data.update_tag()

@@ -273,8 +273,7 @@ class DrawSession:
         if not self.added:
             return 0
         last = self.added.pop()
-        self.ob.data.remove_curves(indices=last.tolist())       # the others keep their attributes
-        self.ob.data.update_tag()
+        blender_io.remove_curves(self.ob, last)
         return len(last)
 
 
@@ -302,6 +301,8 @@ class HAIRWIG_OT_draw_hair(bpy.types.Operator):
         except HairWigError as e:
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}
+        if ob.hair_wig.draw.keep_outside:
+            self.session.scalp.field                # built now, not at the first stroke's release
         self.previous = (previous_key_pose_roots(ob, context.scene.frame_current)
                          if ob.hair_wig.draw.show_previous else np.zeros((0, 3)))
         self._handle = bpy.types.SpaceView3D.draw_handler_add(_draw_session, (self,), "WINDOW", "POST_VIEW")

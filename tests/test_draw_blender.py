@@ -170,3 +170,14 @@ def test_the_last_key_pose_roots_are_shown_to_redraw_from(scene, addon):
     roots = previous_key_pose_roots(ob, 20)
     p = _positions(ob)
     np.testing.assert_allclose(roots, p[[0, 16]], atol=1e-6)
+
+
+def test_the_tools_say_what_they_need(scene, addon):
+    """No surface, no drawing picked, no 3D view: the buttons are off (their tooltips say why)."""
+    head, ob = _scene()
+    assert not bpy.ops.hair_wig.strokes_to_hair.poll()            # no Grease Pencil picked
+    assert not bpy.ops.hair_wig.draw_hair.poll()                  # no 3D view in the background
+    ob.hair_wig.draw.strokes = _grease_pencil([_stroke(_front(0.2, 0.5), [0.9, -1.0, -0.6])])
+    assert bpy.ops.hair_wig.strokes_to_hair.poll()
+    ob.data.surface = None
+    assert not bpy.ops.hair_wig.strokes_to_hair.poll()            # nothing to draw on
