@@ -184,9 +184,11 @@ class HAIRWIG_OT_strokes_to_hair(bpy.types.Operator):
         start = time.perf_counter()
         try:
             if d.view == "VIEW":
-                if context.region_data is None:
+                space = context.space_data
+                if space is None or space.type != "VIEW_3D":
                     raise HairWigError("Drawn From: This View needs a 3D view; use Active Camera from here")
-                view = blender_io.region_view(context.region_data)
+                # the view's own region (pressed from the sidebar, the region is the sidebar's)
+                view = blender_io.region_view(space.region_3d)
             else:
                 view = blender_io.camera_view(context.scene)
             scalp = Scalp(ob)

@@ -181,3 +181,12 @@ def test_the_tools_say_what_they_need(scene, addon):
     assert bpy.ops.hair_wig.strokes_to_hair.poll()
     ob.data.surface = None
     assert not bpy.ops.hair_wig.strokes_to_hair.poll()            # nothing to draw on
+
+
+def test_this_view_needs_a_3d_view(scene, addon):
+    head, ob = _scene()
+    d = ob.hair_wig.draw
+    d.strokes, d.view = _grease_pencil([_stroke(_front(0.2, 0.5), [0.9, -1.0, -0.6])]), "VIEW"
+    with pytest.raises(RuntimeError, match="This View needs a 3D view; use Active Camera"):
+        bpy.ops.hair_wig.strokes_to_hair()
+    assert len(ob.data.curves) == 0                               # nothing made
