@@ -205,7 +205,8 @@ class HAIRWIG_OT_strokes_to_hair(bpy.types.Operator):
             return {"CANCELLED"}
         if refused:
             shown = ", ".join(refused[:5]) + (f" and {len(refused) - 5} more" if len(refused) > 5 else "")
-            self.report({"WARNING"}, f"{shown} of '{d.strokes.name}' do(es) not start on the scalp: left out")
+            verb = "does" if len(refused) == 1 else "do"
+            self.report({"WARNING"}, f"{shown} of '{d.strokes.name}' {verb} not start on the scalp: left out")
         self.report({"INFO"}, f"Made {len(points)} strands ({len(new)} curves) of '{ob.name}' from "
                               f"'{d.strokes.name}' in {time.perf_counter() - start:.2f} s")
         return {"FINISHED"}
