@@ -300,13 +300,38 @@ class Wig:
         with different point counts, or per segment, works on the whole set: one block then.
         """
         counts = self.hair.counts
+        lo, hi = getattr(self, "strand_range", (0, self.hair.num_strands))
         if self.length is not None and not self.length.blockable:
             return [(slice(0, self.hair.num_points), 0)]
         size = self.BLOCK_POINTS if self._threads == 1 else self.THREAD_BLOCK_POINTS
         per = max(1, size // int(counts.max()))
-        starts = np.arange(0, self.hair.num_strands, per)
+        starts = np.arange(lo, hi, per)
         off = self.hair.offsets
-        return [(slice(int(off[a]), int(off[min(a + per, len(counts))])), int(a)) for a in starts]
+        return [(slice(int(off[a]), int(off[min(a + per, hi)])), int(a)) for a in starts]
+
+    def restrict(self, start: int, stop: int) -> None:
+        """Step only the strands ``start..stop − 1`` (a part of a split bake): every stage after
+        the dynamic magnets works strand by strand, so a part's points come out bit for bit as
+        the whole wig's would; the others are not computed. Refused, naming why, where strands
+        depend on each other — a dynamics layer that steps the whole wig (Strands, Rods),
+        strand-length control over the whole set (strands of different point counts) — or on
+        the whole set's keyed hairstyle: split such a bake by object."""
+        name = self.hair.name
+        if not 0 <= start < stop <= self.hair.num_strands:
+            raise HairWigError(f"'{name}': strands {start}:{stop} are not a part of its 0:{self.hair.num_strands}")
+        if self.strands is not None:
+            kind = "Strands" if isinstance(self.strands, StrandLayer) else "Rods"
+            raise HairWigError(f"'{name}': its {kind} dynamics layer steps the whole wig at once; split this "
+                               "bake by object, not by strands")
+        if self.length is not None and not self.length.blockable:
+            raise HairWigError(f"'{name}': its strand-length control works on all its strands together "
+                               "(its strands have different point counts); split this bake by object, not by "
+                               "strands")
+        if self.keyed is not None:
+            raise HairWigError(f"'{name}': its keyed hairstyle is in-betweened over all its strands; split "
+                               "this bake by object, not by strands")
+        self.strand_range = (int(start), int(stop))
+        self.blocks = self._blocks()
 
     def warnings(self) -> list[str]:
         """What the artist should know about this binding, though it bakes: magnets whose radius

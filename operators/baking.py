@@ -21,9 +21,10 @@ def check_memory(scene, obs, ranges) -> None:
                        for ob, (first, last) in zip(obs, ranges)], scene.hair_wig_memory_limit)
 
 
-def compute_steps(context, ob, first: int, last: int, preroll: int | None = None, others=()):
+def compute_steps(context, ob, first: int, last: int, preroll: int | None = None, others=(), strands=None):
     """Step the wig of ``ob`` over ``first..last`` (after ``preroll`` frames that settle the
-    dynamics, by default the wig's own), writing nothing: a generator that yields
+    dynamics, by default the wig's own), writing nothing (only its strands ``strands``,
+    ``(start, stop)``, for a part of a split bake: the rest of the cache is zeros): a generator that yields
     ``(done, total)`` after every frame and returns the cache. The hair's own modifiers are off
     while it runs (``blender_io.mute_modifiers``). Closing it early (a cancelled bake) or an
     error leaves the scene's current frame and the modifiers as they were. ``others``: more hair
@@ -41,7 +42,11 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
     try:
         shown = scene_reader.evaluate_magnets(context, [ob])        # hidden magnets move too
         wig, head, empties, surface = scene_reader.bind(context, ob)
+        if strands is not None:
+            wig.restrict(*strands)
         cache = BakeCache(wig.hair, first, last)
+        if strands is not None:
+            cache.positions[...] = 0.0             # the strands not computed: finite, never written
         cache.new_topology = wig.keyed is not None      # key poses may have other curves than the hair
         cache.warnings = [f"'{ob.name}': {w}" for w in wig.warnings()] + wig.scene_warnings
         cache.penetration = 0.0
@@ -97,10 +102,10 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
 
 
 def compute(context, ob, first: int, last: int, progress=None, preroll: int | None = None,
-            others=()) -> BakeCache:
+            others=(), strands=None) -> BakeCache:
     """Run ``compute_steps`` to the end; ``progress(done, total)`` after every frame (it may raise
     to cancel)."""
-    steps = compute_steps(context, ob, first, last, preroll, others)
+    steps = compute_steps(context, ob, first, last, preroll, others, strands)
     try:
         while True:
             done, total = next(steps)

@@ -5,6 +5,16 @@ Two runtimes, one script:
     ./run python scripts/bake.py FILE.blend [--objects NAME ...] [--frames START END] [--output OUT.blend]
     blender --background FILE.blend --python scripts/bake.py -- [--objects ...] [--frames ...] [--output ...]
 
+Split bakes, for a render farm (issue 18): bake a part — one object, optionally a range of its
+strands — into a part file, then merge the parts into the shot's .blend:
+
+    ./run python scripts/bake.py FILE.blend --objects Hair --strands 0:25000 --part hair_0.npz
+    ./run python scripts/bake.py FILE.blend --merge hair_*.npz [--output OUT.blend]
+
+The merged bake equals a one-process bake bit for bit. Wigs whose strands depend on each other
+(the Strands or Rods dynamics layer, length control over strands of different point counts, a
+keyed hairstyle) are split by object only, and say so when asked for strands.
+
 (the first: any Python with the ``bpy`` module, as ``./run python`` gives; a system Python without
 it is told so)
 It bakes every hair object with hair_wig enabled in the file's scene (or only the named ones),
@@ -43,7 +53,28 @@ def parse_args(argv: list[str], file_is_open: bool) -> argparse.Namespace:
                    help="frame range (default: each wig's own range)")
     p.add_argument("--output", metavar="OUT.blend", help="where to save (default: in place)")
     p.add_argument("--compress", action="store_true", help="save a compressed .blend")
-    return p.parse_args(argv)
+    p.add_argument("--strands", metavar="START:END", type=strand_range,
+                   help="bake only these strands of the one object named (a part: needs --part)")
+    p.add_argument("--part", metavar="PART.npz", help="write this part of the bake to a part file, not the .blend")
+    p.add_argument("--merge", nargs="+", metavar="PART.npz", help="merge these part files into the .blend's bakes")
+    args = p.parse_args(argv)
+    if args.strands is not None and args.part is None:
+        raise BakeFailed("--strands bakes a part: give --part PART.npz")
+    if args.part is not None and (not args.objects or len(args.objects) != 1):
+        raise BakeFailed("--part bakes one object: name it with --objects NAME")
+    if args.merge and (args.part or args.strands or args.objects):
+        raise BakeFailed("--merge takes the part files only (and --output)")
+    return args
+
+
+def strand_range(text: str) -> tuple[int, int]:
+    try:
+        a, b = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"strands must be START:END, got {text!r}") from None
+    if not 0 <= a < b:
+        raise argparse.ArgumentTypeError(f"strands {text}: START must be >= 0 and below END")
+    return a, b
 
 
 def open_file(bpy, path: str | None) -> Path:
@@ -152,6 +183,15 @@ def run(argv: list[str], file_is_open: bool) -> int:
     out = Path(args.output) if args.output else src
     if not out.parent.is_dir():
         raise BakeFailed(f"output folder does not exist: {out.parent}")
+    cache_module = import_module(f"{addon.PACKAGE}.hair_wig.cache")
+    if args.merge:
+        try:
+            merged = merge(bpy, blender_io, cache_module, args.merge)
+        except errors.HairWigError as err:
+            raise BakeFailed(str(err)) from None
+        save_atomically(bpy, out, args.compress)
+        print(f"merged {', '.join(merged)}; saved {out}", flush=True)
+        return 0
     obs = pick_objects(bpy, scene_reader, args.objects)
     first, last = args.frames if args.frames else (None, None)
     caches = []
@@ -161,7 +201,7 @@ def run(argv: list[str], file_is_open: bool) -> int:
         for ob in obs:
             rate = baking.Rate()
             f0, f1 = scene_reader.frame_range(bpy.context.scene, ob, first, last)
-            cache = baking.compute(bpy.context, ob, f0, f1, others=obs)
+            cache = baking.compute(bpy.context, ob, f0, f1, others=obs, strands=args.strands)
             caches.append((ob, cache))
             for warning in cache.warnings:
                 print(f"bake.py: warning: {warning}", file=sys.stderr, flush=True)
@@ -169,6 +209,18 @@ def run(argv: list[str], file_is_open: bool) -> int:
                         f"{cache.penetration:.2g}" if cache.colliders else "")
             print(f"{ob.name}: {cache.num_frames}/{cache.num_frames} frames ({f0}..{f1}), "
                   f"{rate.fps(cache.num_frames):.1f} frames/s{collided}", flush=True)
+        if args.part:
+            (ob, cache), = caches
+            part = Path(args.part)
+            tmp = part.with_name(f".{part.name}.{os.getpid()}.tmp")
+            try:
+                cache_module.save_part(tmp, cache, args.strands)
+                os.replace(tmp, part)
+            finally:
+                tmp.unlink(missing_ok=True)
+            what = "all strands" if args.strands is None else f"strands {args.strands[0]}:{args.strands[1]}"
+            print(f"wrote {part} ({ob.name}, {what})", flush=True)
+            return 0
         for ob, cache in caches:
             blender_io.write_bake(ob, cache)
     except errors.HairWigError as err:
@@ -176,6 +228,27 @@ def run(argv: list[str], file_is_open: bool) -> int:
     save_atomically(bpy, out, args.compress)
     print(f"saved {out}", flush=True)
     return 0
+
+
+def merge(bpy, blender_io, cache_module, paths: list[str]) -> list[str]:
+    """Merge part files into the open file's objects: every object's parts together, written as
+    its bake (nothing is written unless every object's parts merge). The objects merged."""
+    groups: dict[str, list] = {}
+    for path in paths:
+        if not Path(path).is_file():
+            raise BakeFailed(f"part file not found: {path}")
+        part = cache_module.load_part(path)
+        groups.setdefault(part["meta"]["object"], []).append((path, part))
+    caches = []
+    for name, items in groups.items():
+        ob = bpy.data.objects.get(name)
+        if ob is None:
+            raise BakeFailed(f"{items[0][0]}: the file has no object '{name}'")
+        hair = blender_io.read_hair(ob)
+        caches.append((ob, cache_module.merge_parts(hair, [p for _, p in items], [path for path, _ in items])))
+    for ob, cache in caches:
+        blender_io.write_bake(ob, cache)
+    return [f"{ob.name} ({len(groups[ob.name])} parts)" for ob, _ in caches]
 
 
 def main() -> int:
