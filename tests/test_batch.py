@@ -36,12 +36,18 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def blender_command(blend, script, args) -> list[str]:
+    """What ``blender --background BLEND --python SCRIPT -- ARGS`` runs, with the bpy module: the
+    file opened, then the script with Blender's own command line in ``sys.argv``."""
+    code = ("import bpy, runpy, sys; bpy.ops.wm.open_mainfile(filepath=sys.argv[1]); "
+            "sys.argv = ['blender', '--background', sys.argv[1], '--python', sys.argv[2], '--'] "
+            "+ sys.argv[3:]; runpy.run_path(sys.argv[4], run_name='__main__')")
+    return [sys.executable, "-c", code, str(blend), str(script), *map(str, args)]
+
+
 def run(*args, blender_style=False, blend=None, timeout=300):
     if blender_style:   # what `blender --background FILE --python bake.py -- ARGS` runs
-        code = ("import bpy, runpy, sys; bpy.ops.wm.open_mainfile(filepath=sys.argv[1]); "
-                "sys.argv = ['blender', '--background', sys.argv[1], '--python', sys.argv[2], '--'] "
-                "+ sys.argv[3:]; runpy.run_path(sys.argv[4], run_name='__main__')")
-        cmd = [sys.executable, "-c", code, str(blend), str(BAKE), *map(str, args)]
+        cmd = blender_command(blend, BAKE, args)
     else:
         cmd = [sys.executable, str(BAKE), *map(str, args)]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)

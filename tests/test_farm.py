@@ -1,0 +1,81 @@
+"""The Flamenco job type (issue 18): farm/hair_wig_bake.js compiled by Node against a *test
+harness* (tests/flamenco_harness.js — it implements only the parts of Flamenco's documented
+authoring API the job type uses; Flamenco itself cannot run here), then the commands it
+recorded run here as Blender would run them, the parts two at a time, the merge after them: the
+merged bake equals the one-process bake bit for bit."""
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from conftest import ROOT
+from test_batch import BAKE, blender_command, run
+from test_split_blender import _baked, _shot
+
+JOB = ROOT / "farm" / "hair_wig_bake.js"
+HARNESS = ROOT / "tests" / "flamenco_harness.js"
+NODE = shutil.which("node")
+pytestmark = pytest.mark.skipif(NODE is None, reason="Node.js is not installed (the job type's compiler is JavaScript)")
+
+
+def compile_job(**settings):
+    return subprocess.run([NODE, str(HARNESS), str(JOB), json.dumps(settings)], capture_output=True, text=True,
+                          timeout=60)
+
+
+def _settings(tmp_path, **kw):
+    s = dict(blendfile=str(tmp_path / "shot.blend"), wigs="Hair:120,Fur:60", split_wigs="Hair", frames="1-16",
+             strands_per_task=45, bake_script=str(BAKE), output=str(tmp_path / "farm.blend"),
+             parts_dir=str(tmp_path / "parts"))
+    s.update(kw)
+    return s
+
+
+def test_the_job_compiles_to_a_task_per_part_and_a_merge_after_them(tmp_path):
+    res = compile_job(**_settings(tmp_path))
+    assert res.returncode == 0, res.stderr
+    job = json.loads(res.stdout)
+    tasks = {t["name"]: t for t in job["tasks"]}
+    assert list(tasks) == ["bake Hair 0:45", "bake Hair 45:90", "bake Hair 90:120", "bake Fur", "merge"]
+    assert tasks["merge"]["dependencies"] == ["bake Hair 0:45", "bake Hair 45:90", "bake Hair 90:120", "bake Fur"]
+    assert all(t["type"] == "blender" and not t["dependencies"] for n, t in tasks.items() if n != "merge")
+    cmd = tasks["bake Hair 45:90"]["commands"][0]
+    assert cmd["name"] == "blender-render" and cmd["parameters"]["exe"] == "{blender}"
+    assert cmd["parameters"]["args"] == ["--python", str(BAKE), "--", "--objects", "Hair", "--strands", "45:90",
+                                         "--frames", "1", "16", "--part", f"{tmp_path}/parts/Hair_45-90.npz"]
+    # what cannot be compiled says why
+    for bad, message in ((dict(frames="16-1"), "END is before START"), (dict(wigs="Hair"), "NAME:STRANDS"),
+                         (dict(strands_per_task=0), "strands_per_task must be above 0")):
+        res = compile_job(**_settings(tmp_path, **bad))
+        assert res.returncode == 1 and message in res.stderr, res.stderr
+    res = compile_job(**{k: v for k, v in _settings(tmp_path).items() if k != "output"})
+    assert res.returncode == 2 and 'setting "output" is required' in res.stderr
+
+
+def test_the_compiled_tasks_run_two_at_a_time_and_merge_into_the_one_process_bake(addon, tmp_path):
+    shot = tmp_path / "shot.blend"
+    _shot(shot)
+    (tmp_path / "parts").mkdir()
+    job = json.loads(compile_job(**_settings(tmp_path)).stdout)
+    *parts, merge = job["tasks"]
+
+    def start(task):
+        p = task["commands"][0]["parameters"]
+        assert p["args"][:3] == ["--python", str(BAKE), "--"]
+        return subprocess.Popen(blender_command(p["blendfile"], p["args"][1], p["args"][3:]), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    for k in range(0, len(parts), 2):                 # a 2-core worker: two tasks at a time
+        procs = [start(t) for t in parts[k:k + 2]]
+        for proc in procs:
+            out, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, err
+    proc = start(merge)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0 and "merged Hair (3 parts), Fur (1 parts)" in out, err
+    whole = tmp_path / "whole.blend"
+    assert run(shot, "--output", whole).returncode == 0
+    a, b = _baked(whole), _baked(tmp_path / "farm.blend")
+    assert len(a) == 32 and a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
