@@ -271,6 +271,7 @@ class VIEW3D_PT_hair_wig_bake(_WigSubPanel, bpy.types.Panel):
         if baked is not None:
             layout.label(text=f"Baked frames {baked[0]}..{baked[1]}", icon="CHECKMARK")
             layout.operator("hair_wig.rebake_frames", icon="FILE_REFRESH")
+            layout.operator("hair_wig.export_baked", icon="EXPORT")
             edited = blender_io.edited_since_bake(ob)
             if edited is not None:
                 layout.label(text=f"Hair edited since the bake ({edited[0]} → {edited[1]} points): "

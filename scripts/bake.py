@@ -57,13 +57,18 @@ def parse_args(argv: list[str], file_is_open: bool) -> argparse.Namespace:
                    help="bake only these strands of the one object named (a part: needs --part)")
     p.add_argument("--part", metavar="PART.npz", help="write this part of the bake to a part file, not the .blend")
     p.add_argument("--merge", nargs="+", metavar="PART.npz", help="merge these part files into the .blend's bakes")
+    p.add_argument("--export", metavar="HAIR.abc|HAIR.usdc",
+                   help="also export the baked hair, every baked frame, as it renders (children at their "
+                        "render density), to Alembic or USD (by the suffix)")
     args = p.parse_args(argv)
     if args.strands is not None and args.part is None:
         raise BakeFailed("--strands bakes a part: give --part PART.npz")
     if args.part is not None and (not args.objects or len(args.objects) != 1):
         raise BakeFailed("--part bakes one object: name it with --objects NAME")
     if args.merge and (args.part or args.strands or args.objects):
-        raise BakeFailed("--merge takes the part files only (and --output)")
+        raise BakeFailed("--merge takes the part files only (and --output, --export)")
+    if args.export and args.part:
+        raise BakeFailed("--export writes the whole bake: not with --part (export after the merge)")
     return args
 
 
@@ -190,7 +195,8 @@ def run(argv: list[str], file_is_open: bool) -> int:
         except errors.HairWigError as err:
             raise BakeFailed(str(err)) from None
         save_atomically(bpy, out, args.compress)
-        print(f"merged {', '.join(merged)}; saved {out}", flush=True)
+        print(f"merged {', '.join(f'{ob.name} ({n} parts)' for ob, n in merged)}; saved {out}", flush=True)
+        export(bpy, args.export, [ob for ob, _ in merged])
         return 0
     obs = pick_objects(bpy, scene_reader, args.objects)
     first, last = args.frames if args.frames else (None, None)
@@ -227,12 +233,29 @@ def run(argv: list[str], file_is_open: bool) -> int:
         raise BakeFailed(str(err)) from None
     save_atomically(bpy, out, args.compress)
     print(f"saved {out}", flush=True)
+    export(bpy, args.export, [ob for ob, _ in caches])
     return 0
 
 
-def merge(bpy, blender_io, cache_module, paths: list[str]) -> list[str]:
+def export(bpy, path: str | None, obs) -> None:
+    """``--export``: the baked objects to Alembic or USD, after the .blend is saved."""
+    if not path:
+        return
+    from importlib import import_module
+
+    export_ops = import_module(f"{addon.PACKAGE}.operators.export_ops")
+    errors = import_module(f"{addon.PACKAGE}.hair_wig.errors")
+    try:
+        first, last = export_ops.export_baked(bpy.context, obs, path, "RENDER")
+    except errors.HairWigError as err:
+        raise BakeFailed(str(err)) from None
+    print(f"exported {', '.join(o.name for o in obs)} (frames {first}..{last}) to {path}", flush=True)
+
+
+def merge(bpy, blender_io, cache_module, paths: list[str]) -> list:
     """Merge part files into the open file's objects: every object's parts together, written as
-    its bake (nothing is written unless every object's parts merge). The objects merged."""
+    its bake (nothing is written unless every object's parts merge). The objects merged, with
+    their part counts."""
     groups: dict[str, list] = {}
     for path in paths:
         if not Path(path).is_file():
@@ -248,7 +271,7 @@ def merge(bpy, blender_io, cache_module, paths: list[str]) -> list[str]:
         caches.append((ob, cache_module.merge_parts(hair, [p for _, p in items], [path for path, _ in items])))
     for ob, cache in caches:
         blender_io.write_bake(ob, cache)
-    return [f"{ob.name} ({len(groups[ob.name])} parts)" for ob, _ in caches]
+    return [(ob, len(groups[ob.name])) for ob, _ in caches]
 
 
 def main() -> int:
