@@ -2,10 +2,11 @@
 
 import bpy
 
-from . import bake_ops, draw_ops, export_ops, keypose_ops, magnet_ops, preview, profiles, properties, style_ops
+from . import bake_ops, disk_bake, draw_ops, export_ops, keypose_ops, magnet_ops, preview, profiles, properties, style_ops
 
 _classes = (bake_ops.classes + magnet_ops.classes + keypose_ops.classes + preview.classes
-            + profiles.classes + style_ops.classes + draw_ops.classes + export_ops.classes)
+            + profiles.classes + style_ops.classes + draw_ops.classes + export_ops.classes
+            + disk_bake.classes)
 _handlers = ((bpy.app.handlers.depsgraph_update_post, magnet_ops.drop_deleted_magnets),
              (bpy.app.handlers.load_post, magnet_ops.drop_deleted_magnets)) + preview.handlers
 

@@ -456,6 +456,9 @@ def read_bake(ob):
     rec = ob.get(RECORD)
     if rec is None:
         raise HairWigError(f"'{ob.name}' has no bake")
+    if rec["kind"] == "DISK":
+        raise HairWigError(f"'{ob.name}' is baked to disk ({rec['path']}): Blender plays it from there; bake "
+                           "it again to change frames")
     first, last = int(rec["first"]), int(rec["last"])
     points = int(rec["points"])
     out = np.empty((last - first + 1, points, 3), np.float32)
@@ -767,7 +770,9 @@ def clear_bake(ob) -> bool:
     if rec is None:
         return False
     rec = rec.to_dict()
-    if rec["kind"] == "CURVES":
+    if rec["kind"] == "DISK":
+        _clear_disk_cache(ob, rec)
+    elif rec["kind"] == "CURVES":
         names = {md.name for md in ob.modifiers
                  if md.type == "NODES" and _is_playback_group(md.node_group)}
         _remove_fcurves(ob, lambda path: any(path.startswith(f'modifiers["{n}"]') for n in names),
@@ -961,3 +966,83 @@ def remove_curves(ob, curves) -> None:
     attributes."""
     ob.data.remove_curves(indices=[int(c) for c in curves])
     ob.data.update_tag()
+
+
+STREAM_MODIFIER = "HairWig Stream"
+CACHE_MODIFIER = "HairWig Disk Cache"
+
+
+def add_stream_modifier(ob):
+    """A do-nothing geometry-nodes modifier that reads the scene time, so Blender's exporters
+    take ``ob`` for animated and sample it every frame (a disk bake writes each frame's positions
+    into the hair's data as the exporter reaches it). Returns it; ``remove_stream_modifier``."""
+    tree = bpy.data.node_groups.new(".HairWig Stream", "GeometryNodeTree")
+    tree.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    tree.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    gi, go = tree.nodes.new("NodeGroupInput"), tree.nodes.new("NodeGroupOutput")
+    time = tree.nodes.new("GeometryNodeInputSceneTime")
+    never = tree.nodes.new("FunctionNodeCompare")
+    never.data_type, never.operation = "FLOAT", "LESS_THAN"
+    never.inputs[1].default_value = -1e30                 # time is never below it: the geometry as it is
+    pick = tree.nodes.new("GeometryNodeSwitch")
+    pick.input_type = "GEOMETRY"
+    tree.links.new(time.outputs["Seconds"], never.inputs[0])
+    tree.links.new(never.outputs[0], pick.inputs["Switch"])
+    tree.links.new(gi.outputs[0], pick.inputs["False"])
+    tree.links.new(gi.outputs[0], pick.inputs["True"])
+    tree.links.new(pick.outputs[0], go.inputs[0])
+    md = ob.modifiers.new(STREAM_MODIFIER, "NODES")
+    md.node_group = tree
+    return md
+
+
+def remove_stream_modifier(ob, md) -> None:
+    tree = md.node_group
+    ob.modifiers.remove(md)
+    if tree is not None and tree.users == 0:
+        bpy.data.node_groups.remove(tree)
+
+
+def install_disk_cache(ob, path: str, first: int, last: int, points: int) -> None:
+    """Play the Alembic cache at ``path`` (as the user gave it: ``//`` relative to the .blend) on
+    ``ob`` with Blender's own Mesh Sequence Cache modifier, first in the stack, and record the
+    disk bake (``clear_bake`` takes the modifier off; the file stays for Undo)."""
+    # Blender makes a cache file only by importing one: import, keep its cache file and path, drop
+    # what it imported
+    before = set(bpy.data.objects)
+    view_layer = bpy.context.view_layer
+    active, selected = view_layer.objects.active, [o for o in view_layer.objects if o.select_get()]
+    bpy.ops.wm.alembic_import(filepath=bpy.path.abspath(path), set_frame_range=False)
+    made = [o for o in bpy.data.objects if o not in before]
+    source = next((m for o in made for m in o.modifiers if m.type == "MESH_SEQUENCE_CACHE"), None)
+    if source is None:
+        for o in made:
+            bpy.data.objects.remove(o)
+        raise HairWigError(f"{path}: Blender could not read the cache it wrote")
+    cache_file, pick = source.cache_file, source.object_path
+    for o in made:
+        data = o.data
+        bpy.data.objects.remove(o)
+        if data is not None and data.users == 0 and isinstance(data, bpy.types.Curves):
+            bpy.data.hair_curves.remove(data)
+    cache_file.filepath = path
+    for o in selected:
+        o.select_set(True)
+    view_layer.objects.active = active
+    ob[RECORD] = {"kind": "DISK", "first": first, "last": last, "points": points, "path": path,
+                  "cache_file": cache_file.name, "action_created": False, "disabled": []}
+    md = ob.modifiers.new(CACHE_MODIFIER, "MESH_SEQUENCE_CACHE")
+    md.cache_file = cache_file
+    md.object_path = pick
+    ob.modifiers.move(ob.modifiers.find(md.name), 0)
+    ob[RECORD]["disabled"] = _disable_surface_deform(ob, md)
+
+
+def _clear_disk_cache(ob, rec: dict) -> None:
+    for md in [m for m in ob.modifiers if m.type == "MESH_SEQUENCE_CACHE" and m.name.startswith(CACHE_MODIFIER)]:
+        ob.modifiers.remove(md)
+    cache_file = bpy.data.cache_files.get(rec.get("cache_file", ""))
+    if cache_file is not None and cache_file.users == 0:
+        bpy.data.batch_remove([cache_file])
+    # The file stays: Undo brings the modifier back, and it must find its file. A new bake to
+    # the same path replaces it.

@@ -278,6 +278,10 @@ class HairWigSettings(bpy.types.PropertyGroup):
                            options=set())
     draw: PointerProperty(type=HairWigDraw, name="Draw Hair", description="Draw Hair's settings",
                           options=set())
+    cache_path: StringProperty(
+        name="Disk Cache", description="Where Bake to Disk writes this hair's Alembic cache (empty: "
+                                       "hair_wig/<object>.abc beside the .blend)", default="",
+        subtype="FILE_PATH", options=set())
     magnets: CollectionProperty(type=HairWigMagnetSlot, name="Magnets", options=set(),
                                 description="The Empties that move this hair when you key them")
     magnet_index: IntProperty(name="Active Magnet", description="The magnet shown below the list",

@@ -267,6 +267,9 @@ class VIEW3D_PT_hair_wig_bake(_WigSubPanel, bpy.types.Panel):
         row.operator("hair_wig.bake", text="Bake" if baked is None else "Bake Again", icon="REC")
         row.operator("hair_wig.clear_bake", icon="TRASH")
         layout.operator("hair_wig.bake", text="Bake All Wigs").all_wigs = True
+        row = layout.row(align=True)
+        row.prop(ob.hair_wig, "cache_path", text="")
+        row.operator("hair_wig.bake_to_disk", icon="DISK_DRIVE")
         layout.prop(context.scene, "hair_wig_memory_limit")
         if baked is not None:
             layout.label(text=f"Baked frames {baked[0]}..{baked[1]}", icon="CHECKMARK")

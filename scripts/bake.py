@@ -57,6 +57,9 @@ def parse_args(argv: list[str], file_is_open: bool) -> argparse.Namespace:
                    help="bake only these strands of the one object named (a part: needs --part)")
     p.add_argument("--part", metavar="PART.npz", help="write this part of the bake to a part file, not the .blend")
     p.add_argument("--merge", nargs="+", metavar="PART.npz", help="merge these part files into the .blend's bakes")
+    p.add_argument("--disk", action="store_true",
+                   help="bake into Alembic caches on disk (each wig's Disk Cache path, by default "
+                        "hair_wig/<object>.abc beside the .blend), streamed: memory stays small")
     p.add_argument("--export", metavar="HAIR.abc|HAIR.usdc",
                    help="also export the baked hair, every baked frame, as it renders (children at their "
                         "render density), to Alembic or USD (by the suffix)")
@@ -67,6 +70,8 @@ def parse_args(argv: list[str], file_is_open: bool) -> argparse.Namespace:
         raise BakeFailed("--part bakes one object: name it with --objects NAME")
     if args.merge and (args.part or args.strands or args.objects):
         raise BakeFailed("--merge takes the part files only (and --output, --export)")
+    if args.disk and (args.part or args.merge):
+        raise BakeFailed("--disk bakes whole wigs into their caches: not with --part or --merge")
     if args.export and args.part:
         raise BakeFailed("--export writes the whole bake: not with --part (export after the merge)")
     return args
@@ -202,11 +207,19 @@ def run(argv: list[str], file_is_open: bool) -> int:
     first, last = args.frames if args.frames else (None, None)
     caches = []
     try:
-        baking.check_memory(bpy.context.scene, obs,
-                            [scene_reader.frame_range(bpy.context.scene, ob, first, last) for ob in obs])
+        if not args.disk:                     # a disk bake holds one frame, whatever the shot
+            baking.check_memory(bpy.context.scene, obs,
+                                [scene_reader.frame_range(bpy.context.scene, ob, first, last) for ob in obs])
         for ob in obs:
             rate = baking.Rate()
             f0, f1 = scene_reader.frame_range(bpy.context.scene, ob, first, last)
+            if args.disk:
+                disk_bake = import_module(f"{addon.PACKAGE}.operators.disk_bake")
+                done = disk_bake.bake_to_disk(bpy.context, ob, f0, f1)
+                print(f"{ob.name}: {done['last'] - done['first'] + 1} frames ({f0}..{f1}) to {done['path']}, "
+                      f"{done['bytes'] / 2**20:.1f} MB, {rate.fps(done['last'] - done['first'] + 1):.1f} frames/s",
+                      flush=True)
+                continue
             cache = baking.compute(bpy.context, ob, f0, f1, others=obs, strands=args.strands)
             caches.append((ob, cache))
             for warning in cache.warnings:
@@ -233,7 +246,7 @@ def run(argv: list[str], file_is_open: bool) -> int:
         raise BakeFailed(str(err)) from None
     save_atomically(bpy, out, args.compress)
     print(f"saved {out}", flush=True)
-    export(bpy, args.export, [ob for ob, _ in caches])
+    export(bpy, args.export, obs if args.disk else [ob for ob, _ in caches])
     return 0
 
 
