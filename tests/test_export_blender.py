@@ -64,34 +64,28 @@ def baked_fur(addon):
 
 
 @CHILDREN_EXACT
-def test_alembic_carries_every_baked_frame_children_included(baked_fur, tmp_path):
+def test_alembic_and_usd_carry_every_baked_frame_children_included(baked_fur, tmp_path):
+    """One baked groom (baking it is the slow part), both formats."""
     from hair_wig_addon.operators import export_ops
 
     g, seen = baked_fur
-    out = tmp_path / "fur.abc"
-    assert export_ops.export_baked(bpy.context, [g.hair], str(out)) == g.frames
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    bpy.ops.wm.alembic_import(filepath=str(out))
-    (ob,) = [o for o in bpy.context.scene.objects if o.type == "CURVES"]
-    assert [m.type for m in ob.modifiers] == ["MESH_SEQUENCE_CACHE"]
-    for f, want in seen.items():
-        np.testing.assert_allclose(_seen(ob, f), want, atol=1e-6, err_msg=f"frame {f}")
-
-
-@CHILDREN_EXACT
-def test_usd_carries_every_baked_frame_children_included(baked_fur, tmp_path):
-    from hair_wig_addon.operators import export_ops
-
-    g, seen = baked_fur
-    out = tmp_path / "fur.usdc"
-    export_ops.export_baked(bpy.context, [g.hair], str(out))
-    res = subprocess.run([sys.executable, "-c", READ_USD, str(out)], capture_output=True, text=True, timeout=120)
+    usd = tmp_path / "fur.usdc"
+    export_ops.export_baked(bpy.context, [g.hair], str(usd))
+    res = subprocess.run([sys.executable, "-c", READ_USD, str(usd)], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     read = json.loads(res.stdout)
     assert read["up"] == "Z" and sorted(map(int, read["frames"])) == list(seen)
     for f, want in seen.items():
         (got,) = read["frames"][str(f)]
-        np.testing.assert_allclose(np.array(got), want, atol=1e-6, err_msg=f"frame {f}")
+        np.testing.assert_allclose(np.array(got), want, atol=1e-6, err_msg=f"USD frame {f}")
+    abc = tmp_path / "fur.abc"
+    assert export_ops.export_baked(bpy.context, [g.hair], str(abc)) == g.frames
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.ops.wm.alembic_import(filepath=str(abc))
+    (ob,) = [o for o in bpy.context.scene.objects if o.type == "CURVES"]
+    assert [m.type for m in ob.modifiers] == ["MESH_SEQUENCE_CACHE"]
+    for f, want in seen.items():
+        np.testing.assert_allclose(_seen(ob, f), want, atol=1e-6, err_msg=f"Alembic frame {f}")
 
 
 def test_export_refuses_unbaked_hair_and_other_formats(addon, tmp_path):
