@@ -196,7 +196,8 @@ class AngularRods:
     is a dict of named arrays (``angles``, ``last``, ``e1``): copy it to resume, compare it to
     check a bake."""
 
-    def __init__(self, rest: np.ndarray, settings: RodSettings):
+    def __init__(self, rest: np.ndarray, settings: RodSettings, strands: np.ndarray | None = None):
+        """``strands``: each rest strand's number in messages (default: its row)."""
         rest = np.asarray(rest, np.float64)
         if rest.ndim != 3 or rest.shape[1] < 2 or rest.shape[2] != 3:
             raise HairWigError(f"Rods: strands must be (strands, points >= 2, 3), got {rest.shape}")
@@ -205,8 +206,9 @@ class AngularRods:
         m = self.n - 1
         seg = np.linalg.norm(np.diff(rest, axis=1), axis=2)
         if np.any(seg <= 0):
-            raise HairWigError(f"Rods: strand {int(np.flatnonzero((seg <= 0).any(axis=1))[0])} has a "
-                               "segment of no length")
+            bad = int(np.flatnonzero((seg <= 0).any(axis=1))[0])
+            raise HairWigError(f"Rods: strand {bad if strands is None else int(strands[bad])} has a segment of "
+                               "no length; resample the hair or remove its doubled points")
         self.seg = seg                     # (S, m): each segment keeps its rest length exactly
         t = (np.arange(m) + 0.5) / m
         beta = settings.beta * (np.ones(m) if settings.beta_profile is None else settings.beta_profile(t))
@@ -321,12 +323,7 @@ class RodLayer:
             if n < 2:
                 continue                   # a lone point has nothing to bend: it shows the goal
             rest = rest_rows[:, index].transpose(2, 1, 0)                       # (S, n, 3)
-            seg = np.einsum("smk,smk->sm", np.diff(rest, axis=1), np.diff(rest, axis=1))
-            bad = np.flatnonzero((seg <= 0).any(axis=1))
-            if bad.size:
-                raise HairWigError(f"Rods: strand {int(strands[bad[0]])} has a segment of no length; "
-                                   "resample the hair or remove its doubled points")
-            self.groups.append((int(n), index, AngularRods(rest, settings)))
+            self.groups.append((int(n), index, AngularRods(rest, settings, strands)))
         self._h = None                     # the last step's substep (s), for contacts
 
     @property

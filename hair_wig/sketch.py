@@ -31,6 +31,10 @@ import numpy as np
 from .errors import HairWigError
 
 
+class NotOnScalp(HairWigError):
+    """A stroke whose first sample misses the scalp: refused (the stroke, not the drawing)."""
+
+
 @dataclass
 class Sketched:
     """One stroke made a strand: ``points`` (n, 3), the root's triangle ``tri`` and barycentric
@@ -258,7 +262,7 @@ def sketch_strand(origins, directions, times, view_dir, positions, tri_verts,
         raise HairWigError(f"{name}: a stroke needs two samples at least")
     hit = ray_hit(o[0], d[0], positions, tri_verts)
     if hit is None:
-        raise HairWigError(f"{name} does not start on the scalp: start the stroke on the head")
+        raise NotOnScalp(f"{name} does not start on the scalp: start the stroke on the head")
     t, tri, bary = hit
     root = o[0] + t * d[0]
     normal, e1, e2 = drawing_plane(root, view_dir)

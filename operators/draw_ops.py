@@ -12,7 +12,7 @@ import numpy as np
 
 from ..hair_wig import HairWigError
 from ..hair_wig.collision import MeshField
-from ..hair_wig.sketch import SketchSettings, keep_outside, ray_hit, sketch_strand
+from ..hair_wig.sketch import NotOnScalp, SketchSettings, keep_outside, ray_hit, sketch_strand
 from . import blender_io, polls, preview
 from .keypose_ops import make_wisps
 from .scene_reader import LEADER, curve_attribute
@@ -72,11 +72,9 @@ def make_strands(strokes, view, scalp: Scalp, ob):
         try:
             out = sketch_strand(origins, directions, times, view[1], scalp.mesh.positions, scalp.mesh.tri_verts,
                                 s, name=label)
-        except HairWigError:
-            if scalp.hit(origins[0], directions[0]) is None:
-                refused.append(label)
-                continue
-            raise
+        except NotOnScalp:
+            refused.append(label)
+            continue
         made.append(out.points)
         uv.append(scalp.uv(out.tri, out.bary))
     if not made:
