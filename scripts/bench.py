@@ -162,18 +162,15 @@ def particle_hair(strands: int, frames: int, collide: bool = False) -> dict:
     return {"strands": strands, "s": elapsed, "frames": frames - 1}
 
 
-def wig_bake(strands: int, frames: int, layer: str = "SPRINGS") -> dict:
-    """hair_wig's whole bake on the same head motion: read the scene, step (secondary dynamics
-    of the solver ``layer``, length, collision with the head), write the keyframed cache."""
-    bpy, scene, head = _head_scene(frames)
+def head_wig(head, strands: int, layer: str = "SPRINGS"):
+    """The bench's hair: ``strands`` of POINTS grown on ``head``'s UV map, made a wig with
+    secondary dynamics of the solver ``layer`` (and its defaults: length, collision)."""
     import addon
+    import bpy
     import demo
     import scenes
 
     addon.ensure_registered()
-    from importlib import import_module
-
-    baking = import_module(f"{addon.PACKAGE}.operators.baking")
     pts, counts, uv = demo.grow_hair(head, strands, points=POINTS)
     hair = scenes.curves_hair("Hair", pts, counts)
     hair.data.surface = head
@@ -183,6 +180,18 @@ def wig_bake(strands: int, frames: int, layer: str = "SPRINGS") -> dict:
     bpy.ops.hair_wig.enable()
     hair.hair_wig.use_secondary = True
     hair.hair_wig.dynamics_layer = layer
+    return hair
+
+
+def wig_bake(strands: int, frames: int, layer: str = "SPRINGS") -> dict:
+    """hair_wig's whole bake on the same head motion: read the scene, step (secondary dynamics
+    of the solver ``layer``, length, collision with the head), write the keyframed cache."""
+    bpy, scene, head = _head_scene(frames)
+    hair = head_wig(head, strands, layer)
+    import addon
+    from importlib import import_module
+
+    baking = import_module(f"{addon.PACKAGE}.operators.baking")
     t0 = time.perf_counter()
     baking.bake(bpy.context, hair)
     elapsed = time.perf_counter() - t0

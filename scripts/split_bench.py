@@ -23,21 +23,10 @@ BAKE = HERE / "bake.py"
 
 
 def make_shot(path: Path, strands: int, frames: int) -> None:
-    import addon
     import bench
-    import demo
-    import scenes
 
     bpy, scene, head = bench._head_scene(frames)
-    addon.ensure_registered()
-    pts, counts, uv = demo.grow_hair(head, strands, points=bench.POINTS)
-    hair = scenes.curves_hair("Hair", pts, counts)
-    hair.data.surface = head
-    hair.data.surface_uv_map = "UVMap"
-    hair.data.attributes.new("surface_uv_coordinate", "FLOAT2", "CURVE").data.foreach_set("vector", uv.ravel())
-    bpy.context.view_layer.objects.active = hair
-    bpy.ops.hair_wig.enable()
-    hair.hair_wig.use_secondary = True
+    bench.head_wig(head, strands)
     scene.hair_wig_memory_limit = 16.0         # 100k x 16 x 100 frames: 3.6 GiB with the write
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
 
