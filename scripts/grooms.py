@@ -359,6 +359,17 @@ def measure(g: Groom, cache, every: int = 3) -> dict:
     return out
 
 
+def bake_line(g: Groom, cache, seconds: float) -> str:
+    """One line of a swing demo's bake: its size, time and ``measure``'s figures."""
+    m = measure(g, cache)
+    first, last = g.frames
+    frames = last - first + 1
+    return (f"{m['strands']} strands x {m['points'] // m['strands']} points, frames {first}-{last}, bake "
+            f"{seconds:.1f} s ({1e3 * seconds / frames:.0f} ms/frame): rest move {m['rest_move']:.2e} of the head, "
+            f"worst stretch {m['stretch']:.5f}, deepest inside {m['penetration']:.2e} of the head (exact), most "
+            f"moved {m['moved']:.3f}")
+
+
 def picture(g: Groom, path: Path, frame: int, size: int = 420, view=(0.75, -1.0, 0.35)) -> np.ndarray:
     """Render the baked groom at ``frame`` with Workbench, the camera towards the head's rest
     place from ``view``; the pixels (H, W, 4)."""

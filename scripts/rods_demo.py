@@ -43,11 +43,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     g = build(args.density)
     cache, seconds = grooms.bake(g)
-    m = grooms.measure(g, cache)
-    print(f"{m['strands']} strands x {m['points'] // m['strands']} points, frames 1-{LAST}, bake {seconds:.1f} s "
-          f"({1e3 * seconds / LAST:.0f} ms/frame): rest move {m['rest_move']:.2e} of the head, worst stretch "
-          f"{m['stretch']:.5f}, deepest inside {m['penetration']:.2e} of the head (exact), most moved "
-          f"{m['moved']:.3f}", flush=True)
+    print(grooms.bake_line(g, cache, seconds), flush=True)
     offsets = np.r_[0, np.cumsum([c.points_length for c in g.hair.data.curves])]
     tips = offsets[1:] - 1
     settled = cache.frame(LAST)[tips].astype(np.float64)

@@ -50,11 +50,7 @@ def main(argv=None) -> int:
     grooms.addon.ensure_registered()
     g = build(args.strands)
     cache, seconds = grooms.bake(g)
-    m = grooms.measure(g, cache)
-    print(f"{m['strands']} strands x {m['points'] // m['strands']} points, frames 1-{LAST}, bake {seconds:.1f} s "
-          f"({1e3 * seconds / LAST:.0f} ms/frame): rest move {m['rest_move']:.2e} of the head, worst stretch "
-          f"{m['stretch']:.5f}, deepest inside {m['penetration']:.2e} of the head (exact), most moved "
-          f"{m['moved']:.3f}", flush=True)
+    print(grooms.bake_line(g, cache, seconds), flush=True)
     from hair_wig_addon.operators import blender_io
 
     blender_io.write_bake(g.hair, cache)

@@ -36,9 +36,8 @@ def _rest(ob):
     return p
 
 
-def test_a_disk_bake_plays_what_the_blend_bake_plays_without_the_addon(addon, tmp_path):
-    from hair_wig_addon.operators import blender_io, disk_bake
-
+def _baked_in_blend(tmp_path):
+    """The shot saved and opened, its 'Hair' baked into the .blend: ``(shot, hair, its rest positions)``."""
     shot = tmp_path / "shot.blend"
     _shot(shot)
     bpy.ops.wm.open_mainfile(filepath=str(shot))
@@ -46,6 +45,13 @@ def test_a_disk_bake_plays_what_the_blend_bake_plays_without_the_addon(addon, tm
     rest = _rest(ob)
     bpy.context.view_layer.objects.active = ob
     assert bpy.ops.hair_wig.bake() == {"FINISHED"}
+    return shot, ob, rest
+
+
+def test_a_disk_bake_plays_what_the_blend_bake_plays_without_the_addon(addon, tmp_path):
+    from hair_wig_addon.operators import blender_io, disk_bake
+
+    shot, ob, rest = _baked_in_blend(tmp_path)
     in_blend = {f: _seen(ob, f) for f in range(1, 17)}
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = 1, 40                    # the scene's own range: left alone
@@ -77,13 +83,7 @@ def test_a_cancelled_disk_bake_leaves_everything_as_it_was(addon, tmp_path):
     from hair_wig_addon.hair_wig import HairWigError
     from hair_wig_addon.operators import blender_io, disk_bake
 
-    shot = tmp_path / "shot.blend"
-    _shot(shot)
-    bpy.ops.wm.open_mainfile(filepath=str(shot))
-    ob = bpy.data.objects["Hair"]
-    rest = _rest(ob)
-    bpy.context.view_layer.objects.active = ob
-    assert bpy.ops.hair_wig.bake() == {"FINISHED"}
+    shot, ob, rest = _baked_in_blend(tmp_path)
     before = {f: _seen(ob, f) for f in (1, 9)}
     stack = [(m.name, m.type, m.show_viewport) for m in ob.modifiers]
 
