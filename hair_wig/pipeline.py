@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import queue
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -96,7 +96,8 @@ class FrameInput:
 class WigState:
     """Dynamics state carried from frame to frame (SPEC §4, §5): the dynamic magnets' spring
     positions, velocities and last keyed targets (D, 3) (world, float64), and every vertex's
-    spring position and velocity as rows (3, P) (world, float32). Copy it to save; compare
+    spring position and velocity as rows (3, P) (float32, world axes from where the wig was at
+    rest: ``Wig._spring_frame``). Copy it to save; compare
     with ``==``."""
 
     magnet_pos: np.ndarray
@@ -165,9 +166,19 @@ class Wig:
         self.hair = hair
         self.settings = settings = settings or WigSettings()
         self.hair_rest = as_matrix(hair_matrix, f"'{hair.name}' rest matrix")
-        self.head_rest = as_matrix(head_matrix, f"'{hair.name}' head rest matrix")
+        head_given = as_matrix(head_matrix, f"'{hair.name}' head rest matrix")
+        # Head-local space, moved to an origin among the hair where the hair lies far from the
+        # head's own (mesh data far out in a set): float32 keeps its digits for the hair, not for
+        # the distance to the origin (SPEC §6.4, precision). ``head_rest`` and every head matrix
+        # below carry the shift; what comes in head-local (magnets, centre, surface) is moved.
+        self.origin = exact_origin(transform_points(hair.points, np.linalg.solve(head_given, self.hair_rest)))
+        self._shift = np.eye(4)
+        self._shift[:3, 3] = self.origin
+        self.head_rest = head_given @ self._shift
         self.to_local = to_local = np.linalg.solve(self.head_rest, self.hair_rest)
         rest_local = transform_points(hair.points, to_local)
+        if self.origin.any():
+            magnets = [replace(m, rest_matrix=_shifted(m.rest_matrix, self.origin)) for m in magnets]
         self.magnets: list[Magnet] = list(magnets)
         self.mi_inv = np.array([np.linalg.inv(as_matrix(m.rest_matrix, f"magnet '{m.name}' rest matrix"))
                                 for m in self.magnets]).reshape(-1, 4, 4)
@@ -188,12 +199,13 @@ class Wig:
                 hair.strand_of_point(), hair.num_strands, t, s.stiffness, s.damping, s.mass,
                 s.random, s.seed, s.stiffness_profile, s.blend_profile, s.dynablend)
         if head_centre is not None:
-            self.centre = np.asarray(head_centre, dtype=np.float64)
+            centre = np.asarray(head_centre, dtype=np.float64)
         elif head_mesh is not None:
             v = np.asarray(head_mesh[0], np.float64)
-            self.centre = (v.min(axis=0) + v.max(axis=0)) / 2
+            centre = (v.min(axis=0) + v.max(axis=0)) / 2
         else:
-            self.centre = np.zeros(3)
+            centre = np.zeros(3)
+        self.centre = centre - self.origin
         self.colliders: list[Collider] = []
         self.extra_colliders = 0
         # The hot path keeps points as rows (3, P): every pass is over contiguous memory.
@@ -223,8 +235,8 @@ class Wig:
             meshes = []
             if head_mesh is not None:
                 meshes.append(ColliderMesh(head_name or f"{hair.name}'s head", head_mesh[0], head_mesh[1],
-                                           self.head_rest, settings.collision_offset,
-                                           settings.collision_method, self.centre))
+                                           head_given, settings.collision_offset,
+                                           settings.collision_method, centre))
             meshes += list(colliders)
             self.extra_colliders = len(colliders)
             head_inv = np.linalg.inv(self.head_rest)
@@ -400,7 +412,7 @@ class Wig:
         state : WigState for the next frame
         """
         name = self.hair.name
-        head = as_matrix(inp.head_matrix, f"'{name}' head matrix")
+        head = as_matrix(inp.head_matrix, f"'{name}' head matrix") @ self._shift
         hair_now = as_matrix(inp.hair_matrix, f"'{name}' matrix")
         head_inv = np.linalg.inv(head)
         first = state is None
@@ -412,8 +424,8 @@ class Wig:
         scalp = None
         if (self.scalp is not None and inp.surface_positions is not None
                 and not self.scalp.at_rest(inp.surface_positions, inp.surface_normals)):
-            scalp = tuple(a.astype(np.float32)
-                          for a in self.scalp.transforms(inp.surface_positions, inp.surface_normals))
+            rot, o0, o1 = self.scalp.transforms(inp.surface_positions, inp.surface_normals)
+            scalp = tuple(a.astype(np.float32) for a in (rot, o0 - self.origin, o1 - self.origin))
         # Dynamic magnets (a few points in world space) step once for the whole wig.
         motions = None
         follow = None
@@ -622,8 +634,8 @@ class Wig:
                     return
             # Secondary movement: per-vertex springs in world space.
             if self.secondary is not None:
-                self.secondary.follow(state.strand_pos[:, span], state.strand_vel[:, span], p, head,
-                                      head_inv, dt, first, work, spare, row, span)
+                self.secondary.follow(state.strand_pos[:, span], state.strand_vel[:, span], p,
+                                      self._spring_frame(head), head_inv, dt, first, work, spare, row, span)
             clock.lap("dynamics")
             self.refine(p, base, span, first_strand, scalp is None and bound_rest, clock, ws)
             if layered is not None:
@@ -641,6 +653,14 @@ class Wig:
             clock.lap("output")
         finally:
             self._workspaces.put(ws)
+
+    def _spring_frame(self, head: np.ndarray) -> np.ndarray:
+        """Head-local -> the springs' space: world axes, its origin where the wig's was at rest
+        (a frame that does not move is as inertial as the world's, and float32 positions there
+        keep the hair's digits wherever the scene places it)."""
+        m = head.copy()
+        m[:3, 3] -= self.head_rest[:3, 3]
+        return m
 
     def refine(self, p: np.ndarray, base: np.ndarray, span: slice = slice(None),
                first_strand: int = 0, at_rest: bool = False, clock=None, ws=None) -> np.ndarray:
@@ -660,10 +680,10 @@ class Wig:
             compensate_compression_rows(base, p, self.centre, self.alpha[span], bound, work, row)
         clock.lap("compression")
         if self.length is not None and not (self.colliders and self._walks):
-            self.length.apply_rows(p, None, first_strand, work, row)
+            self.length.apply_rows(p, None, first_strand, work, row, base)
         clock.lap("length")
         if self.colliders:
-            self._collide_and_keep_length(p, span, first_strand, work, row)
+            self._collide_and_keep_length(p, base, span, first_strand, work, row)
         clock.lap("collision")
         return p
 
@@ -673,16 +693,16 @@ class Wig:
         of one point count)."""
         return self.length is not None and self.length.mode == "SEGMENT" and bool(self.length.uniform)
 
-    def _collide_and_keep_length(self, p, span, first_strand, work, row) -> None:
+    def _collide_and_keep_length(self, p, base, span, first_strand, work, row) -> None:
         """Collision and length as constraints together (SPEC §6.4). Per segment: one walk of
         every strand from root to tip, each point placed at its segment's length from the one
         before (follow-the-leader) and out of every collider, so collision never stretches hair.
         With the whole-strand length mode, length (the strand's scale) and collision alternate
         instead, ending on length. What is left inside a collision surface is measured
-        (``residual``)."""
+        (``residual``). ``base``: this frame's rest pose of the block (3, C)."""
         length = self.length
         if self._walks:
-            depth = self._walk(p, span, first_strand)
+            depth = self._walk(p, base, span, first_strand)
         else:
             not_root = self.not_root[span]
             strand = self.strand_of_point[span] - first_strand
@@ -695,19 +715,21 @@ class Wig:
             mask = hit[strand] & not_root
             if length is not None:
                 for _ in range(max(1, self.settings.collision_iterations)):
-                    length.apply_rows(p, touched, first_strand)
+                    length.apply_rows(p, touched, first_strand, base=base)
                     moved = self._collide(p, span, mask)
                     if moved.size == 0:
                         break
                 else:
-                    length.apply_rows(p, touched, first_strand)
+                    length.apply_rows(p, touched, first_strand, base=base)
             depth = max(c.penetration_rows(p, span, mask) for c in self.colliders)
         self._residuals.append(depth)
 
-    def _walk(self, p, span, first_strand) -> float:
+    def _walk(self, p, base, span, first_strand) -> float:
         """Follow-the-leader with collision, root to tip, on every strand of the block (one point
-        count; SPEC §6.4): ``p'_j = p'_{j−1} + s (p_j − p'_{j−1})`` with the segment's length
-        factor; then the points the grid says may be within their limit are pushed out of every
+        count; SPEC §6.4): each point placed its segment's length from the one before
+        (``leader.follow_the_leader``: towards where it was asked to be, turned towards the
+        segment as it came in where that is squashed or turns back, and towards the rest
+        segment of ``base`` (3, C) where that is zero too); then the points the grid says may be within their limit are pushed out of every
         collider and set back on their segment's length, ``collision_iterations`` times. The
         block is turned point-major once, so each step is one pass over contiguous rows. Returns
         the deepest point left inside."""
@@ -724,8 +746,13 @@ class Wig:
         margins = [np.full(count, -np.inf, np.float32) for _ in self.colliders]
         seg = np.empty(count, np.float32) if length.elasticity else None
         depth = 0.0          # what is left inside: every other point was placed outside
+        bview = base.reshape(3, count, n)
+        came = q[:, 0].copy()                   # where the leader was asked to be
         for j in range(1, n):
-            length.follow(q[:, j - 1], q[:, j], rest[j], scratch)
+            now = q[:, j].copy()
+            length.follow(q[:, j - 1], q[:, j], rest[j], now - came,
+                          lambda: bview[:, :, j] - bview[:, :, j - 1], scratch)
+            came = now
             if seg is not None:      # elastic: the segment is not its rest length
                 d = q[:, j] - q[:, j - 1]
                 np.sqrt(np.einsum("ks,ks->s", d, d), out=seg)
@@ -840,6 +867,30 @@ class Wig:
     def _collide(self, p, span, mask) -> np.ndarray:
         moved = [c.project_rows(p, span, mask) for c in self.colliders]
         return moved[0] if len(moved) == 1 else np.unique(np.concatenate(moved))
+
+
+def exact_origin(rows: np.ndarray) -> np.ndarray:
+    """An origin (3,) for head-local space among points ``rows`` (P, 3): per axis, 0 where the
+    points come near the head's own origin (their range is a quarter of their distance from it
+    or more: little to gain), else a float32 value inside their range — so that every
+    ``x − o`` is exact in float32 (Sterbenz: ``o / 2 ≤ x ≤ 2 o``) and a point that does not move
+    comes back bit for bit."""
+    o = np.zeros(3)
+    if len(rows) == 0:
+        return o
+    lo = np.asarray(rows, np.float32).min(axis=0).astype(np.float64)
+    hi = np.asarray(rows, np.float32).max(axis=0).astype(np.float64)
+    for k in range(3):
+        if (lo[k] > 0 and hi[k] - lo[k] <= lo[k] / 4) or (hi[k] < 0 and hi[k] - lo[k] <= -hi[k] / 4):
+            o[k] = float(np.float32((lo[k] + hi[k]) / 2))
+    return o
+
+
+def _shifted(m: np.ndarray, origin: np.ndarray) -> np.ndarray:
+    """A head-local matrix ``m`` in head-local space moved to ``origin``: ``T(−o) m``."""
+    m = np.array(m, np.float64)
+    m[:3, 3] -= origin
+    return m
 
 
 _AROUND = np.array([(x, y, z) for x in (-1, 0, 1) for y in (-1, 0, 1) for z in (-1, 0, 1)

@@ -7,9 +7,7 @@ import numpy as np
 
 from .errors import HairWigError
 from .hairset import HairSet
-
-_TINY = np.float32(1e-30)
-
+from .leader import follow_the_leader
 
 def compensate_compression(rest: np.ndarray, displaced: np.ndarray, centre: np.ndarray,
                            alpha: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -81,6 +79,7 @@ class LengthControl:
         j = np.arange(n_max)
         self.table = np.where(j[None, :] < counts[:, None], hair.offsets[:-1, None] + j[None, :], -1)
         self._columns = None
+        self._rest_rows = None           # the rest pose as rows (3, P), once a squashed segment asks
 
     def rest_columns(self, first: int, count: int) -> np.ndarray:
         """Rest segment lengths (n, count) float32, point-major, of ``count`` strands of one
@@ -100,6 +99,7 @@ class LengthControl:
         self.rest_segments[self.hair.offsets[:-1]] = 0.0
         self.rest_lengths = np.add.reduceat(self.rest_segments, self.hair.offsets[:-1]).astype(np.float32)
         self._columns = None
+        self._rest_rows = rows
 
     def apply(self, points: np.ndarray, strands: np.ndarray | None = None) -> np.ndarray:
         """Correct ``points`` (P, 3) float32 in place (only ``strands``, indices, when given)."""
@@ -115,10 +115,12 @@ class LengthControl:
 
     def apply_rows(self, p: np.ndarray, strands: np.ndarray | None = None,
                    first_strand: int = 0, work: np.ndarray | None = None,
-                   row: np.ndarray | None = None) -> np.ndarray:
+                   row: np.ndarray | None = None, base: np.ndarray | None = None) -> np.ndarray:
         """``apply`` on points stored as rows (3, P), in place. When ``blockable``, ``p`` may
         hold only the strands from ``first_strand`` on (``strands`` then counts from there);
-        ``work`` (3, P) and ``row`` (P,) are scratch."""
+        ``work`` (3, P) and ``row`` (P,) are scratch; ``base`` (3, P): the rest pose in the
+        points' space this frame (per segment, where a squashed segment takes its direction
+        from; default: the bound one)."""
         if self.elasticity >= 1:
             return p
         if self.mode == "STRAND" and self.uniform:
@@ -128,42 +130,49 @@ class LengthControl:
         if self.mode == "STRAND":
             return self._strand(p, strands)
         if self.uniform:
-            return self._segment_uniform(p, strands, first_strand)
-        return self._segment(p, strands)
+            return self._segment_uniform(p, strands, first_strand, base)
+        return self._segment(p, strands, base)
 
-    def follow(self, leader: np.ndarray, point: np.ndarray, rest: np.ndarray,
-               scratch: np.ndarray | None = None) -> np.ndarray:
-        """One follow-the-leader step on rows (3, S), in place: ``point`` moved along its segment
-        from ``leader`` to ``s`` times its length, ``s = e + (L / |point − leader|)(1 − e)``.
-        ``scratch`` (S,) float32 is reused when given. Returns ``point``."""
-        point -= leader
-        n = np.einsum("ks,ks->s", point, point, out=scratch)
-        np.sqrt(n, out=n)
-        np.maximum(n, _TINY, out=n)          # a zero-length segment stays where it is (0 · s = 0)
-        np.divide(rest, n, out=n)
-        e = np.float32(self.elasticity)
-        if e:
-            n *= 1 - e
-            n += e
-        point *= n
-        point += leader
-        return point
+    def follow(self, leader: np.ndarray, point: np.ndarray, rest: np.ndarray, guide: np.ndarray,
+               rest_dir=None, scratch: np.ndarray | None = None) -> np.ndarray:
+        """One follow-the-leader step on rows (3, S), in place: ``point`` placed its segment's
+        length ``rest`` (S,) from ``leader`` — scaled by ``s = e + (L / |d|)(1 − e)`` where that is
+        well-conditioned, turned towards ``guide`` (the segment as the deformation asked for it)
+        and then ``rest_dir`` (the rest segment) where it is not (``leader.follow_the_leader``).
+        ``scratch`` (S,) is reused when given. Returns ``point``."""
+        return follow_the_leader(leader, point, rest, guide, rest_dir, self.elasticity, out=point,
+                                 scratch=scratch)
 
-    def _segment_uniform(self, p: np.ndarray, strands, first: int = 0) -> np.ndarray:
+    def _rest_rows_of(self, base: np.ndarray | None, first_point: int, count: int) -> np.ndarray:
+        """The rest pose (3, count) of the points from ``first_point`` on, in the points' space:
+        ``base`` when the caller has it (this frame's, head-local), else the bound one."""
+        if base is not None:
+            return base
+        if self._rest_rows is None:
+            self._rest_rows = np.ascontiguousarray(self.hair.points.T)
+        return self._rest_rows[:, first_point:first_point + count]
+
+    def _segment_uniform(self, p: np.ndarray, strands, first: int = 0, base=None) -> np.ndarray:
         """Follow-the-leader on strands of one point count, root to tip (SPEC §6.4; Müller, Kim,
-        Chentanez 2012): ``p'_j = p'_{j−1} + s_j (p_j − p'_{j−1})`` with the segment's own
-        ``s_j = e + (L_j / |p_j − p'_{j−1}|)(1 − e)`` — with ``e = 0`` every segment ends exactly
-        its rest length in one pass. The block is turned point-major once, so each of the
-        strand's few steps is one pass over contiguous rows."""
+        Chentanez 2012): ``p'_j = p'_{j−1} + ℓ_j u_j`` with ``ℓ_j = e |d| + (1 − e) L_j`` — with
+        ``e = 0`` every segment ends exactly its rest length in one pass — and ``u_j`` the
+        conditioned direction of ``leader.follow_the_leader`` (guided by the segment as it came
+        in, then the rest segment of ``base``). The block is turned point-major once, so each of
+        the strand's few steps is one pass over contiguous rows."""
         n = self.uniform
         count = p.shape[1] // n
         view = p.reshape(3, count, n)
         sel = slice(None) if strands is None else strands
         q = np.ascontiguousarray(view[:, sel].transpose(0, 2, 1))          # (3, n, S)
         rest = self.rest_columns(first, count)[:, sel]                      # (n, S)
+        bview = self._rest_rows_of(base, first * n, count * n).reshape(3, count, n)
         scratch = np.empty(q.shape[2], np.float32)
+        came = q[:, 0].copy()                        # where the leader was asked to be
         for j in range(1, n):
-            self.follow(q[:, j - 1], q[:, j], rest[j], scratch)
+            now = q[:, j].copy()
+            self.follow(q[:, j - 1], q[:, j], rest[j], now - came,
+                        lambda: bview[:, sel, j] - bview[:, sel, j - 1], scratch)
+            came = now
         if strands is None:
             view[...] = q.transpose(0, 2, 1)
         else:
@@ -235,17 +244,21 @@ class LengthControl:
         q[...] = q[self.roots].astype(np.float64)[self.strand] + run - start[self.strand]
         return p
 
-    def _segment(self, p: np.ndarray, strands) -> np.ndarray:
-        e = self.elasticity
+    def _segment(self, p: np.ndarray, strands, base=None) -> np.ndarray:
+        """Follow-the-leader over strands of different point counts, one column of the padded
+        table a step, in float64 (``_segment_uniform``)."""
         table = self.table if strands is None else self.table[strands]
+        came = p.astype(np.float64)                  # as the points came in
+        rest_rows = self._rest_rows_of(base, 0, p.shape[1])
         for j in range(1, table.shape[1]):
             idx = table[:, j]
             live = idx >= 0
             cur, prev = idx[live], table[live, j - 1]
-            d = p[:, cur].astype(np.float64) - p[:, prev]
-            length = np.sqrt(np.einsum("kp,kp->p", d, d))
-            ratio = np.divide(self.rest_segments[cur], length, out=np.ones_like(length), where=length > 0)
-            p[:, cur] = p[:, prev] + d * (e + ratio * (1 - e))[None, :]
+            placed = follow_the_leader(p[:, prev].astype(np.float64), came[:, cur], self.rest_segments[cur],
+                                       came[:, cur] - came[:, prev],
+                                       lambda: rest_rows[:, cur].astype(np.float64) - rest_rows[:, prev],
+                                       self.elasticity)
+            p[:, cur] = placed
         return p
 
 

@@ -29,6 +29,7 @@ import numpy as np
 from .collision import _dot, _take_rows
 from .errors import HairWigError
 from .interaction import Contacts, link_forces, repulsion, static_links
+from .leader import follow_the_leader
 from .profiles import Profile
 from .spaces import transform_rows
 
@@ -338,9 +339,10 @@ class VerletStrands:
         if s.method == "FTL":
             start = max(first, 1)
             for j in range(start, self.n):
-                d = x[:, j] - x[:, j - 1]
-                r = np.sqrt(np.einsum("ks,ks->s", d, d))
-                placed = x[:, j - 1] + d * (L[j - 1] / np.maximum(r, 1e-300))
+                # guided by where the segment was before this substep (it cannot turn back within
+                # one), then by the goal's segment (leader.follow_the_leader)
+                placed = follow_the_leader(x[:, j - 1], x[:, j], L[j - 1], prev[:, j] - prev[:, j - 1],
+                                           lambda: target[:, j] - target[:, j - 1], turn_back=False)
                 if j >= 2 and s.ftl_damping:
                     prev[:, j - 1] += s.ftl_damping * (placed - x[:, j])
                 x[:, j] = placed

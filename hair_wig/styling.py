@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import HairWigError
+from .leader import follow_the_leader, guide_direction
 from .profiles import Profile
 
 
@@ -147,13 +148,18 @@ def _slide(collide, base, direction, seg, k, rounds: int = 4):
 
 def relay(collide, strands):
     """``strands`` (S, n, 3) laid again root to tip, each segment at its own length and turned,
-    where ``collide`` would push its end, just enough to slide over the surface (``_slide``)."""
+    where ``collide`` would push its end, just enough to slide over the surface (``_slide``).
+    Each point is placed by the one follow-the-leader every client shares
+    (``leader.follow_the_leader``), guided by the strand's own segment: a relay never divides
+    by a squashed distance, and a zero-length segment still has a direction."""
     out = strands.copy()
     for k in range(1, strands.shape[1]):
         step = strands[:, k] - strands[:, k - 1]
         seg = np.linalg.norm(step, axis=1)
-        direction = step / np.maximum(seg, 1e-300)[:, None]
-        out[:, k] = out[:, k - 1] + seg[:, None] * _slide(collide, out[:, k - 1], direction, seg, k)
+        direction = guide_direction(step.T, seg).T
+        slid = _slide(collide, out[:, k - 1], direction, seg, k)
+        leader = out[:, k - 1].T
+        out[:, k] = follow_the_leader(leader, leader + seg * slid.T, seg, slid.T).T
     return out
 
 

@@ -1,0 +1,178 @@
+"""Follow-the-leader, conditioned: the one length projection every client shares (SPEC §6.4).
+
+Refinement's length pass and its collision walk, the Strands layer's substeps and Style Hair's
+relay all place a strand's points root to tip, each at its segment's length from the one placed
+before it (Müller, Kim, Chentanez 2012, "Fast simulation of inextensible hair and fur"; seed 004's
+distance constraint solved in one sweep)::
+
+    p'_j = p'_{j−1} + ℓ_j u_j,    ℓ_j = e |d| + (1 − e) L_j,    d = p_j − p'_{j−1}
+
+The textbook direction ``u = d / |d|`` is ill-conditioned where the segment is squashed
+(``|d| ≪ L``: the rounding of ``d`` is multiplied by ``L / |d|``, hundreds of times on real
+bakes) and folds the strand where ``d`` turns back against what the deformation asked for (a
+squashed strand's leader overshoots its point, the next segment points backwards, and hair
+that should bunch zig-zags by up to 180°). So ``u`` is taken from ``d`` only where ``d`` is long
+enough and agrees with a well-conditioned *guide* — the segment as the deformation asked for it
+(the goal's own segment, or where it was a substep ago) — and blends continuously into the
+guide as ``|d| / L`` shrinks or as ``d`` turns more than 60° away from it. Where the guide is
+itself (nearly) zero, the rest segment carried by the head and scalp takes over the same way.
+Nothing jumps, a zero-length segment gets a defined direction, never a NaN, and turns between
+consecutive segments are never sharper than the guide's own.
+
+Rounding: with the blend weights below, a rounding ``δ`` of ``d`` moves ``u`` by at most about
+``7 δ / L`` (``1 / R0`` from ``d / |d|`` where the blend starts, plus the weight's own slope),
+not ``δ / |d|``: the projection is as exact as its inputs, squashed or not.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# |d| / L below R0: the way to the point is not trusted at all (the guide's direction); above
+# R1: fully. Between, a smoothstep. R0 bounds the rounding's amplification by 1 / R0.
+R0, R1 = 0.25, 0.75
+# cos of the angle between d and the guide: below C0 (90°) d turns back, the guide's direction;
+# above C1 (60°) d's own.
+C0, C1 = 0.0, 0.5
+# |guide| / L below G0: the rest segment's direction; above G1: the guide's own.
+G0, G1 = 1e-3, 1e-2
+
+
+def _smoothstep(x: np.ndarray) -> np.ndarray:
+    """``3x² − 2x³`` on x clamped to [0, 1]: a weight with no jump and no kink at either end."""
+    x = np.clip(x, 0.0, 1.0)
+    return x * x * (3.0 - 2.0 * x)
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.einsum("ks,ks->s", a, b)
+
+
+def _unit_or(v: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+    """``v`` (3, K) scaled to unit length; ``fallback`` (3, K), unit, where ``v`` is zero."""
+    n = np.sqrt(_dot(v, v))
+    zero = n == 0
+    out = v / np.where(zero, 1.0, n)
+    if zero.any():
+        out[:, zero] = fallback[:, zero]
+    return out
+
+
+_UP = np.array([0.0, 0.0, 1.0])
+
+
+def guide_direction(guide: np.ndarray, length: np.ndarray, rest=None) -> np.ndarray:
+    """The unit direction (3, K) a segment takes where its way to the point is not trusted: the
+    ``guide`` (3, K) segment's own, blending into the ``rest`` segment's (3, K; an array, or a
+    function of nothing returning one, read only when needed) as ``|guide| / L`` falls from
+    ``G1`` to ``G0``. A zero guide with no rest (or a zero one) points along +Z: a direction
+    still, and only ever used where the segment's length is zero too."""
+    k = guide.shape[1]
+    up = np.broadcast_to(_UP.astype(guide.dtype)[:, None], (3, k))
+    ng = np.sqrt(_dot(guide, guide))
+    g = guide / np.where(ng > 0, ng, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        b = _smoothstep((ng / np.maximum(length, np.finfo(guide.dtype).tiny) - G0) / (G1 - G0))
+    b = np.where(length > 0, b, np.where(ng > 0, 1.0, 0.0))
+    weak = np.flatnonzero(b < 1)
+    if weak.size == 0:
+        return g
+    r = rest() if callable(rest) else rest
+    if r is None:
+        r_unit = up[:, weak]
+    else:
+        r_unit = _unit_or(np.asarray(r, guide.dtype)[:, weak], up[:, weak])
+    bw = b[weak]
+    mixed = g[:, weak] * bw + r_unit * (1 - bw)
+    # a guide turned back against its rest segment can cancel it in the blend: then the
+    # stronger of the two, whole (only for segments under 1 % of their length)
+    nm = np.sqrt(_dot(mixed, mixed))
+    cancel = nm < 0.5
+    if cancel.any():
+        mixed[:, cancel] = np.where(bw[cancel] >= 0.5, g[:, weak[cancel]], r_unit[:, cancel])
+        nm[cancel] = 1.0
+    g[:, weak] = mixed / nm
+    return g
+
+
+def follow_the_leader(leader: np.ndarray, point: np.ndarray, length: np.ndarray, guide: np.ndarray,
+                      rest=None, elasticity: float = 0.0, out: np.ndarray | None = None,
+                      scratch: np.ndarray | None = None, turn_back: bool = True) -> np.ndarray:
+    """One conditioned follow-the-leader step on rows (3, S) (SPEC §6.4; module docstring).
+
+    Parameters
+    ----------
+    leader : (3, S)
+        Where the previous point was placed, ``p'_{j−1}``.
+    point : (3, S)
+        Where this point is asked to be, ``p_j``.
+    length : (S,)
+        The segment's length to keep, ``L_j`` (its rest length).
+    guide : (3, S)
+        The segment as the deformation asked for it — the goal's ``p_j − p_{j−1}``, or where
+        the segment was before this substep: the direction taken where ``d`` is squashed or
+        turns back.
+    rest : (3, S), a function returning it, or None
+        The rest segment in the same space: the direction where the guide is (nearly) zero.
+    elasticity : float
+        ``e`` in ``ℓ = e |d| + (1 − e) L``: 0 keeps every segment exactly its length.
+    out : (3, S), optional
+        Where ``p'_j`` is written; may be ``point`` itself (in place).
+    scratch : (S,), optional
+        Reused for ``|d|``.
+    turn_back : bool
+        Whether ``d`` turning more than 60° from the guide is taken as a fold (refinement and
+        relays: the guide is what the deformation asked for). A dynamics layer's points are
+        where its physics put them and may turn fast against a contact: there only a squashed
+        ``d`` (or one within 41° of straight back) defers to the guide.
+
+    Returns
+    -------
+    out : (3, S), ``p'_j``. Where ``d`` is long and agrees with the guide this is exactly the
+    textbook ``p'_{j−1} + d (e + (L / |d|)(1 − e))``, bit for bit.
+    """
+    dtype = point.dtype
+    d = np.subtract(point, leader, out=out)
+    nd = np.sqrt(_dot(d, d), out=scratch) if scratch is not None else np.sqrt(_dot(d, d))
+    length = np.asarray(length, dtype)
+    # Screen: trusted where |d| >= R1 L and d lies within 60° of the guide.
+    dg = _dot(d, guide)
+    gg = _dot(guide, guide)
+    trusted = nd >= R1 * length
+    if turn_back:
+        trusted &= dg >= C1 * nd * np.sqrt(gg)
+    trusted &= (length > 0) | (nd > 0)
+    odd = np.flatnonzero(~trusted)
+    if odd.size:
+        keep_d = d[:, odd].astype(np.float64)
+        keep_nd = nd[odd].astype(np.float64)
+    scale = np.maximum(nd, np.finfo(dtype).tiny)
+    np.divide(length, scale, out=scale)
+    e = dtype.type(elasticity)
+    if e:
+        scale *= 1 - e
+        scale += e
+    d *= scale
+    d += leader
+    if odd.size == 0:
+        return d
+    # The ill-conditioned or turned-back segments: u blended from d's direction into the guide's.
+    L = length[odd].astype(np.float64)
+    rest_k = None
+    if rest is not None:
+        rest_k = (lambda: np.asarray(rest() if callable(rest) else rest)[:, odd].astype(np.float64))
+    g = guide_direction(np.asarray(guide)[:, odd].astype(np.float64), L, rest_k)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dh = keep_d / np.where(keep_nd > 0, keep_nd, 1.0)
+        a = _smoothstep((keep_nd / np.where(L > 0, L, 1.0) - R0) / (R1 - R0))
+        if turn_back:
+            a *= _smoothstep((np.einsum("ks,ks->s", dh, g) - C0) / (C1 - C0))
+        else:                     # only never against the guide: the blend must not cancel
+            a *= _smoothstep((np.einsum("ks,ks->s", dh, g) + 0.75) / 0.5)
+    a = np.where(L > 0, a, 1.0)
+    a = np.where(keep_nd > 0, a, 0.0)
+    u = dh * a + g * (1 - a)
+    u /= np.sqrt(np.einsum("ks,ks->s", u, u))        # >= 0.35: the blend only mixes within 139°
+    ell = elasticity * keep_nd + (1 - elasticity) * L
+    d[:, odd] = (leader[:, odd].astype(np.float64) + u * ell).astype(dtype)
+    return d
