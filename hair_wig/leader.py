@@ -9,19 +9,27 @@ distance constraint solved in one sweep)::
 
 The textbook direction ``u = d / |d|`` is ill-conditioned where the segment is squashed
 (``|d| ≪ L``: the rounding of ``d`` is multiplied by ``L / |d|``, hundreds of times on real
-bakes) and folds the strand where ``d`` turns back against what the deformation asked for (a
-squashed strand's leader overshoots its point, the next segment points backwards, and hair
-that should bunch zig-zags by up to 180°). So ``u`` is taken from ``d`` only where ``d`` is long
-enough and agrees with a well-conditioned *guide* — the segment as the deformation asked for it
-(the goal's own segment, or where it was a substep ago) — and blends continuously into the
-guide as ``|d| / L`` shrinks or as ``d`` turns more than 60° away from it. Where the guide is
-itself (nearly) zero, the rest segment carried by the head and scalp takes over the same way.
-Nothing jumps, a zero-length segment gets a defined direction, never a NaN, and turns between
-consecutive segments are never sharper than the guide's own.
+bakes) and folds the strand where the input is squashed: each leader overshoots its point, the
+next segment points back, and hair that should bunch zig-zags by up to 180° (or, on a curl,
+winds out into a spiral). So ``u`` is taken from ``d`` only where that is sound, and blends
+continuously into a well-conditioned *guide* — the segment as the deformation asked for it (the
+goal's own ``p_j − p_{j−1}``, or, in a dynamics layer, where the segment was a substep ago) —
+as any of these grows:
 
-Rounding: with the blend weights below, a rounding ``δ`` of ``d`` moves ``u`` by at most about
-``7 δ / L`` (``1 / R0`` from ``d / |d|`` where the blend starts, plus the weight's own slope),
-not ``δ / |d|``: the projection is as exact as its inputs, squashed or not.
+* ``|d| / L`` falls below 0.75 (to 0.25: ``R0, R1``) — the conditioning;
+* ``d`` turns more than 60° from the guide (to 90°: ``C0, C1``) — a fold;
+* the guide is squashed below 95 % of ``L`` (to 60 %: ``K0, K1``) — bunching keeps the shape;
+* the leader lies more than 2 ``L`` from where it was asked to be (to 4: ``D0, D1``).
+
+Where the guide is itself (nearly) zero the rest segment, carried by the head and the scalp,
+takes over the same way (``G0, G1``). Nothing jumps, a zero-length segment gets a defined
+direction, never a NaN, and a squashed strand has no turn sharper than its input's.
+
+Rounding: where ``d`` is trusted the step is the textbook one, bit for bit; in a blend a
+rounding ``δ`` of the inputs moves ``u`` by at most a few ``δ / L`` (``1 / R0``, and each weight's
+slope times how far apart the two directions are — small where the leader is near its point),
+not ``δ / |d|``. The last two rules apply to refinement and relays (``turn_back``), where the
+guide is the input's own segment.
 """
 
 from __future__ import annotations
@@ -36,6 +44,18 @@ R0, R1 = 0.25, 0.75
 C0, C1 = 0.0, 0.5
 # |guide| / L below G0: the rest segment's direction; above G1: the guide's own.
 G0, G1 = 1e-3, 1e-2
+# How far the leader was placed from where it was asked to be, over L: below D0 the way to the
+# point; above D1 the guide's direction (refinement and relays, where the guide is the segment as
+# it came in). A squashed strand's leaders overshoot their points, more with every segment, and
+# a point followed from a leader that far off takes its direction from the leader's error, not
+# from the shape: a squashed curl wound out into a spiral with turns of 60° where it had 23°.
+# (Wide: the blend's slope times how far apart the two directions are is what a rounding is
+# multiplied by, and a magnet's pull puts leaders a segment or two from their points.)
+D0, D1 = 2.0, 4.0
+# The guide's length over L (the segment as it came in, squashed below 1): below K0 its
+# direction is taken, above K1 the way to the point. Where the two agree (a leader where it was
+# asked to be) the blend changes nothing, so its slope costs no digits.
+K0, K1 = 0.6, 0.95
 
 
 def _smoothstep(x: np.ndarray) -> np.ndarray:
@@ -71,7 +91,7 @@ def guide_direction(guide: np.ndarray, length: np.ndarray, rest=None) -> np.ndar
     up = np.broadcast_to(_UP.astype(guide.dtype)[:, None], (3, k))
     ng = np.sqrt(_dot(guide, guide))
     g = guide / np.where(ng > 0, ng, 1.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         b = _smoothstep((ng / np.maximum(length, np.finfo(guide.dtype).tiny) - G0) / (G1 - G0))
     b = np.where(length > 0, b, np.where(ng > 0, 1.0, 0.0))
     weak = np.flatnonzero(b < 1)
@@ -129,18 +149,26 @@ def follow_the_leader(leader: np.ndarray, point: np.ndarray, length: np.ndarray,
     Returns
     -------
     out : (3, S), ``p'_j``. Where ``d`` is long and agrees with the guide this is exactly the
-    textbook ``p'_{j−1} + d (e + (L / |d|)(1 − e))``, bit for bit.
+    textbook ``p'_{j−1} + d (e + (L / |d|)(1 − e))``, bit for bit — but where that factor is 1 to
+    4 ulp, which leaves ``p'_{j−1} + d`` (the groom at rest comes back exactly).
     """
     dtype = point.dtype
-    d = np.subtract(point, leader, out=out)
+    if out is None:
+        out = np.empty_like(point)
+    d = np.subtract(point, leader)
     nd = np.sqrt(_dot(d, d), out=scratch) if scratch is not None else np.sqrt(_dot(d, d))
     length = np.asarray(length, dtype)
-    # Screen: trusted where |d| >= R1 L and d lies within 60° of the guide.
+    # Screen: trusted where |d| >= R1 L and d lies within 60° of the guide ...
     dg = _dot(d, guide)
     gg = _dot(guide, guide)
-    trusted = nd >= R1 * length
+    # ... and where the guide is long enough to speak for itself (>= G1 L).
+    ng = np.sqrt(gg)
+    trusted = (nd >= R1 * length) & (ng >= G1 * length)
     if turn_back:
-        trusted &= dg >= C1 * nd * np.sqrt(gg)
+        trusted &= dg >= C1 * nd * ng
+        # how far the leader is from where it was asked to be: p'_{j-1} - p_{j-1} = guide - d
+        trusted &= gg - 2 * dg + nd * nd <= (D0 * length) ** 2
+        trusted &= ng >= K1 * length
     trusted &= (length > 0) | (nd > 0)
     odd = np.flatnonzero(~trusted)
     if odd.size:
@@ -152,8 +180,16 @@ def follow_the_leader(leader: np.ndarray, point: np.ndarray, length: np.ndarray,
     if e:
         scale *= 1 - e
         scale += e
+    # A segment already its length to the rounding of |d| (4 ulp) keeps its point as it is: a
+    # groom at rest, or hair that only turned, comes back bit for bit, not re-rounded.
+    keep = np.flatnonzero(np.abs(scale - 1) <= 4 * np.finfo(dtype).eps)
+    kept = point[:, keep] if keep.size else None
     d *= scale
     d += leader
+    np.copyto(out, d)
+    if keep.size:
+        out[:, keep] = kept
+    d = out
     if odd.size == 0:
         return d
     # The ill-conditioned or turned-back segments: u blended from d's direction into the guide's.
@@ -161,18 +197,29 @@ def follow_the_leader(leader: np.ndarray, point: np.ndarray, length: np.ndarray,
     rest_k = None
     if rest is not None:
         rest_k = (lambda: np.asarray(rest() if callable(rest) else rest)[:, odd].astype(np.float64))
-    g = guide_direction(np.asarray(guide)[:, odd].astype(np.float64), L, rest_k)
+    g_in = np.asarray(guide)[:, odd].astype(np.float64)
+    g = guide_direction(g_in, L, rest_k)
     with np.errstate(divide="ignore", invalid="ignore"):
         dh = keep_d / np.where(keep_nd > 0, keep_nd, 1.0)
         a = _smoothstep((keep_nd / np.where(L > 0, L, 1.0) - R0) / (R1 - R0))
+        # a fold: d turned away from the guide (or, where that is too short to tell, the rest)
+        cos = np.einsum("ks,ks->s", dh, g)
+        Lq = np.where(L > 0, L, 1.0)
         if turn_back:
-            a *= _smoothstep((np.einsum("ks,ks->s", dh, g) - C0) / (C1 - C0))
+            fold = _smoothstep((cos - C0) / (C1 - C0))
+            off = g_in - keep_d
+            off = np.sqrt(np.einsum("ks,ks->s", off, off)) / Lq
+            squashed = _smoothstep((np.sqrt(np.einsum("ks,ks->s", g_in, g_in)) / Lq - K0) / (K1 - K0))
+            shape = np.where(L > 0, _smoothstep((D1 - off) / (D1 - D0)) * squashed, 1.0)
         else:                     # only never against the guide: the blend must not cancel
-            a *= _smoothstep((np.einsum("ks,ks->s", dh, g) + 0.75) / 0.5)
-    a = np.where(L > 0, a, 1.0)
+            fold = _smoothstep((cos + 0.75) / 0.5)
+            shape = 1.0
+    a = np.where(L > 0, a, 1.0) * fold * shape
     a = np.where(keep_nd > 0, a, 0.0)
     u = dh * a + g * (1 - a)
-    u /= np.sqrt(np.einsum("ks,ks->s", u, u))        # >= 0.35: the blend only mixes within 139°
+    nu = np.sqrt(np.einsum("ks,ks->s", u, u))
+    flat = nu < 1e-6             # a guard: the blend only mixes directions within 139° of each other
+    u = np.where(flat, g, u / np.where(flat, 1.0, nu))
     ell = elasticity * keep_nd + (1 - elasticity) * L
     d[:, odd] = (leader[:, odd].astype(np.float64) + u * ell).astype(dtype)
     return d

@@ -792,13 +792,14 @@ class Wig:
                 np.maximum.at(depth, pick, d - c.tolerance)
         return depth
 
-    def _swing_out(self, q: np.ndarray, j: int, index: np.ndarray, among: np.ndarray, rounds: int = 3) -> None:
+    def _swing_out(self, q: np.ndarray, j: int, index: np.ndarray, among: np.ndarray, rounds: int = 7) -> None:
         """Points j (of the walked strands ``q`` (3, n, S)) still inside after the tangent-plane
         steps (a crease — an ear against the head — bends the surface away from the plane):
         swing each round point j − 1, at its segment's length, from where it is (inside)
         towards a direction that is outside, and keep the first outside point on the way
-        (found to a thousandth of the arc: ``rounds`` scans of nine samples). Every candidate of
-        a scan is measured in one call."""
+        (found to 1e-7 of the arc, float32's own: ``rounds`` scans of nine samples — a coarser
+        search made where the point lands a step function of rounding, 1e-3 of a segment on
+        a scene moved or turned). Every candidate of a scan is measured in one call."""
         deep = among[self._depth(q[:, j, among], index[among]) > 0]
         if deep.size == 0:
             return
