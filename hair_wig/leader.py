@@ -18,14 +18,13 @@ as any of these grows:
 
 * ``|d| / L`` falls below 0.75 (to 0.25: ``R0, R1``) — the conditioning;
 * ``d`` turns more than 60° from the guide (to 90°: ``C0, C1``) — a fold;
-* the guide is squashed below 95 % of ``L`` (to 60 %: ``K0, K1``) — bunching keeps the shape;
-* the leader lies more than 2 ``L`` from where it was asked to be (to 4: ``D0, D1``).
+* the guide is squashed below 80 % of ``L`` (to 50 %: ``K0, K1``) — bunching keeps the shape.
 
 Where the guide is itself (nearly) zero the rest segment, carried by the head and the scalp,
 takes over the same way (``G0, G1``). Nothing jumps, a zero-length segment gets a defined
 direction, never a NaN, and a squashed strand has no turn sharper than its input's.
 
-Rounding: where ``d`` is trusted the step is the textbook one, bit for bit; in a blend a
+Rounding: where ``d`` is trusted the step is the textbook one (as ``p + (s − 1) d``); in a blend a
 rounding ``δ`` of the inputs moves ``u`` by at most a few ``δ / L`` (``1 / R0``, and each weight's
 slope times how far apart the two directions are — small where the leader is near its point),
 not ``δ / |d|``. The last two rules apply to refinement and relays (``turn_back``), where the
@@ -44,18 +43,15 @@ R0, R1 = 0.25, 0.75
 C0, C1 = 0.0, 0.5
 # |guide| / L below G0: the rest segment's direction; above G1: the guide's own.
 G0, G1 = 1e-3, 1e-2
-# How far the leader was placed from where it was asked to be, over L: below D0 the way to the
-# point; above D1 the guide's direction (refinement and relays, where the guide is the segment as
-# it came in). A squashed strand's leaders overshoot their points, more with every segment, and
-# a point followed from a leader that far off takes its direction from the leader's error, not
-# from the shape: a squashed curl wound out into a spiral with turns of 60° where it had 23°.
-# (Wide: the blend's slope times how far apart the two directions are is what a rounding is
-# multiplied by, and a magnet's pull puts leaders a segment or two from their points.)
-D0, D1 = 2.0, 4.0
 # The guide's length over L (the segment as it came in, squashed below 1): below K0 its
-# direction is taken, above K1 the way to the point. Where the two agree (a leader where it was
-# asked to be) the blend changes nothing, so its slope costs no digits.
-K0, K1 = 0.6, 0.95
+# direction is taken, above K1 the way to the point (refinement and relays, where the guide is
+# the segment as it came in). A squashed strand's leaders overshoot their points, more with every
+# segment, and a point followed from a leader that far off takes its direction from the leader's
+# error, not the shape: a squashed curl wound out into a spiral with turns of 60° where it had
+# 23°. Where the two directions agree (a leader where it was asked to be) the blend changes
+# nothing, so its slope costs no digits. (A leader far from its point because collision pushed
+# it out is not a squash: there the way to the point is what slides the strand over the head.)
+K0, K1 = 0.5, 0.8
 
 
 def _smoothstep(x: np.ndarray) -> np.ndarray:
@@ -117,7 +113,8 @@ def guide_direction(guide: np.ndarray, length: np.ndarray, rest=None) -> np.ndar
 
 def follow_the_leader(leader: np.ndarray, point: np.ndarray, length: np.ndarray, guide: np.ndarray,
                       rest=None, elasticity: float = 0.0, out: np.ndarray | None = None,
-                      scratch: np.ndarray | None = None, turn_back: bool = True) -> np.ndarray:
+                      scratch: np.ndarray | None = None, turn_back: bool = True,
+                      work: np.ndarray | None = None) -> np.ndarray:
     """One conditioned follow-the-leader step on rows (3, S) (SPEC §6.4; module docstring).
 
     Parameters
@@ -140,6 +137,8 @@ def follow_the_leader(leader: np.ndarray, point: np.ndarray, length: np.ndarray,
         Where ``p'_j`` is written; may be ``point`` itself (in place).
     scratch : (S,), optional
         Reused for ``|d|``.
+    work : (3, S), optional
+        Reused for ``d`` (nothing of a row's size is allocated where every segment is sound).
     turn_back : bool
         Whether ``d`` turning more than 60° from the guide is taken as a fold (refinement and
         relays: the guide is what the deformation asked for). A dynamics layer's points are
@@ -148,78 +147,87 @@ def follow_the_leader(leader: np.ndarray, point: np.ndarray, length: np.ndarray,
 
     Returns
     -------
-    out : (3, S), ``p'_j``. Where ``d`` is long and agrees with the guide this is exactly the
-    textbook ``p'_{j−1} + d (e + (L / |d|)(1 − e))``, bit for bit — but where that factor is 1 to
-    4 ulp, which leaves ``p'_{j−1} + d`` (the groom at rest comes back exactly).
+    out : (3, S), ``p'_j``. Where ``d`` is long and agrees with the guide this is the textbook
+    ``p'_{j−1} + s d``, ``s = e + (L / |d|)(1 − e)``, computed as ``p_j + (s − 1) d`` (and ``p_j``
+    itself where ``s`` is 1 to 4 ulp: the groom at rest comes back exactly).
     """
     dtype = point.dtype
     if out is None:
         out = np.empty_like(point)
-    d = np.subtract(point, leader)
-    nd = np.sqrt(_dot(d, d), out=scratch) if scratch is not None else np.sqrt(_dot(d, d))
     length = np.asarray(length, dtype)
-    # Screen: trusted where |d| >= R1 L and d lies within 60° of the guide ...
-    dg = _dot(d, guide)
+    d = np.subtract(point, leader, out=work)
+    dd = _dot(d, d)
+    gd = _dot(guide, d)
     gg = _dot(guide, guide)
-    # ... and where the guide is long enough to speak for itself (>= G1 L).
-    ng = np.sqrt(gg)
-    trusted = (nd >= R1 * length) & (ng >= G1 * length)
+    LL = length * length
+    # Rows every rule trusts, tested in squares (no root, in place): |d| >= R1 L, d within 60° of
+    # the guide, the guide at least K1 L long (so G1 too). Every other row is weighed in full below; where its weight comes out 1
+    # (a rounding at a rule's edge) it keeps the textbook result all the same. (A zero-length
+    # segment with a zero guide passes and is placed on its leader: L / max(|d|, tiny) = 0.)
+    t = np.multiply(LL, R1 * R1)
+    sure = dd >= t
     if turn_back:
-        trusted &= dg >= C1 * nd * ng
-        # how far the leader is from where it was asked to be: p'_{j-1} - p_{j-1} = guide - d
-        trusted &= gg - 2 * dg + nd * nd <= (D0 * length) ** 2
-        trusted &= ng >= K1 * length
-    trusted &= (length > 0) | (nd > 0)
-    odd = np.flatnonzero(~trusted)
+        np.multiply(LL, K1 * K1, out=t)
+        sure &= gg >= t
+        np.multiply(dd, gg, out=t)
+        t *= C1 * C1
+        u = gd * gd
+        sure &= u >= t
+        sure &= gd >= 0
+    else:
+        sure &= gd >= 0
+    odd = np.flatnonzero(~sure)
     if odd.size:
         keep_d = d[:, odd].astype(np.float64)
-        keep_nd = nd[odd].astype(np.float64)
+    nd = np.sqrt(dd, out=scratch) if scratch is not None else np.sqrt(dd)
     scale = np.maximum(nd, np.finfo(dtype).tiny)
     np.divide(length, scale, out=scale)
     e = dtype.type(elasticity)
     if e:
         scale *= 1 - e
         scale += e
-    # A segment already its length to the rounding of |d| (4 ulp) keeps its point as it is: a
-    # groom at rest, or hair that only turned, comes back bit for bit, not re-rounded.
-    keep = np.flatnonzero(np.abs(scale - 1) <= 4 * np.finfo(dtype).eps)
-    kept = point[:, keep] if keep.size else None
+    # The textbook p'_{j-1} + s d written as p + (s − 1) d: the same point, and a segment already
+    # its length to the rounding of |d| (4 ulp) keeps its point bit for bit — a groom at rest,
+    # or hair that only turned, comes back exactly, not re-rounded.
+    scale -= 1
+    scale[np.abs(scale) <= 4 * np.finfo(dtype).eps] = 0
     d *= scale
-    d += leader
-    np.copyto(out, d)
-    if keep.size:
-        out[:, keep] = kept
-    d = out
+    np.add(point, d, out=out)
     if odd.size == 0:
-        return d
-    # The ill-conditioned or turned-back segments: u blended from d's direction into the guide's.
+        return out
+    # The rows the screen left: their weight a in full (float64); where a < 1 the direction is
+    # blended from d's into the guide's.
     L = length[odd].astype(np.float64)
+    keep_nd = np.sqrt(np.einsum("ks,ks->s", keep_d, keep_d))
     rest_k = None
     if rest is not None:
         rest_k = (lambda: np.asarray(rest() if callable(rest) else rest)[:, odd].astype(np.float64))
     g_in = np.asarray(guide)[:, odd].astype(np.float64)
     g = guide_direction(g_in, L, rest_k)
     with np.errstate(divide="ignore", invalid="ignore"):
+        Lq = np.where(L > 0, L, 1.0)
         dh = keep_d / np.where(keep_nd > 0, keep_nd, 1.0)
-        a = _smoothstep((keep_nd / np.where(L > 0, L, 1.0) - R0) / (R1 - R0))
+        a = _smoothstep((keep_nd / Lq - R0) / (R1 - R0))
         # a fold: d turned away from the guide (or, where that is too short to tell, the rest)
         cos = np.einsum("ks,ks->s", dh, g)
-        Lq = np.where(L > 0, L, 1.0)
         if turn_back:
             fold = _smoothstep((cos - C0) / (C1 - C0))
-            off = g_in - keep_d
-            off = np.sqrt(np.einsum("ks,ks->s", off, off)) / Lq
             squashed = _smoothstep((np.sqrt(np.einsum("ks,ks->s", g_in, g_in)) / Lq - K0) / (K1 - K0))
-            shape = np.where(L > 0, _smoothstep((D1 - off) / (D1 - D0)) * squashed, 1.0)
+            shape = np.where(L > 0, squashed, 1.0)
         else:                     # only never against the guide: the blend must not cancel
             fold = _smoothstep((cos + 0.75) / 0.5)
             shape = 1.0
     a = np.where(L > 0, a, 1.0) * fold * shape
     a = np.where(keep_nd > 0, a, 0.0)
+    blend = np.flatnonzero(a < 1)
+    if blend.size == 0:
+        return out
+    a, dh, g, keep_nd, L = a[blend], dh[:, blend], g[:, blend], keep_nd[blend], L[blend]
+    rows = odd[blend]
     u = dh * a + g * (1 - a)
     nu = np.sqrt(np.einsum("ks,ks->s", u, u))
     flat = nu < 1e-6             # a guard: the blend only mixes directions within 139° of each other
     u = np.where(flat, g, u / np.where(flat, 1.0, nu))
     ell = elasticity * keep_nd + (1 - elasticity) * L
-    d[:, odd] = (leader[:, odd].astype(np.float64) + u * ell).astype(dtype)
-    return d
+    out[:, rows] = (leader[:, rows].astype(np.float64) + u * ell).astype(dtype)
+    return out

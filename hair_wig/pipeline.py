@@ -747,12 +747,13 @@ class Wig:
         seg = np.empty(count, np.float32) if length.elasticity else None
         depth = 0.0          # what is left inside: every other point was placed outside
         bview = base.reshape(3, count, n)
+        work, guide = np.empty((3, count), np.float32), np.empty((3, count), np.float32)
         came = q[:, 0].copy()                   # where the leader was asked to be
         for j in range(1, n):
-            now = q[:, j].copy()
-            length.follow(q[:, j - 1], q[:, j], rest[j], now - came,
-                          lambda: bview[:, :, j] - bview[:, :, j - 1], scratch)
-            came = now
+            np.subtract(q[:, j], came, out=guide)   # the segment as it came in
+            np.copyto(came, q[:, j])
+            length.follow(q[:, j - 1], q[:, j], rest[j], guide,
+                          lambda: bview[:, :, j] - bview[:, :, j - 1], scratch, work)
             if seg is not None:      # elastic: the segment is not its rest length
                 d = q[:, j] - q[:, j - 1]
                 np.sqrt(np.einsum("ks,ks->s", d, d), out=seg)

@@ -134,14 +134,14 @@ class LengthControl:
         return self._segment(p, strands, base)
 
     def follow(self, leader: np.ndarray, point: np.ndarray, rest: np.ndarray, guide: np.ndarray,
-               rest_dir=None, scratch: np.ndarray | None = None) -> np.ndarray:
+               rest_dir=None, scratch: np.ndarray | None = None, work: np.ndarray | None = None) -> np.ndarray:
         """One follow-the-leader step on rows (3, S), in place: ``point`` placed its segment's
         length ``rest`` (S,) from ``leader`` — scaled by ``s = e + (L / |d|)(1 − e)`` where that is
         well-conditioned, turned towards ``guide`` (the segment as the deformation asked for it)
         and then ``rest_dir`` (the rest segment) where it is not (``leader.follow_the_leader``).
-        ``scratch`` (S,) is reused when given. Returns ``point``."""
+        ``scratch`` (S,) and ``work`` (3, S) are reused when given. Returns ``point``."""
         return follow_the_leader(leader, point, rest, guide, rest_dir, self.elasticity, out=point,
-                                 scratch=scratch)
+                                 scratch=scratch, work=work)
 
     def _rest_rows_of(self, base: np.ndarray | None, first_point: int, count: int) -> np.ndarray:
         """The rest pose (3, count) of the points from ``first_point`` on, in the points' space:
@@ -167,12 +167,13 @@ class LengthControl:
         rest = self.rest_columns(first, count)[:, sel]                      # (n, S)
         bview = self._rest_rows_of(base, first * n, count * n).reshape(3, count, n)
         scratch = np.empty(q.shape[2], np.float32)
+        work, guide = np.empty((3, q.shape[2]), np.float32), np.empty((3, q.shape[2]), np.float32)
         came = q[:, 0].copy()                        # where the leader was asked to be
         for j in range(1, n):
-            now = q[:, j].copy()
-            self.follow(q[:, j - 1], q[:, j], rest[j], now - came,
-                        lambda: bview[:, sel, j] - bview[:, sel, j - 1], scratch)
-            came = now
+            np.subtract(q[:, j], came, out=guide)    # the segment as it came in
+            np.copyto(came, q[:, j])
+            self.follow(q[:, j - 1], q[:, j], rest[j], guide,
+                        lambda: bview[:, sel, j] - bview[:, sel, j - 1], scratch, work)
         if strands is None:
             view[...] = q.transpose(0, 2, 1)
         else:

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from hair_wig import BakeCache, FrameInput, HairSet, HairWigError, Wig, transform_points, transform_rows
+from tolerance import AFFINE, FOLLOW, NORM, SEGMENT, magnitude, rounding
 
 
 def rot_z(a, t=(0, 0, 0), s=1.0):
@@ -68,10 +69,12 @@ def test_transform_points_is_the_affine_map():
     p = rng.normal(size=(100, 3)).astype(np.float32)
     m = rot_z(0.7, (1, 2, 3), 2.0)
     expect = (np.c_[p.astype(np.float64), np.ones(100)] @ m.T)[:, :3]
-    np.testing.assert_allclose(transform_points(p, m), expect, rtol=0, atol=1e-5)
+    # one affine map in float32 against float64: its products reach |2 p|, its sums |expect|
+    tol = rounding(magnitude(expect, 2 * p), AFFINE)
+    np.testing.assert_allclose(transform_points(p, m), expect, rtol=0, atol=tol)
     out = p.copy()
     transform_points(out, m, out=out)
-    np.testing.assert_allclose(out, expect, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(out, expect, rtol=0, atol=tol)
 
 
 def test_transform_rows_matches_transform_points():
@@ -79,7 +82,9 @@ def test_transform_rows_matches_transform_points():
     p = rng.normal(size=(50, 3)).astype(np.float32)
     m = rot_z(-1.1, (0.5, 2, -3), 0.7)
     rows = transform_rows(m, np.ascontiguousarray(p.T), np.empty((3, 50), np.float32))
-    np.testing.assert_allclose(rows.T, transform_points(p, m), atol=1e-6)
+    # two float32 affine maps, each summing in its own order: 2 x 7 roundings of |x|
+    np.testing.assert_allclose(rows.T, transform_points(p, m), rtol=0,
+                               atol=rounding(magnitude(rows, p), 2 * AFFINE))
 
 
 def test_wig_moves_rigidly_with_the_head():
@@ -88,9 +93,16 @@ def test_wig_moves_rigidly_with_the_head():
     head = rot_z(np.pi / 2, (0, 0, 5))
     got, state = wig.step(FrameInput(np.eye(4), head))
     expect = np.c_[-h.points[:, 1], h.points[:, 0], h.points[:, 2] + 5]
-    np.testing.assert_allclose(got, expect, atol=1e-6)
+    # length control re-places every head-local point (|x| <= 2), carried root to tip (3 points),
+    # then one affine map to the object (|x| <= 7); a wrong map is off by metres
+    local, k = magnitude(h.points), h.counts.max()
+    moved = rounding(local, FOLLOW * k) + rounding(magnitude(expect), AFFINE)
+    np.testing.assert_allclose(got, expect, atol=moved)
     seg = np.linalg.norm(np.diff(got[2:], axis=0), axis=1)   # a rigid map keeps lengths
-    np.testing.assert_allclose(seg, [1, 1], atol=1e-6)
+    # each segment keeps its length to one follow step; its ends are mapped (2 x 7) and
+    # measured here (4)
+    kept = rounding(local, SEGMENT) + 2 * rounding(magnitude(expect), AFFINE) + rounding(1.0, NORM)
+    np.testing.assert_allclose(seg, [1, 1], atol=kept)
 
 
 def test_wig_parented_to_head_stays_at_rest():
@@ -98,7 +110,11 @@ def test_wig_parented_to_head_stays_at_rest():
     hair0, head0 = rot_z(0.3, (1, 0, 0)), rot_z(-0.2, (0, 1, 0))
     motion = rot_z(1.3, (0.5, -2, 7))
     got, _ = Wig(h, hair0, head0).step(FrameInput(motion @ hair0, motion @ head0))
-    np.testing.assert_allclose(got, h.points, rtol=0, atol=4e-7)
+    # to head-local space at bind (one affine map), the length walk (3 points), and back (one
+    # more): roundings of coordinates up to their size in either space
+    local = transform_points(h.points, np.linalg.solve(head0, hair0))
+    tol = rounding(magnitude(h.points, local), 2 * AFFINE + FOLLOW * h.counts.max())
+    np.testing.assert_allclose(got, h.points, rtol=0, atol=tol)
     assert got.dtype == np.float32
     same, _ = Wig(h, np.eye(4), np.eye(4)).step(FrameInput(np.eye(4), np.eye(4)))
     assert np.array_equal(same, h.points)       # nothing moved: bit for bit the rest pose
@@ -110,7 +126,9 @@ def test_wig_step_writes_into_given_buffer():
     wig = Wig(h, np.eye(4), np.eye(4))
     res, _ = wig.step(FrameInput(np.eye(4), rot_z(0.0, (1, 0, 0))), out=cache.frame(4))
     assert res is cache.frame(4).base or np.shares_memory(res, cache.positions)
-    np.testing.assert_allclose(cache.frame(4), h.points + [1, 0, 0], atol=1e-6)
+    # the length walk (3 points) and the shift to the object
+    np.testing.assert_allclose(cache.frame(4), h.points + [1, 0, 0], rtol=0,
+                               atol=rounding(magnitude(h.points) + 1, FOLLOW * h.counts.max() + AFFINE))
 
 
 def test_wig_rejects_singular_and_nan_matrices():

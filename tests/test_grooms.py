@@ -5,6 +5,7 @@ inside the head or a body (exact distances from Blender's BVH tree, not the add-
 
 import grooms
 import pytest
+from tolerance import AFFINE, FOLLOW, magnitude, rounding
 
 
 @pytest.mark.parametrize("solver", ["SCENE", "RODS"])
@@ -16,15 +17,25 @@ def test_a_groom_is_kept_at_rest_unstretched_and_outside(addon, name, solver):
         grooms.use_solver(g, solver)
     cache, _ = grooms.bake(g)
     m = grooms.measure(g, cache)
-    assert m["rest_move"] <= 1e-6, m                       # x head size
+    # At rest nothing moves the groom but rounding (x head size): into head-local space and
+    # back (7 roundings each), compression of a zero displacement (0), the length walk
+    # re-placing every point root to tip (FOLLOW each, the longest strand's points), of coordinates
+    # up to |x|. A still scene's frames are each that same computation (the springs' deviation
+    # from a still target stays 0; the layers' float64 equilibria drift by 1e-16). A groom that
+    # moves at rest moves by millimetres.
+    scale = magnitude(cache.frame(g.frames[0])) / m["size"]
+    still = rounding(scale, 2 * AFFINE + FOLLOW * int(cache.hair.counts.max()))
+    assert m["rest_move"] <= still, m                       # x head size
     assert m["stretch"] <= 1.01, m                          # issue 13: defaults, every segment
-    assert m["penetration"] <= 1e-3, m                      # x head size, exact
+    assert m["penetration"] <= 1e-3, m                      # x head size, exact (the collision's allowance)
     if name == "flat":
-        assert m["moved"] <= 1e-6, m                        # nothing moves: nothing moves
+        assert m["moved"] <= still, m                       # nothing moves: nothing moves
     else:
         assert m["moved"] > 0.05, m                         # the scene does move the hair
-    # what the bake reports is what is there (within the exactness of its own check)
-    assert m["reported"] <= max(2 * m["penetration"], 1e-5), m
+    # what the bake reports is what is there (within the exactness of its own check: a point
+    # set on its surface by the push-out, ~20 roundings of |x|, measured by a float32 distance
+    # query, ~12)
+    assert m["reported"] <= max(2 * m["penetration"], rounding(scale, 20 + 12)), m
 
 
 def test_long_hair_lies_on_the_shoulders_collider(addon):
@@ -45,5 +56,5 @@ def test_long_hair_lies_on_the_shoulders_collider(addon):
     for f in range(g.frames[0], g.frames[1] + 1, 4):
         d = body(grooms.world_points(g, cache, f))
         near += int((d < 0.05).sum())
-        assert (d - rest).min() >= -1e-3 * 2.7, (f, (d - rest).min())     # x head size
+        assert (d - rest).min() >= -1e-3 * 2.7, (f, (d - rest).min())     # x head size: the collision's allowance
     assert near > 100                                     # hair does lie on the shoulders

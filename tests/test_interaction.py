@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from hair_wig.interaction import repulsion, segment_closest, segment_pairs
+from tolerance import EPS64, magnitude, rounding
 
 
 def brute_pairs(a, b, strand, threshold):
@@ -44,10 +45,17 @@ def test_segment_distance_is_exact():
     s, t, vec = segment_closest(p0, p1, q0, q1)
     d = np.linalg.norm(vec, axis=0)
     assert ((s >= 0) & (s <= 1) & (t >= 0) & (t <= 1)).all()
+    # float64. The closest pair (~30 roundings; where s, t are off — nearly parallel pairs — the
+    # distance moves only to second order), its norm (4), a sample's point and norm (10): 44
+    # roundings of coordinates up to the largest |x|; a wrong pair is farther by 1e-3 and more.
+    # ``ref − 0.01`` is the sampling's step, not rounding.
     for k in range(300):
         ref = sampled_distance(p0[:, k], p1[:, k], q0[:, k], q1[:, k])
-        assert d[k] <= ref + 1e-12 and d[k] >= ref - 0.01, (k, d[k], ref)
-    np.testing.assert_allclose(vec, (q0 + t * (q1 - q0)) - (p0 + s * (p1 - p0)), atol=1e-12)
+        tol = rounding(magnitude(p0[:, k], p1[:, k], q0[:, k], q1[:, k]), 44, eps=EPS64)
+        assert d[k] <= ref + tol and d[k] >= ref - 0.01, (k, d[k], ref)
+    # the same points by the same formula, each side a difference, a product and sums: 2 x 5
+    np.testing.assert_allclose(vec, (q0 + t * (q1 - q0)) - (p0 + s * (p1 - p0)),
+                               atol=rounding(2 * magnitude(p0, p1, q0, q1), 10, eps=EPS64))
 
 
 @pytest.mark.parametrize("seed, num, n, threshold", [(0, 200, 12, 0.05), (1, 400, 16, 0.02), (2, 60, 8, 0.3)])
@@ -69,10 +77,14 @@ def test_repulsion_pushes_two_crossing_segments_apart_by_the_seeds_spring():
     on_a, on_b, pairs = repulsion(a, b, np.array([0, 1]), 0.05, 100.0)
     assert pairs == 1
     total = on_a + on_b
-    np.testing.assert_allclose(total[:, 0], [0, 0, -4.0], atol=1e-12)
-    np.testing.assert_allclose(total[:, 1], [0, 0, 4.0], atol=1e-12)
-    np.testing.assert_allclose(on_a[2, 0], -4.0 * (1 - 0.625), atol=1e-12)     # s = 0.625 along the first
-    np.testing.assert_allclose(on_b[2, 0], -4.0 * 0.625, atol=1e-12)
+    # float64: the closest pair (~30 roundings of coordinates <= 1, x k = 100 into the force),
+    # k (threshold − d) along the unit vector and its split by s (~10 of the force 4): a wrong
+    # split or spring is off by a tenth and more
+    tol = rounding(100.0, 30, eps=EPS64) + rounding(4.0, 10, eps=EPS64)
+    np.testing.assert_allclose(total[:, 0], [0, 0, -4.0], atol=tol)
+    np.testing.assert_allclose(total[:, 1], [0, 0, 4.0], atol=tol)
+    np.testing.assert_allclose(on_a[2, 0], -4.0 * (1 - 0.625), atol=tol)     # s = 0.625 along the first
+    np.testing.assert_allclose(on_b[2, 0], -4.0 * 0.625, atol=tol)
     far_a, far_b, none = repulsion(a, b + np.array([[0, 0], [0, 0], [0, 0.5]]) * 0, np.array([0, 0]), 0.05, 100.0)
     assert none == 0 and not far_a.any() and not far_b.any()            # same strand: no force
 
@@ -94,6 +106,8 @@ def test_strands_closer_than_a_hair_push_apart_to_its_diameter():
     for _ in range(48):
         layer.step(state, rest, 1 / 24, np.zeros(3))
     gap = state["pos"][0, :, 1] - state["pos"][0, :, 0]
+    # physical: the repulsion's spring lets them settle a hair's breadth (1e-6) inside it, and
+    # the drag stops them within a tenth beyond
     assert gap.min() >= 0.005 - 1e-6 and gap.max() <= 0.0055, gap
     off = VerletStrands(rest, StrandSettings(**{**settings.__dict__, "hair_hair": False}))
     state = off.initial_state(rest, np.zeros(3))
@@ -152,6 +166,10 @@ def test_contacts_kept_across_substeps_give_the_pairs_a_new_search_would():
         on_a, on_b, count = repulsion(a, b, strand, threshold, 10.0, (i, j))
         ref_a, ref_b, ref = repulsion(a, b, strand, threshold, 10.0)
         assert count == ref > 0
-        np.testing.assert_allclose(on_a, ref_a, atol=1e-12)
-        np.testing.assert_allclose(on_b, ref_b, atol=1e-12)
+        # float64: the same pairs' forces (each <= k threshold), summed per segment in the order
+        # each search lists them: one rounding per pair of the sum's size
+        pairs = np.bincount(np.concatenate([i, j]), minlength=a.shape[1]).max()
+        tol = rounding(pairs * 10.0 * threshold, pairs, eps=EPS64)
+        np.testing.assert_allclose(on_a, ref_a, atol=tol)
+        np.testing.assert_allclose(on_b, ref_b, atol=tol)
     assert 1 < contacts.searches < 12

@@ -9,46 +9,23 @@ Property tests (hypothesis) draw the transforms; the suite runs a dozen cases pe
 ten thousand.
 
 The groom is built in Blender (Suzanne, subdivided; hair combed 5 mm over her scalp with
-``scripts/grooms.py``'s brush) and baked by the core, frame by frame as the bake does.
+``scripts/grooms.py``'s brush) and baked by the core, frame by frame as the bake does
+(``scripts/invariance.py``, which also prints the figures).
 """
 
 import os
 
-import bpy
-import grooms
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
-from hair_wig import (ColliderMesh, DynamicMagnet, FrameInput, HairSet, Magnet, Profile, SecondarySettings,
-                      Wig, WigSettings)
+from invariance import EPS32, bake, make_groom, similarity
 
-EPS32 = float(np.finfo(np.float32).eps)
 EXAMPLES = int(os.environ.get("HAIR_WIG_PROPERTY_EXAMPLES", "5"))
-FRAMES = 8
+# no shrinking: a failing case is reported as drawn (shrinking one bake after another takes minutes)
 PROPERTY = settings(max_examples=EXAMPLES, deadline=None, derandomize=EXAMPLES <= 50,
-                    suppress_health_check=list(HealthCheck))
-
-
-def _rotation(axis, angle, about=(0.0, 0.0, 0.0)) -> np.ndarray:
-    axis = np.asarray(axis, np.float64)
-    axis = axis / np.linalg.norm(axis)
-    k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
-    m = np.eye(4)
-    m[:3, :3] = np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
-    m[:3, 3] = np.asarray(about) - m[:3, :3] @ np.asarray(about)
-    return m
-
-
-def _translate(t) -> np.ndarray:
-    m = np.eye(4)
-    m[:3, 3] = t
-    return m
-
-
-def _f32(m: np.ndarray) -> np.ndarray:
-    """A matrix as Blender holds it (``matrix_world`` is float32)."""
-    return np.asarray(m, np.float32).astype(np.float64)
+                    suppress_health_check=list(HealthCheck),
+                    phases=[Phase.explicit, Phase.reuse, Phase.generate])
 
 
 @pytest.fixture(scope="module")
@@ -56,85 +33,15 @@ def groom(addon):
     return make_groom()
 
 
-def make_groom():
-    """Suzanne (one subdivision), 120 strands x 24 points combed 5 mm over her scalp and down
-    past her ears, and a capsule of shoulders under her: arrays, world = her own space."""
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    head = grooms._subdivided_suzanne(1)
-    body = grooms.shoulders()
-    v, t = grooms.mesh_world(head)
-    bv, bt = grooms.mesh_world(body)
-    roots, normals, _ = grooms.scalp_roots(
-        head, 120, lambda c, n: (c[:, 2] > 0.25) & (n[:, 2] > 0.1) & (c[:, 1] > -0.5), seed=7)
-    pts = grooms.comb(np.concatenate([v, bv]), np.concatenate([t, bt + len(v)]), roots, normals, 24,
-                      length=1.4, height=0.005)
-    return dict(head=(v, t), body=(bv, bt), points=pts, counts=np.full(120, 24))
-
-
-def bake(groom, x: np.ndarray, mode: str, collide: bool, rounded: bool, data: bool = False):
-    """The groom's frames (F, P, 3) in its hair object's space, with the whole scene carried by
-    ``x`` (4, 4; a similarity): the objects' matrices (``data=False``; ``rounded``: as float32,
-    as Blender holds them) or the mesh and hair data themselves (``data=True``: transforms
-    applied, the data stored in float32, every object at the identity)."""
-    s = np.cbrt(abs(np.linalg.det(x[:3, :3])))
-    v, t = groom["head"]
-    bv, bt = groom["body"]
-    eye = np.eye(4)
-    if data:
-        def place(p):
-            return (np.asarray(p, np.float64) @ x[:3, :3].T + x[:3, 3]).astype(np.float32)
-        pts, v, bv = place(groom["points"]), place(v).astype(np.float64), place(bv).astype(np.float64)
-        obj, inside = eye, x              # objects at the identity; the scene's frame is in the data
-    else:
-        pts = groom["points"]
-        obj, inside = (_f32(x) if rounded else x), eye
-    hair = HairSet(pts, groom["counts"], name="Hair")
-    neck = (0.0, 0.1, -0.6)
-    # head-local rest matrices (the head's own space: the data's when it carries the scene)
-    pull_rest = inside @ _translate((0.0, 0.9, 0.4))
-    swing_rest = inside @ _translate((0.0, -0.6, 1.0))
-    local = s if data else 1.0           # head-local units per the groom's (radii are head-local)
-    magnets = [Magnet("Pull", pull_rest, radius=1.2 * local),
-               Magnet("Swing", swing_rest, radius=1.0 * local,
-                      dynamic=DynamicMagnet(stiffness=30.0, damping=4.0, gravity_max=9.81 * s))]
-    wig_settings = WigSettings(secondary=SecondarySettings(), compression=Profile.constant(0.3),
-                               length_mode=mode, use_collision=collide, collision_offset=0.01 * s)
-    body = ColliderMesh("Shoulders", bv, bt, obj, offset=0.01 * s)
-    # compression's centre: the head's box centre, in the head's own space (a box is not
-    # carried by a turn: given, as the scene reader takes the head's own)
-    centre = (np.asarray(groom["head"][0]).min(axis=0) + np.asarray(groom["head"][0]).max(axis=0)) / 2
-    centre = inside[:3, :3] @ centre + inside[:3, 3]
-    wig = Wig(hair, obj, obj, magnets, wig_settings, head_mesh=(v, t), head_name="Suzanne",
-              colliders=[body], head_centre=centre)
-    gravity = x[:3, :3] @ np.array([0.0, 0.0, -9.81])
-    state, frames = None, []
-    for f in range(FRAMES):
-        turn = inside @ _rotation((0.2, 0.1, 1.0), 0.05 * f, neck) @ np.linalg.inv(inside)
-        head = obj @ turn
-        # keyed in each magnet's own space, which X scales with the rest of the scene
-        pull = head @ pull_rest @ _translate(np.array([0.0, -0.045, -0.025]) * f)
-        swing = head @ swing_rest @ _translate(np.array([0.06, 0.0, 0.0]) * f)
-        if rounded and not data:
-            head, pull, swing = _f32(head), _f32(pull), _f32(swing)
-        inp = FrameInput(obj, head, np.array([pull, swing]), time=f / 24, gravity=gravity,
-                         collider_matrices=np.array([obj]))
-        out, state = wig.step(inp, state, keep_state=False)
-        frames.append(out.astype(np.float64))
-    return np.stack(frames), wig
-
-
 _BASE = {}
 
 
 def base(groom, mode, collide):
+    """The scene as it is, baked once per mode."""
     key = (mode, collide)
     if key not in _BASE:
         _BASE[key] = bake(groom, np.eye(4), mode, collide, rounded=False)[0]
     return _BASE[key]
-
-
-def similarity(t, axis, angle, scale) -> np.ndarray:
-    return _translate(t) @ _rotation(axis, angle) @ np.diag([scale, scale, scale, 1.0])
 
 
 transforms = st.tuples(
@@ -142,6 +49,7 @@ transforms = st.tuples(
     st.tuples(*[st.floats(-1, 1)] * 3).filter(lambda a: np.linalg.norm(a) > 0.1),
     st.floats(-np.pi, np.pi),
     st.floats(-2, 2).map(lambda e: 10.0 ** e))
+
 
 def test_the_groom_moves_under_the_bake(groom):
     """The scene is a real test: the head turns, the magnets pull, the hair meets the head (the
@@ -183,13 +91,17 @@ def test_moved_turned_and_scaled_objects_bake_the_same_hair(groom, mode, collide
     pass (one placement a point, its direction error at most ~2x a rounding where the segment is
     not squashed, leader.py); the springs damp what a frame rounded before the next adds its own
     (their step contracts), so it does not pile up over the frames: 8 ulp of the coordinates.
-    Before issue 33 the default length mode amplified a rounding by L / |d| (500 ulp)."""
+    Before issue 33 the default length mode amplified a rounding by L / |d| (500 ulp).
+    With collision, a point pushed out of the head lands where its closest surface point is, a
+    map whose slope is rho / (rho − depth) inside a concave fold of radius rho: this groom's
+    pushes reach 1 cm in Suzanne's eye sockets and brow, folds of about 2 cm, so at most twice:
+    16 ulp (3-6 measured, 9 the worst hypothesis found)."""
     x = similarity(*xf)
     got, _ = bake(groom, x, mode, collide, rounded=False)
     want = base(groom, mode, collide)
     magnitude = np.abs(want).max()
     err = np.abs(got - want).max()
-    assert err <= ULP8 * EPS32 * magnitude, (err / (EPS32 * magnitude), xf)
+    assert err <= (2 if collide else 1) * ULP8 * EPS32 * magnitude, (err / (EPS32 * magnitude), xf)
 
 
 @pytest.mark.parametrize("mode, collide", FREE)

@@ -11,6 +11,10 @@ from hair_wig.errors import HairWigError
 from hair_wig.sketch import (SketchSettings, catmull_rom, convex, crossings, curl_loop, drawing_plane, even_in_time,
                              find_loops, keep_outside, ray_hit, resample, sketch_strand)
 from test_wig_core import sphere_mesh
+from tolerance import EPS64, NORM, SEGMENT, magnitude, rounding
+
+# The sketching core is float64 throughout: its 1e-9 and 1e-6 checks of exact geometry sit far
+# above float64's rounding and far below a wrong construction (centimetres).
 
 VIEW = np.array([0.0, -1.0, 0.0])              # the camera looks along −y from y = 5
 
@@ -39,7 +43,9 @@ def test_ray_hits_the_nearest_triangle_and_the_root_lies_on_the_surface():
     o, d = rays([[0.3, 0.4]])
     t_hit, tri, bary = ray_hit(o[0], d[0], v, t)
     root = o[0] + t_hit * d[0]
-    np.testing.assert_allclose(bary @ v[t[tri]], root, atol=1e-12)          # on that triangle
+    # on that triangle: the ray-triangle hit (~30 roundings, float64), o + t d (2) and bary @ v
+    # (5), of coordinates up to the eye's 5 units away
+    np.testing.assert_allclose(bary @ v[t[tri]], root, atol=rounding(magnitude(o, root), 40, eps=EPS64))
     assert root[1] > 0 and abs(np.linalg.norm(root) - 1) < 0.01              # the front, on the sphere
     assert ray_hit([3.0, 5.0, 0.0], VIEW, v, t) is None                      # past the side: a miss
 
@@ -63,7 +69,8 @@ def test_the_curve_passes_through_every_sample_and_its_ends_are_extrapolated():
     rng = np.random.default_rng(1)
     c = np.cumsum(rng.normal(size=(9, 3)), axis=0)
     dense = catmull_rom(c, per_segment=8)
-    np.testing.assert_allclose(dense[::8], c, atol=1e-12)
+    # at a knot the basis weights are 0 and 1: 4 products and 3 sums of the points, float64
+    np.testing.assert_allclose(dense[::8], c, atol=rounding(2 * magnitude(c), 7, eps=EPS64))
     # with C_0 = 2 C_1 − C_2 the first span starts along C_2 − C_1 (its tangent is (C_2 − C_0) / 2)
     tangent = (dense[1] - dense[0]) * 8
     np.testing.assert_allclose(tangent / np.linalg.norm(tangent), (c[1] - c[0]) / np.linalg.norm(c[1] - c[0]),
@@ -77,7 +84,10 @@ def test_samples_are_taken_at_even_time_steps():
     p = np.stack([t, 2 * t, np.zeros_like(t)], axis=1)
     even = even_in_time(p, t, 0.05)
     assert len(even) == 21
-    np.testing.assert_allclose(np.diff(even, axis=0), [[0.05, 0.1, 0.0]] * 20, atol=1e-12)
+    # each sample interpolated between two events (the time's fraction, a difference, a product
+    # and a sum: 8) and two of them differenced: 16 roundings of the positions (<= 2), float64
+    np.testing.assert_allclose(np.diff(even, axis=0), [[0.05, 0.1, 0.0]] * 20,
+                               atol=rounding(magnitude(p), 16, eps=EPS64))
     slow = even_in_time(np.stack([np.sqrt(t), 0 * t, 0 * t], axis=1), t, 0.05)
     gaps = np.diff(slow[:, 0])
     assert gaps[-1] < gaps[0] / 3
@@ -120,7 +130,11 @@ def test_a_loop_becomes_a_curl_ends_fixed_axis_distances_kept_and_out_of_the_pla
         r = p - focal
         return np.linalg.norm(r - (r @ axis)[:, None] * axis, axis=1)
 
-    np.testing.assert_allclose(to_axis(curled[n + 1:m + 1]), to_axis(controls[n + 1:m + 1]), atol=1e-12)
+    # float64: the turn about the axis (its sine and cosine — whose last bits depend on the
+    # CPU's SIMD path — and Rodrigues' sums: ~20) and the distance to the axis measured on each
+    # side (~10 each): 40 roundings of coordinates up to |x|
+    np.testing.assert_allclose(to_axis(curled[n + 1:m + 1]), to_axis(controls[n + 1:m + 1]),
+                               atol=rounding(magnitude(controls), 40, eps=EPS64))
     radius = np.linalg.norm(controls[n + 1:m + 1] - focal, axis=1).mean()
     assert np.abs(curled[:, 1]).max() > 0.5 * radius                          # lifted into a helix
     assert np.abs(curled[n + 1:m + 1, 1]).max() > 0.5 * radius
@@ -151,6 +165,9 @@ def test_keep_outside_lifts_drawn_hair_off_the_head_at_its_lengths():
     out = keep_outside(strand[None], field, 0.01)[0]
     d = field.signed_distance(out[1:])
     assert d.min() > 0.0
-    np.testing.assert_allclose(np.linalg.norm(np.diff(out, axis=0), axis=1),
-                               np.linalg.norm(np.diff(strand, axis=0), axis=1), rtol=1e-12)
+    # lengths kept to float64 rounding: relative to the shortest segment, a follow step (8) and
+    # a push onto the field's surface (5) of coordinates, the ends' difference (2); the norms (8)
+    seg = np.linalg.norm(np.diff(strand, axis=0), axis=1)
+    kept = rounding(magnitude(out) / seg.min(), SEGMENT + 5 + 2, eps=EPS64) + rounding(1.0, 2 * NORM, eps=EPS64)
+    np.testing.assert_allclose(np.linalg.norm(np.diff(out, axis=0), axis=1), seg, rtol=kept)
     np.testing.assert_array_equal(out[0], strand[0])

@@ -6,6 +6,20 @@ import bpy
 import numpy as np
 import pytest
 import scenes
+from tolerance import AFFINE, FOLLOW, NORM, magnitude, rounding
+
+
+def uv_placed(verts, tri_verts, tri_uv, tri, uv, points):
+    """How far a root found again from its float32 surface UV can lie from the root itself:
+    the UV's rounding (1 of |uv|) times the UV map's stretch there (the Jacobian of each root
+    triangle's map, position per UV), the root stored as float32 (1) and the position
+    interpolated from float32 corners (3 products, 2 sums: 5), of |x|. A root in the wrong
+    place on the map is off by a face, centimetres."""
+    corners, uvs = verts[tri_verts[tri]], tri_uv[tri]
+    e_uv = np.stack([uvs[:, 1] - uvs[:, 0], uvs[:, 2] - uvs[:, 0]], axis=2)          # (n, 2, 2)
+    e_xyz = np.stack([corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]], axis=2)
+    stretch = max(float(np.linalg.norm(e_xyz[i] @ np.linalg.inv(e_uv[i]), 2)) for i in range(len(tri)))
+    return stretch * rounding(magnitude(uv), 1) + rounding(magnitude(points), 1 + 5)
 
 
 @pytest.fixture
@@ -77,9 +91,12 @@ def test_grown_hair_sits_on_the_selected_scalp_with_its_uv_exact_lengths_and_out
     ob.data.attributes["surface_uv_coordinate"].data.foreach_get("vector", uv)
     tri, bary = scalp.locate_uv(mesh.tri_uv, uv.reshape(-1, 2), "Hair")
     back = np.einsum("nk,nkd->nd", bary, mesh.positions[mesh.tri_verts[tri]])
-    np.testing.assert_allclose(back, roots, atol=2e-5)
+    np.testing.assert_allclose(back, roots, rtol=0,
+                               atol=uv_placed(mesh.positions, mesh.tri_verts, mesh.tri_uv, tri, uv, roots))
     seg = np.linalg.norm(np.diff(p, axis=1), axis=2)
-    np.testing.assert_allclose(seg, 0.9 / 12, rtol=1e-5)          # exact (float32 storage)
+    # exact in the core (float64); float32 storage rounds each end (2 roundings of |x|,
+    # relative to the segment) and the norm here (4)
+    np.testing.assert_allclose(seg, 0.9 / 12, rtol=rounding(magnitude(p) / (0.9 / 12), 2) + rounding(1.0, NORM))
     d = collision.exact_signed_distance(p[:, 1:].reshape(-1, 3), mesh.positions, mesh.tri_verts)
     assert d.min() > 0.0                                          # nothing inside the head
     assert (p[:, -1, 2] < roots[:, 2] - 0.3).mean() > 0.9          # soft hair hangs
@@ -104,8 +121,12 @@ def test_restyle_keeps_the_curves_roots_lengths_and_attachment(scene, core):
     assert bpy.ops.hair_wig.style_hair() == {"FINISHED"}
     after = positions(ob).reshape(80, 10, 3)
     assert np.all(counts(ob) == 10)
-    np.testing.assert_allclose(after[:, 0], before[:, 0], atol=1e-6)
-    np.testing.assert_allclose(np.linalg.norm(np.diff(after, axis=1), axis=2).sum(axis=1), lengths, rtol=1e-5)
+    # the root kept (float64 in the core), stored as float32 again: 1 rounding of |x|
+    np.testing.assert_allclose(after[:, 0], before[:, 0], rtol=0, atol=rounding(magnitude(before), 1))
+    # each of the 9 segments: its ends stored as float32 (2 roundings of |x|, relative to the
+    # length), and both lengths summed in float32 here (9 sums, 9 norms of 4): to float32
+    length = rounding(magnitude(before, after) / lengths.min(), 2 * 9) + rounding(1.0, 2 * (9 + 9 * NORM))
+    np.testing.assert_allclose(np.linalg.norm(np.diff(after, axis=1), axis=2).sum(axis=1), lengths, rtol=length)
     uv_after = np.empty(80 * 2, np.float32)
     ob.data.attributes["surface_uv_coordinate"].data.foreach_get("vector", uv_after)
     np.testing.assert_array_equal(uv_after, uv_before)
@@ -140,8 +161,13 @@ def test_the_styling_force_pulls_toward_an_object_and_curls_wind_round(scene):
     assert bpy.ops.hair_wig.style_hair() == {"FINISHED"}
     curled = positions(ob).reshape(-1, 25, 3)
     off = np.linalg.norm(curled - axis, axis=2)
-    assert off[:, 0].max() < 1e-6                                        # roots stay (radius 0 there)
-    np.testing.assert_allclose(off[:, 5:], 0.05, rtol=1e-4)              # the radius set, past the ramp
+    # roots stay (radius 0 there): the same seed's roots, plus 0 (the core keeps them exactly)
+    assert off[:, 0].max() == 0.0
+    # the radius set, past the ramp: exact in the core (the frame's unit vectors, sine and
+    # cosine: ~8 roundings of 1, float64); float32 storage rounds both ends (2 of |x|,
+    # relative to the radius) and the norm here (4)
+    radius = rounding(magnitude(curled) / 0.05, 2) + rounding(1.0, 8 + NORM)
+    np.testing.assert_allclose(off[:, 5:], 0.05, rtol=radius)
     st.collide = True
     st.curl, st.curl_strength = "FORCE", 3.0
     assert bpy.ops.hair_wig.style_hair() == {"FINISHED"}
@@ -188,7 +214,9 @@ def test_the_wig_works_on_styled_hair(scene, core):
     assert bpy.ops.hair_wig.bake() == {"FINISHED"}
     scene.frame_set(1)
     played = io.read_evaluated_points(ob, bpy.context.evaluated_depsgraph_get())
-    assert np.abs(played - styled).max() < 1e-5
+    # into head-local space and back (7 roundings each) and the length walk re-placing the 8
+    # points root to tip, of |x|
+    assert np.abs(played - styled).max() < rounding(magnitude(styled), 2 * AFFINE + FOLLOW * 8)
     with pytest.raises(RuntimeError, match="'Hair' is baked: clear the bake"):
         bpy.ops.hair_wig.style_hair()
 
@@ -277,15 +305,24 @@ def test_styled_on_a_moved_turned_scaled_head_in_world_units(scene, core):
     m = np.array(ob.matrix_world)
     world = positions(ob) @ m[:3, :3].T + m[:3, 3]
     p = world.reshape(-1, 11, 3)
-    np.testing.assert_allclose(np.linalg.norm(np.diff(p, axis=1), axis=2), 0.05, rtol=1e-5)
+    # exact in the core (float64, world units); stored in the object's space as float32 (2
+    # roundings of |x|, scaled by 0.5 to the world, relative to the segment) and Blender's
+    # float32 matrix (7 roundings of 1, a relative change of every length)
+    local = magnitude(positions(ob))
+    np.testing.assert_allclose(np.linalg.norm(np.diff(p, axis=1), axis=2), 0.05,
+                               rtol=rounding(0.5 * local / 0.05, 2) + rounding(1.0, AFFINE))
     mesh = io.read_mesh(head, None, "UVMap")
     hm = np.array(head.matrix_world)
     verts = mesh.positions @ hm[:3, :3].T + hm[:3, 3]
     d = collision.exact_signed_distance(p.reshape(-1, 3), verts, mesh.tri_verts).reshape(-1, 11)
-    assert np.abs(d[:, 0]).max() < 1e-5 and d[:, 1:].min() > 0.0
+    # a root set on the mesh (float64), stored in the object's space as float32 (1 rounding of
+    # |x| there, x 0.5 to the world) and both carried by the same float32 matrix (7, of |x|)
+    on_head = rounding(0.5 * local, 1) + rounding(magnitude(p), AFFINE)
+    assert np.abs(d[:, 0]).max() < on_head and d[:, 1:].min() > 0.0
     uv = np.empty(len(p) * 2, np.float32)
     ob.data.attributes["surface_uv_coordinate"].data.foreach_get("vector", uv)
     tri, bary = scalp.locate_uv(mesh.tri_uv, uv.reshape(-1, 2), "Hair")
     back = np.einsum("nk,nkd->nd", bary, verts[mesh.tri_verts[tri]])
-    np.testing.assert_allclose(back, p[:, 0], atol=2e-5)
+    np.testing.assert_allclose(back, p[:, 0], rtol=0,
+                               atol=uv_placed(verts, mesh.tri_verts, mesh.tri_uv, tri, uv, p[:, 0]) + on_head)
     assert (p[:, -1, 2] < p[:, 0, 2] - 0.1).mean() > 0.9              # hangs world-down
