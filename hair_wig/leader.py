@@ -166,18 +166,16 @@ def follow_the_leader(leader: np.ndarray, point: np.ndarray, length: np.ndarray,
     # segment with a zero guide passes and is placed on its leader: L / max(|d|, tiny) = 0.)
     t = np.multiply(LL, R1 * R1)
     sure = dd >= t
+    sure &= gd >= 0
     if turn_back:
         np.multiply(LL, K1 * K1, out=t)
         sure &= gg >= t
         np.multiply(dd, gg, out=t)
         t *= C1 * C1
-        u = gd * gd
-        sure &= u >= t
-        sure &= gd >= 0
-    else:
-        sure &= gd >= 0
-    odd = np.flatnonzero(~sure)
-    if odd.size:
+        np.multiply(gd, gd, out=LL)
+        sure &= LL >= t
+    odd = None if sure.all() else np.flatnonzero(~sure)
+    if odd is not None:
         keep_d = d[:, odd].astype(np.float64)
     nd = np.sqrt(dd, out=scratch) if scratch is not None else np.sqrt(dd)
     scale = np.maximum(nd, np.finfo(dtype).tiny)
@@ -190,10 +188,10 @@ def follow_the_leader(leader: np.ndarray, point: np.ndarray, length: np.ndarray,
     # its length to the rounding of |d| (4 ulp) keeps its point bit for bit — a groom at rest,
     # or hair that only turned, comes back exactly, not re-rounded.
     scale -= 1
-    scale[np.abs(scale) <= 4 * np.finfo(dtype).eps] = 0
+    scale *= np.abs(scale) > 4 * np.finfo(dtype).eps
     d *= scale
     np.add(point, d, out=out)
-    if odd.size == 0:
+    if odd is None:
         return out
     # The rows the screen left: their weight a in full (float64); where a < 1 the direction is
     # blended from d's into the guide's.

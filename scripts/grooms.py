@@ -198,24 +198,30 @@ def quick_fur(density="MEDIUM") -> Groom:
     return Groom("Quick Fur", hair, head)
 
 
-def grass(blades=600, points=8) -> Groom:
-    """Blades on a subdivided ground plane, bent by a Wind field and a dynamic magnet."""
+def ground(size: float, cuts: int, frames=FRAMES):
+    """A new scene over ``frames`` with a subdivided ground plane ``size`` wide, named Ground."""
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = FRAMES
-    bpy.ops.mesh.primitive_plane_add(size=4.0)
-    ground = bpy.context.active_object
-    ground.name = "Ground"
+    scene.frame_start, scene.frame_end = frames
+    bpy.ops.mesh.primitive_plane_add(size=size)
+    plane = bpy.context.active_object
+    plane.name = "Ground"
     bpy.ops.object.mode_set(mode="EDIT")
-    bpy.ops.mesh.subdivide(number_cuts=15)
+    bpy.ops.mesh.subdivide(number_cuts=cuts)
     bpy.ops.object.mode_set(mode="OBJECT")
-    roots, normals, uv = scalp_roots(ground, blades, lambda c, n: np.ones(len(c), bool), seed=3)
+    return plane
+
+
+def grass(blades=600, points=8) -> Groom:
+    """Blades on a subdivided ground plane, bent by a Wind field and a dynamic magnet."""
+    plane = ground(4.0, 15)
+    roots, normals, uv = scalp_roots(plane, blades, lambda c, n: np.ones(len(c), bool), seed=3)
     rng = np.random.default_rng(3)
     t = np.linspace(0, 1, points)[None, :, None]
     lean = np.c_[rng.normal(0, 0.25, (blades, 2)), np.zeros(blades)][:, None]
     height = rng.uniform(0.25, 0.4, (blades, 1, 1))
     pts = roots[:, None] + height * (normals[:, None] * t + lean * t * t)
-    hair = _attach(ground, pts.reshape(-1, 3).astype(np.float32), np.full(blades, points), uv, "Grass")
+    hair = _attach(plane, pts.reshape(-1, 3).astype(np.float32), np.full(blades, points), uv, "Grass")
     bpy.ops.object.effector_add(type="WIND", location=(-3, 0, 0.3), rotation=(0, np.pi / 2, 0))
     wind = bpy.context.active_object
     wind.field.strength = 40.0
@@ -223,7 +229,7 @@ def grass(blades=600, points=8) -> Groom:
     _magnet(hair, (0.0, 0.0, 0.3), (0.0, 0.0, -0.6), FRAMES, radius=1.5, dynamic=True)
     s = hair.hair_wig
     s.use_secondary = True
-    return Groom("grass", hair, ground)
+    return Groom("grass", hair, plane)
 
 
 def flat(strands=400, points=12) -> Groom:

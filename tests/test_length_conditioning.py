@@ -9,7 +9,7 @@ import pytest
 from hair_wig import FrameInput, HairSet, LengthControl, Magnet, Profile, Wig, WigSettings
 from hair_wig.leader import C0, C1, K0, K1, R0, R1, follow_the_leader
 
-EPS32 = float(np.finfo(np.float32).eps)
+from tolerance import SEGMENT, magnitude, rounding
 
 
 def curly(n_strands=40, n=16, seed=0):
@@ -109,7 +109,7 @@ def test_the_step_is_its_plain_reference_on_random_input():
         want = reference(pts, lengths, guides, rests, e)
         assert np.isfinite(got).all()
         scale = np.abs(want).max()
-        assert np.abs(got - want).max() <= 8 * n * EPS32 * scale
+        assert np.abs(got - want).max() <= rounding(scale, 8 * n)
 
 
 @pytest.mark.parametrize("fraction", [1e-2, 1e-3, 0.0])
@@ -126,8 +126,9 @@ def test_a_strand_squashed_towards_its_root_comes_back_to_its_shape(fraction):
     squashed = (rest[:, :1] + fraction * (rest - rest[:, :1])).astype(np.float32)
     got = walk(squashed, lengths, np.diff(rest, axis=1))
     assert np.isfinite(got).all()
-    np.testing.assert_allclose(seg_lengths(got), lengths, rtol=4 * EPS32, atol=4 * EPS32 * 0.3)
-    assert np.abs(got - rest).max() <= 8 * n * EPS32 * np.abs(rest).max()
+    # each placement leaves its own segment SEGMENT roundings of the coordinates (tolerance.py)
+    np.testing.assert_allclose(seg_lengths(got), lengths, rtol=0, atol=rounding(magnitude(rest), SEGMENT))
+    assert np.abs(got - rest).max() <= rounding(magnitude(rest), 8 * n)
     assert turns(got).max() <= turns(rest).max() + 0.01
     if fraction:
         assert turns(textbook(squashed, lengths)).max() > 150          # the fold this replaces
@@ -152,7 +153,7 @@ def test_the_step_adds_no_more_than_rounding_to_a_squashed_strand(fraction):
     lengths = seg_lengths(rest).astype(np.float32)
     squashed = (rest[:, :1] + fraction * (rest - rest[:, :1])).astype(np.float32)
     rests = np.diff(rest, axis=1)
-    bound = 4 * n * EPS32 * np.abs(rest).max()
+    bound = rounding(magnitude(rest), 4 * n)
     got = walk(squashed, lengths, rests)
     want = reference(squashed, lengths, np.diff(squashed, axis=1), rests)
     assert np.abs(got - want).max() <= bound
@@ -184,9 +185,10 @@ def test_a_magnet_that_squashes_the_hair_makes_it_bunch_not_fold(mode, fraction)
     assert np.isfinite(got).all()
     rest_len = seg_lengths(rest)
     if mode == "SEGMENT":
-        np.testing.assert_allclose(seg_lengths(got), rest_len, rtol=4 * EPS32, atol=4 * EPS32 * 0.3)
-    else:
-        np.testing.assert_allclose(seg_lengths(got).sum(1), rest_len.sum(1), rtol=4 * n * EPS32)
+        np.testing.assert_allclose(seg_lengths(got), rest_len, rtol=0, atol=rounding(magnitude(rest), SEGMENT))
+    else:                                   # n segments, each its scale's and add's roundings
+        np.testing.assert_allclose(seg_lengths(got).sum(1), rest_len.sum(1), rtol=0,
+                                   atol=rounding(magnitude(rest), SEGMENT * n))
     asked = asked.reshape(s, n, 3)
     ok = np.all(seg_lengths(asked) > 0, axis=1)            # a squash to nothing has no turns to keep
     own = turns(rest) if fraction > K0 else 0.0
