@@ -99,15 +99,23 @@ def guide_direction(guide: np.ndarray, length: np.ndarray, rest=None) -> np.ndar
     else:
         r_unit = _unit_or(np.asarray(r, guide.dtype)[:, weak], up[:, weak])
     bw = b[weak]
-    mixed = g[:, weak] * bw + r_unit * (1 - bw)
-    # a guide turned back against its rest segment can cancel it in the blend: then the
-    # stronger of the two, whole (only for segments under 1 % of their length)
-    nm = np.sqrt(_dot(mixed, mixed))
-    cancel = nm < 0.5
-    if cancel.any():
-        mixed[:, cancel] = np.where(bw[cancel] >= 0.5, g[:, weak[cancel]], r_unit[:, cancel])
-        nm[cancel] = 1.0
-    g[:, weak] = mixed / nm
+    gw = g[:, weak]
+    # Turned from the rest direction towards the guide by the fraction b of the angle between
+    # them (a slerp): continuous in both, whatever that angle — a plain blend of the two would
+    # cancel where a guide points back against its rest. Exactly opposite (no plane to turn
+    # in) the stronger of the two is taken whole.
+    cos = np.clip(_dot(gw, r_unit), -1.0, 1.0)
+    theta = np.arccos(cos)
+    sin = np.sin(theta)
+    turn = sin > 1e-6
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wr = np.where(turn, np.sin((1 - bw) * theta) / sin, 1 - bw)
+        wg = np.where(turn, np.sin(bw * theta) / sin, bw)
+    opposite = ~turn & (cos < 0)
+    wr = np.where(opposite, (bw < 0.5).astype(wr.dtype), wr)
+    wg = np.where(opposite, (bw >= 0.5).astype(wg.dtype), wg)
+    mixed = gw * wg + r_unit * wr
+    g[:, weak] = mixed / np.sqrt(_dot(mixed, mixed))
     return g
 
 
@@ -134,7 +142,7 @@ def follow_the_leader(leader: np.ndarray, point: np.ndarray, length: np.ndarray,
     elasticity : float
         ``e`` in ``ℓ = e |d| + (1 − e) L``: 0 keeps every segment exactly its length.
     out : (3, S), optional
-        Where ``p'_j`` is written; may be ``point`` itself (in place).
+        Where ``p'_j`` is written; may be ``point`` itself (in place), never ``leader``.
     scratch : (S,), optional
         Reused for ``|d|``.
     work : (3, S), optional
@@ -160,16 +168,18 @@ def follow_the_leader(leader: np.ndarray, point: np.ndarray, length: np.ndarray,
     gd = _dot(guide, d)
     gg = _dot(guide, guide)
     LL = length * length
-    # Rows every rule trusts, tested in squares (no root, in place): |d| >= R1 L, d within 60° of
-    # the guide, the guide at least K1 L long (so G1 too). Every other row is weighed in full below; where its weight comes out 1
-    # (a rounding at a rule's edge) it keeps the textbook result all the same. (A zero-length
-    # segment with a zero guide passes and is placed on its leader: L / max(|d|, tiny) = 0.)
+    # Rows every rule trusts, tested in squares (no root, in place): |d| >= R1 L, d not against
+    # the guide, the guide long enough to speak for itself (K1 L, or G1 L in a dynamics layer)
+    # and, in refinement, d within 60° of it. Every other row — and every segment of zero rest
+    # length — is weighed in full below; where its weight comes out 1 (a rounding at a rule's
+    # edge) it keeps the textbook result all the same.
     t = np.multiply(LL, R1 * R1)
     sure = dd >= t
     sure &= gd >= 0
+    sure &= length > 0
+    np.multiply(LL, (K1 if turn_back else G1) ** 2, out=t)
+    sure &= gg >= t                       # the guide speaks for itself (K1 >= G1)
     if turn_back:
-        np.multiply(LL, K1 * K1, out=t)
-        sure &= gg >= t
         np.multiply(dd, gg, out=t)
         t *= C1 * C1
         np.multiply(gd, gd, out=LL)
@@ -179,18 +189,22 @@ def follow_the_leader(leader: np.ndarray, point: np.ndarray, length: np.ndarray,
         keep_d = d[:, odd].astype(np.float64)
     nd = np.sqrt(dd, out=scratch) if scratch is not None else np.sqrt(dd)
     scale = np.maximum(nd, np.finfo(dtype).tiny)
-    np.divide(length, scale, out=scale)
     e = dtype.type(elasticity)
-    if e:
-        scale *= 1 - e
-        scale += e
+    # a zero-length d overflows here to inf (and 0 · inf to NaN): never kept, every such row is
+    # an odd one and is placed again below
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.divide(length, scale, out=scale)
+        if e:
+            scale *= 1 - e
+            scale += e
     # The textbook p'_{j-1} + s d written as p + (s − 1) d: the same point, and a segment already
     # its length to the rounding of |d| (4 ulp) keeps its point bit for bit — a groom at rest,
     # or hair that only turned, comes back exactly, not re-rounded.
-    scale -= 1
-    scale *= np.abs(scale) > 4 * np.finfo(dtype).eps
-    d *= scale
-    np.add(point, d, out=out)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scale -= 1
+        scale *= np.abs(scale) > 4 * np.finfo(dtype).eps
+        d *= scale
+        np.add(point, d, out=out)
     if odd is None:
         return out
     # The rows the screen left: their weight a in full (float64); where a < 1 the direction is

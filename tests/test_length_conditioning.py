@@ -54,7 +54,10 @@ def reference(points, lengths, guides, rests, e=0.0):
             nd = np.linalg.norm(d)
             g0 = guides[s, j - 1].astype(np.float64)
             b = smooth((np.linalg.norm(g0) / L - 1e-3) / (1e-2 - 1e-3)) if L > 0 else 1.0
-            g = unit(b * unit(g0) + (1 - b) * unit(rests[s, j - 1].astype(np.float64)))
+            gu, ru = unit(g0), unit(rests[s, j - 1].astype(np.float64))
+            th = np.arccos(np.clip(gu @ ru, -1, 1))      # turned from the rest towards the guide
+            g = unit((np.sin(b * th) * gu + np.sin((1 - b) * th) * ru) / np.sin(th)
+                     if np.sin(th) > 1e-6 else (gu if b >= 0.5 or gu @ ru > 0 else ru))
             a = smooth((nd / L - R0) / (R1 - R0)) if L > 0 else 1.0
             if nd > 0:                      # a fold: d turned away from the guide (or the rest)
                 a *= smooth((np.dot(d / nd, g) - C0) / (C1 - C0))
