@@ -192,15 +192,14 @@ def follow_the_leader(leader: np.ndarray, point: np.ndarray, length: np.ndarray,
     e = dtype.type(elasticity)
     # a zero-length d overflows here to inf (and 0 · inf to NaN): never kept, every such row is
     # an odd one and is placed again below
+    # The textbook p'_{j-1} + s d written as p + (s − 1) d: the same point, and a segment already
+    # its length to the rounding of |d| (4 ulp) keeps its point bit for bit — a groom at rest,
+    # or hair that only turned, comes back exactly, not re-rounded.
     with np.errstate(over="ignore", invalid="ignore"):
         np.divide(length, scale, out=scale)
         if e:
             scale *= 1 - e
             scale += e
-    # The textbook p'_{j-1} + s d written as p + (s − 1) d: the same point, and a segment already
-    # its length to the rounding of |d| (4 ulp) keeps its point bit for bit — a groom at rest,
-    # or hair that only turned, comes back exactly, not re-rounded.
-    with np.errstate(over="ignore", invalid="ignore"):
         scale -= 1
         scale *= np.abs(scale) > 4 * np.finfo(dtype).eps
         d *= scale
@@ -210,7 +209,7 @@ def follow_the_leader(leader: np.ndarray, point: np.ndarray, length: np.ndarray,
     # The rows the screen left: their weight a in full (float64); where a < 1 the direction is
     # blended from d's into the guide's.
     L = length[odd].astype(np.float64)
-    keep_nd = np.sqrt(np.einsum("ks,ks->s", keep_d, keep_d))
+    keep_nd = np.sqrt(_dot(keep_d, keep_d))
     rest_k = None
     if rest is not None:
         rest_k = (lambda: np.asarray(rest() if callable(rest) else rest)[:, odd].astype(np.float64))
@@ -221,10 +220,10 @@ def follow_the_leader(leader: np.ndarray, point: np.ndarray, length: np.ndarray,
         dh = keep_d / np.where(keep_nd > 0, keep_nd, 1.0)
         a = _smoothstep((keep_nd / Lq - R0) / (R1 - R0))
         # a fold: d turned away from the guide (or, where that is too short to tell, the rest)
-        cos = np.einsum("ks,ks->s", dh, g)
+        cos = _dot(dh, g)
         if turn_back:
             fold = _smoothstep((cos - C0) / (C1 - C0))
-            squashed = _smoothstep((np.sqrt(np.einsum("ks,ks->s", g_in, g_in)) / Lq - K0) / (K1 - K0))
+            squashed = _smoothstep((np.sqrt(_dot(g_in, g_in)) / Lq - K0) / (K1 - K0))
             shape = np.where(L > 0, squashed, 1.0)
         else:                     # only never against the guide: the blend must not cancel
             fold = _smoothstep((cos + 0.75) / 0.5)
@@ -237,7 +236,7 @@ def follow_the_leader(leader: np.ndarray, point: np.ndarray, length: np.ndarray,
     a, dh, g, keep_nd, L = a[blend], dh[:, blend], g[:, blend], keep_nd[blend], L[blend]
     rows = odd[blend]
     u = dh * a + g * (1 - a)
-    nu = np.sqrt(np.einsum("ks,ks->s", u, u))
+    nu = np.sqrt(_dot(u, u))
     flat = nu < 1e-6             # a guard: the blend only mixes directions within 139° of each other
     u = np.where(flat, g, u / np.where(flat, 1.0, nu))
     ell = elasticity * keep_nd + (1 - elasticity) * L

@@ -727,10 +727,10 @@ class Wig:
     def _walk(self, p, base, span, first_strand) -> float:
         """Follow-the-leader with collision, root to tip, on every strand of the block (one point
         count; SPEC §6.4): each point placed its segment's length from the one before
-        (``leader.follow_the_leader``: towards where it was asked to be, turned towards the
-        segment as it came in where that is squashed or turns back, and towards the rest
-        segment of ``base`` (3, C) where that is zero too); then the points the grid says may be within their limit are pushed out of every
-        collider and set back on their segment's length, ``collision_iterations`` times. The
+        (``LengthControl.steps``: towards where it was asked to be, turned towards the segment
+        as it came in where that is squashed or turns back, and towards the rest segment of
+        ``base`` (3, C) where that is zero too); then the points the grid says may be within
+        their limit are pushed out of every collider and set back on their segment's length, ``collision_iterations`` times. The
         block is turned point-major once, so each step is one pass over contiguous rows. Returns
         the deepest point left inside."""
         length = self.length
@@ -741,19 +741,11 @@ class Wig:
         rest = length.rest_columns(first_strand, count)
         index = span.start + np.arange(count, dtype=np.int64) * n              # each strand's root
         strands = slice(first_strand, first_strand + count)
-        scratch = np.empty(count, np.float32)
         # per collider, a lower bound of each strand's last point's distance (near_step)
         margins = [np.full(count, -np.inf, np.float32) for _ in self.colliders]
         seg = np.empty(count, np.float32) if length.elasticity else None
         depth = 0.0          # what is left inside: every other point was placed outside
-        bview = base.reshape(3, count, n)
-        work, guide = np.empty((3, count), np.float32), np.empty((3, count), np.float32)
-        came = q[:, 0].copy()                   # where the leader was asked to be
-        for j in range(1, n):
-            np.subtract(q[:, j], came, out=guide)   # the segment as it came in
-            np.copyto(came, q[:, j])
-            length.follow(q[:, j - 1], q[:, j], rest[j], guide,
-                          lambda: bview[:, :, j] - bview[:, :, j - 1], scratch, work)
+        for j in length.steps(q, rest, base.reshape(3, count, n)):
             if seg is not None:      # elastic: the segment is not its rest length
                 d = q[:, j] - q[:, j - 1]
                 np.sqrt(np.einsum("ks,ks->s", d, d), out=seg)

@@ -9,6 +9,7 @@ from .errors import HairWigError
 from .hairset import HairSet
 from .leader import follow_the_leader
 
+
 def compensate_compression(rest: np.ndarray, displaced: np.ndarray, centre: np.ndarray,
                            alpha: np.ndarray, out: np.ndarray) -> np.ndarray:
     """Scale the part of each displacement that points towards the head centre by ``α(t)``
@@ -143,6 +144,23 @@ class LengthControl:
         return follow_the_leader(leader, point, rest, guide, rest_dir, self.elasticity, out=point,
                                  scratch=scratch, work=work)
 
+    def steps(self, q: np.ndarray, rest: np.ndarray, rest_rows: np.ndarray):
+        """Follow-the-leader root to tip over point-major strands ``q`` (3, n, S), in place,
+        yielding each ``j`` once point ``j`` is placed — a caller may move it further (collision)
+        before the next is placed from it. ``rest`` (n, S): the segments' lengths; ``rest_rows``
+        (3, S, n): the rest pose, where a segment squashed to nothing takes its direction. Each
+        point is guided by its segment as it came in (``follow``)."""
+        count = q.shape[2]
+        scratch = np.empty(count, np.float32)
+        work, guide = np.empty((3, count), np.float32), np.empty((3, count), np.float32)
+        came = q[:, 0].copy()                        # where the leader was asked to be
+        for j in range(1, q.shape[1]):
+            np.subtract(q[:, j], came, out=guide)    # the segment as it came in
+            np.copyto(came, q[:, j])
+            self.follow(q[:, j - 1], q[:, j], rest[j], guide,
+                        lambda: rest_rows[:, :, j] - rest_rows[:, :, j - 1], scratch, work)
+            yield j
+
     def _rest_rows_of(self, base: np.ndarray | None, first_point: int, count: int) -> np.ndarray:
         """The rest pose (3, count) of the points from ``first_point`` on, in the points' space:
         ``base`` when the caller has it (this frame's, head-local), else the bound one."""
@@ -165,15 +183,9 @@ class LengthControl:
         sel = slice(None) if strands is None else strands
         q = np.ascontiguousarray(view[:, sel].transpose(0, 2, 1))          # (3, n, S)
         rest = self.rest_columns(first, count)[:, sel]                      # (n, S)
-        bview = self._rest_rows_of(base, first * n, count * n).reshape(3, count, n)
-        scratch = np.empty(q.shape[2], np.float32)
-        work, guide = np.empty((3, q.shape[2]), np.float32), np.empty((3, q.shape[2]), np.float32)
-        came = q[:, 0].copy()                        # where the leader was asked to be
-        for j in range(1, n):
-            np.subtract(q[:, j], came, out=guide)    # the segment as it came in
-            np.copyto(came, q[:, j])
-            self.follow(q[:, j - 1], q[:, j], rest[j], guide,
-                        lambda: bview[:, sel, j] - bview[:, sel, j - 1], scratch, work)
+        rest_rows = self._rest_rows_of(base, first * n, count * n).reshape(3, count, n)[:, sel]
+        for _ in self.steps(q, rest, rest_rows):
+            pass
         if strands is None:
             view[...] = q.transpose(0, 2, 1)
         else:

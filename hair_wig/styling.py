@@ -159,8 +159,8 @@ def relay(collide, strands):
         direction = guide_direction(step.T, seg).T
         slid = _slide(collide, out[:, k - 1], direction, seg, k)
         leader = out[:, k - 1].T
-        step = seg * slid.T                          # the segment as laid: its own guide
-        out[:, k] = follow_the_leader(leader, leader + step, seg, step).T
+        laid = seg * slid.T                          # the segment as laid: its own guide
+        out[:, k] = follow_the_leader(leader, leader + laid, seg, laid).T
     return out
 
 
