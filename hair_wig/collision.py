@@ -209,6 +209,7 @@ class MeshField:
     LIST_CELL = 2        # grid cells per side of the cells that keep triangle lists
     LIST_BAND = 1.5      # a cell keeps the triangles within this many grid cells of it
     COHERENT = 0.8       # a list cell whose unit normals sum to less than this per triangle is folded
+    SHEET_ERROR = 1.0    # how far (cells) the grid may be off where the surface is one sheet
     FOLD_ERROR = 2.0     # how far (cells) the grid may be off where the surface folds
     SEAM = 1.0           # a cell whose corners' signs differ by more than its diagonal + this many
                          # cells is a seam (swept nodes are off by up to ~0.13 cell on a sphere)
@@ -231,6 +232,9 @@ class MeshField:
         used = v[np.unique(tri)]
         lo, hi = used.min(axis=0), used.max(axis=0)
         self.size = float(max((hi - lo).max(), 1e-12))
+        # the mesh's diameter about its centroid, to within a factor 2: unlike the box it does not
+        # change as the mesh turns, so tolerances scaled by it decide alike in any orientation
+        self.extent = float(max(2 * np.sqrt(((used - used.mean(axis=0)) ** 2).sum(axis=1).max()), 1e-12))
         self.box = (lo, hi)
         if cell:
             h = float(cell)
@@ -348,14 +352,17 @@ class MeshField:
         cell = key >> bits
         self.list_start = np.zeros(int(self.list_dims.prod()) + 1, np.int64)
         np.cumsum(np.bincount(cell, minlength=len(self.list_start) - 1), out=self.list_start[1:])
-        # How far the grid's distance may be off in each cell: half a cell where the surface is
-        # one sheet; where it folds back within the cell's reach (an ear, an eyelid, a thin
+        # How far the grid's distance may be off in each cell: a cell where the surface is one
+        # sheet interpolates a 1-Lipschitz distance from its corners, off by at most the mean
+        # distance to them (half its diagonal, at its centre: 0.87) plus the swept nodes' own
+        # error (~0.13 on a sphere): one cell (half a cell, assumed before, was 0.83 off beside
+        # Suzanne's eye); where it folds back within the cell's reach (an ear, an eyelid, a thin
         # brim: faces whose normals disagree), the grid cannot see the inside, and up to two.
         count = np.diff(self.list_start)
         filled = np.flatnonzero(count)
         sums = np.stack([np.add.reduceat(fnr[k].take(self.list_tri), self.list_start[filled]) for k in range(3)])
         folded = np.sqrt(_dot(sums, sums)) < self.COHERENT * count[filled]
-        self.grid_error = np.full(len(count), np.float32(0.5 * self.cell))
+        self.grid_error = np.full(len(count), np.float32(self.SHEET_ERROR * self.cell))
         self.grid_error[filled[folded]] = np.float32(self.FOLD_ERROR * self.cell)
         # for screen(): float32 columns and strides
         self._origin_col = self.origin.astype(np.float32)[:, None]
@@ -478,7 +485,7 @@ class MeshField:
         A wide cell lists the triangles whose bounding sphere comes within its band of the cell's
         box."""
         band = np.full(len(self.list_start) - 1, np.float32(self.LIST_BAND))
-        band[self.grid_error > np.float32(0.5 * self.cell)] = self.FOLD_ERROR
+        band[self.grid_error > np.float32(self.SHEET_ERROR * self.cell)] = self.FOLD_ERROR
         if self.untrusted is not None:
             g = np.unravel_index(np.flatnonzero(self.untrusted), tuple(int(x) for x in self.dims))
             band[np.ravel_multi_index(tuple(x // self.LIST_CELL for x in g), tuple(self.list_dims))] = self.SEAM_BAND
@@ -720,7 +727,7 @@ class MeshField:
         sign = np.where(side < 0, -1.0, 1.0)
         sd[known] = sign * dist
         closest[known] = _take_rows(cp, k).T + self.origin
-        safe = dist > 1e-9 * self.size
+        safe = dist > 1e-9 * self.extent
         nn = n / np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-300)
         outward[known] = np.where(safe[:, None], dk * (sign / np.where(safe, dist, 1))[:, None], nn)
         return sd, closest, outward, known
@@ -809,20 +816,23 @@ class MeshField:
             ok[redo] = r[3]
         return sd, cp, out, ok
 
-    def project(self, p: np.ndarray, limit: np.ndarray, tolerance: float = 0.0):
+    def project(self, p: np.ndarray, limit: np.ndarray, tolerance: float = 0.0, direction: bool = False):
         """Push every point of ``p`` (N, 3) whose signed distance is below ``limit`` (N,) out to
         that distance: exactly from its closest point near the surface, along the grid's gradient
-        beyond. Returns the new positions (N, 3) of the points moved, and their indices."""
+        beyond. Returns the new positions (N, 3) of the points moved, and their indices; with
+        ``direction`` also the unit direction (N, 3) each was pushed along (the surface's outward
+        one at its closest point: a push of a rounding still has a direction to the digit)."""
         d, grad = self.lookup(p)
         lim = np.asarray(limit, np.float64)
         err = self.error_at(p)
         maybe = np.flatnonzero(d < lim + err)
         if maybe.size == 0:
-            return np.zeros((0, 3)), maybe
+            return (np.zeros((0, 3)), maybe) + ((np.zeros((0, 3)),) if direction else ())
         p = np.asarray(p, np.float64)
         dm = d[maybe].astype(np.float64)
         lim = lim[maybe]
         new = p[maybe].copy()
+        along = np.zeros_like(new)
         moved = np.zeros(len(maybe), bool)
         grid = np.ones(len(maybe), bool)                 # decided by the grid
         check = np.flatnonzero(np.abs(dm) < self.exact_reach + err[maybe])
@@ -831,6 +841,7 @@ class MeshField:
             push = ok & (sd < lim[check] - tolerance)
             k = check[push]
             new[k] = cp[push] + out[push] * lim[check][push, None]
+            along[k] = out[push]
             moved[k] = True
             grid[check[ok]] = False
         far = grid & (dm < lim - tolerance)
@@ -839,7 +850,10 @@ class MeshField:
             gn = np.linalg.norm(g, axis=1, keepdims=True)
             g = np.where(gn > 1e-12, g / np.maximum(gn, 1e-300), 0.0)
             new[far] += g * (lim[far] - dm[far])[:, None]
+            along[far] = g
             moved |= far
+        if direction:
+            return new[moved], maybe[moved], along[moved]
         return new[moved], maybe[moved]
 
 
@@ -902,7 +916,7 @@ class RayField:
     def __init__(self, radius_map):
         self.map = radius_map
         self.name = radius_map.name
-        self.size = 2 * radius_map.outer
+        self.size = self.extent = 2 * radius_map.outer
         self.cell = self.size / max(radius_map.shape)
 
     def _polar(self, p):
@@ -915,11 +929,11 @@ class RayField:
         r, _, radius = self._polar(p)
         return r - radius
 
-    def project(self, p: np.ndarray, limit: np.ndarray, tolerance: float = 0.0):
+    def project(self, p: np.ndarray, limit: np.ndarray, tolerance: float = 0.0, direction: bool = False):
         r, dirs, radius = self._polar(p)
         moved = np.flatnonzero(r - radius < np.asarray(limit, np.float64) - tolerance)
         new = self.map.centre + dirs[moved] * (radius[moved] + limit[moved])[:, None]
-        return new, moved
+        return (new, moved, dirs[moved]) if direction else (new, moved)
 
 
 class ColliderMesh:
@@ -972,7 +986,12 @@ class Collider:
         self.offset = float(offset)
         self.to_field = None
         self.from_field = None
-        self.tolerance = 1e-7 * self.field.size
+        # How far inside a push may leave a point and still count as out: float32 rounding of
+        # the field's size, and of the coordinates where it lies (a point pushed out by less
+        # than half an ulp of its coordinates does not move, and would count as stuck inside:
+        # head-local coordinates can be several times the collider's size).
+        reach = float(np.abs(v).max()) if len(v) else 0.0
+        self.tolerance = 1e-7 * self.field.extent + 2 * float(np.finfo(np.float32).eps) * reach
 
     @property
     def moved(self) -> bool:
@@ -1139,20 +1158,48 @@ class Collider:
         m = self.to_field.astype(np.float32)
         return m[:3, :3] @ q + m[:3, 3:4]
 
-    def project_at(self, q: np.ndarray, index: np.ndarray) -> np.ndarray:
+    def project_at(self, q: np.ndarray, index: np.ndarray, normal: np.ndarray | None = None) -> np.ndarray:
         """Push points ``q`` (3, S, head-local) — the wig's points ``index`` (S,) — out to their
-        collision surface, in place. Returns the positions into ``q`` that moved."""
+        collision surface, in place. Returns the positions into ``q`` that moved; ``normal``
+        (3, S), when given, gets the unit direction each moved point was pushed along."""
         pick, x = self._in_field(q, index)
         if pick.size == 0:
             return pick
-        new, moved = self.field.project(x, self.limit[index[pick]], self.tolerance)
+        new, moved, along = self.field.project(x, self.limit[index[pick]], self.tolerance, direction=True)
         if moved.size == 0:
             return moved
         if self.from_field is not None:
             new = new @ self.from_field[:3, :3].T + self.from_field[:3, 3]
+            along = along @ self.from_field[:3, :3].T
+            along /= np.maximum(np.linalg.norm(along, axis=1, keepdims=True), 1e-300)
         pick = pick[moved]
         q[:, pick] = new.T
+        if normal is not None:
+            normal[:, pick] = along.T
         return pick
+
+    def outward_at(self, q: np.ndarray) -> np.ndarray:
+        """The direction (3, K, head-local, unit or zero) away from the surface at points ``q``
+        (3, K, head-local): from each point's exact closest point where the point is within the
+        exact band, so it turns with the mesh whatever its grid; the grid's gradient beyond."""
+        x = q.T.astype(np.float64)
+        if self.to_field is not None:
+            x = x @ self.to_field[:3, :3].T + self.to_field[:3, 3]
+        field = self.field
+        if isinstance(field, MeshField):
+            d, g = field.lookup(x)
+            g = np.where(np.isfinite(d)[:, None], g, 0.0).astype(np.float64)
+            near = np.flatnonzero(np.abs(d) < field.exact_reach + field.error_at(x))
+            if near.size:
+                _, _, out, ok = field._exact_in_band(x[near], d[near])
+                g[near[ok]] = out[ok]
+        else:
+            g = field._polar(x)[1]
+        g = g.T
+        if self.from_field is not None:
+            g = self.from_field[:3, :3] @ g
+        norm = np.sqrt(_dot(g, g))
+        return g * np.divide(1.0, norm, out=np.zeros_like(norm), where=norm > 1e-12)
 
     def near_rows(self, q: np.ndarray, reach: np.ndarray) -> np.ndarray:
         """Which head-local points ``q`` (3, K) may lie within ``reach`` (K,) of the surface, by

@@ -761,12 +761,13 @@ class Wig:
                     break
                 qa = q[:, j, at]
                 pushed = np.zeros(len(at), bool)
+                normal = np.zeros((3, len(at)))
                 for c in self.colliders:
-                    pushed[c.project_at(qa, at_j[at])] = True
+                    pushed[c.project_at(qa, at_j[at], normal)] = True
                 at = at[pushed]
                 if at.size == 0:
                     break
-                q[:, j, at] = _onto_circle(q[:, j - 1, at], q[:, j, at], qa[:, pushed])
+                q[:, j, at] = _onto_circle(q[:, j - 1, at], q[:, j, at], qa[:, pushed], normal[:, pushed])
             if at.size:
                 # still unresolved after the last tangent-plane step (a crease or a pocket)
                 self._swing_out(q, j, at_j, at)
@@ -811,19 +812,11 @@ class Wig:
         # strand's previous segment, else away from the collider at j − 1 (a pocket under an
         # ear can close the first way); the first that is outside. Failing all, a pocket
         # (between an eye and a brow, under an ear): the outside direction nearest to where
-        # the point is, among 26 round point j − 1.
+        # the point is, among 128 round point j − 1.
         ways = [out]
         if j > 1:
             ways.append(_unit(c - q[:, j - 2, deep]))
-        for col in self.colliders:
-            if hasattr(col.field, "gradient"):
-                x = c.T.astype(np.float64)
-                if col.to_field is not None:
-                    x = x @ col.to_field[:3, :3].T + col.to_field[:3, 3]
-                g = np.asarray(col.field.gradient(x), np.float64).T
-                if col.from_field is not None:
-                    g = col.from_field[:3, :3] @ g
-                ways.append(_unit(g))
+        ways.extend(col.outward_at(c) for col in self.colliders)
         free = self._outside(c[None] + np.stack(ways) * length, at)        # (ways, K)
         hi = out.copy()
         found = np.zeros(k, bool)
@@ -832,12 +825,17 @@ class Wig:
             hi[:, take] = way[:, take]
             found |= take
         if not found.all():
+            # directions spread evenly over the sphere, in a frame of the point's own (its
+            # segment, the push's direction): they turn with the scene, so where the search
+            # lands does not depend on how the scene's axes lie
             rest = np.flatnonzero(~found)
-            free = self._outside(c[None, :, rest] + _AROUND[:, :, None] * length[rest], at[rest])
-            score = np.where(free, _AROUND @ lo[:, rest], -np.inf)       # (26, R)
+            frame = _frame(lo[:, rest], out[:, rest])                       # (3, 3, R)
+            around = np.einsum("ak,kir->air", _AROUND, frame)               # (A, 3, R)
+            free = self._outside(c[None, :, rest] + around * length[rest], at[rest])
+            score = np.where(free, _AROUND[:, :1], -np.inf)                 # (A, R): along the segment
             best = np.argmax(score, axis=0)
-            some = np.isfinite(score.max(axis=0))
-            hi[:, rest[some]] = _AROUND[best[some]].T
+            some = np.flatnonzero(np.isfinite(score.max(axis=0)))
+            hi[:, rest[some]] = around[best[some], :, some].T
         s = (np.arange(1, 10) / 10.0)[:, None, None]
         cols = np.arange(k)
         for _ in range(rounds):
@@ -887,9 +885,34 @@ def _shifted(m: np.ndarray, origin: np.ndarray) -> np.ndarray:
     return m
 
 
-_AROUND = np.array([(x, y, z) for x in (-1, 0, 1) for y in (-1, 0, 1) for z in (-1, 0, 1)
-                    if (x, y, z) != (0, 0, 0)], np.float64)
-_AROUND /= np.linalg.norm(_AROUND, axis=1, keepdims=True)
+def _spread(n: int) -> np.ndarray:
+    """``n`` unit directions (n, 3) spread evenly over the sphere (a Fibonacci spiral from +x,
+    the first axis, to −x): about 18° apart at 128."""
+    k = np.arange(n) + 0.5
+    x = 1 - 2 * k / n
+    r = np.sqrt(1 - x * x)
+    turn = np.pi * (3 - np.sqrt(5)) * k
+    return np.stack([x, r * np.cos(turn), r * np.sin(turn)], axis=1)
+
+
+_AROUND = _spread(128)
+
+
+def _frame(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Orthonormal frames (3 axes, 3, K): the first along ``a`` (3, K, unit), the second
+    along the part of ``b`` (3, K) across it — or, where ``b`` has none, across ``a`` towards
+    its smallest coordinate — the third their cross product."""
+    b = b - a * np.sum(a * b, axis=0)
+    n = np.sqrt(np.sum(b * b, axis=0))
+    weak = n <= 1e-6
+    if weak.any():
+        k = np.argmin(np.abs(a[:, weak]), axis=0)
+        e = np.zeros((3, int(weak.sum())))
+        e[k, np.arange(e.shape[1])] = 1.0
+        e -= a[:, weak] * np.sum(a[:, weak] * e, axis=0)
+        b[:, weak] = e
+    b = _unit(b)
+    return np.stack([a, b, np.cross(a, b, axis=0)])
 
 
 def _unit(v: np.ndarray, axis: int = 0) -> np.ndarray:
@@ -898,14 +921,14 @@ def _unit(v: np.ndarray, axis: int = 0) -> np.ndarray:
     return v / np.maximum(n, 1e-30)
 
 
-def _onto_circle(c: np.ndarray, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+def _onto_circle(c: np.ndarray, before: np.ndarray, after: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Where a point ``before`` (3, S), at its segment's length from ``c``, goes when a
-    collider pushed it to ``after``: the point at that same distance from ``c`` that lies on the
-    collision surface's tangent plane there (normal along the push), nearest ``before`` — the
-    circle where the segment's sphere meets the plane. Where the sphere misses the plane, the
-    point is set on the segment's length along ``after − c`` instead (follow-the-leader)."""
-    n = after - before
-    n /= np.maximum(np.sqrt(np.einsum("ks,ks->s", n, n)), 1e-30)
+    collider pushed it to ``after`` along ``n`` (3, S, unit): the point at that same distance
+    from ``c`` that lies on the collision surface's tangent plane there, nearest ``before`` —
+    the circle where the segment's sphere meets the plane. Where the sphere misses the plane,
+    the point is set on the segment's length along ``after − c`` instead (follow-the-leader).
+    The plane's normal is the collider's own, not ``after − before``: a push of a rounding
+    (a point left a hair inside by the step before) has no direction of its own to the digit."""
     seg = before - c
     length2 = np.einsum("ks,ks->s", seg, seg)
     hc = np.einsum("ks,ks->s", n, c - after)           # height of c above the plane
