@@ -20,9 +20,10 @@ const JOB_TYPE = {
     },
     {
       key: "wigs", type: "string", required: true,
-      eval: "','.join(f'{o.name}:{len(o.data.curves)}' for o in C.scene.objects "
-          + "if o.type == 'CURVES' and o.hair_wig.enabled)",
-      description: "The wigs to bake, as NAME:STRANDS, comma separated (filled in from the scene)",
+      eval: "','.join(o.name + ':' + str(len(o.data.curves) if o.type == 'CURVES' else len(o.data.splines)) "
+          + "for o in C.scene.objects if o.type in {'CURVES', 'CURVE'} and o.hair_wig.enabled)",
+      description: "The wigs to bake, as NAME:STRANDS, comma separated (filled in from the scene: "
+          + "Curves hair and legacy Curve wigs)",
     },
     {
       key: "split_wigs", type: "string",
@@ -32,9 +33,9 @@ const JOB_TYPE = {
       description: "The wigs whose strands may be baked in ranges (no Strands or Rods layer, no key poses)",
     },
     {
-      key: "frames", type: "string", required: true,
-      eval: "f'{C.scene.frame_start}-{C.scene.frame_end}'",
-      description: "First and last frame, as START-END",
+      key: "frames", type: "string", default: "",
+      description: "First and last frame, as START-END, for every wig; empty: each wig's own frame "
+          + "range (its Frame Range panel)",
     },
     {
       key: "strands_per_task", type: "int32", default: 25000,
@@ -56,6 +57,7 @@ const JOB_TYPE = {
 };
 
 function parseFrames(text) {
+  if (!text || !text.trim()) return null;          // each wig's own range
   const m = /^\s*(-?\d+)\s*-\s*(-?\d+)\s*$/.exec(text);
   if (!m) throw `frames must be START-END, got "${text}"`;
   const first = parseInt(m[1], 10), last = parseInt(m[2], 10);
@@ -99,19 +101,20 @@ function blenderTask(name, blendfile, script, args) {
 
 function compileJob(job) {
   const s = job.settings;
-  const [first, last] = parseFrames(s.frames);
+  const range = parseFrames(s.frames);
   const perTask = s.strands_per_task;
   if (!(perTask > 0)) throw `strands_per_task must be above 0, got ${perTask}`;
   const split = new Set((s.split_wigs || "").split(",").map((x) => x.trim()).filter((x) => x));
   const wigs = parseWigs(s.wigs);
   if (!wigs.length) throw "no wigs to bake";
-  const frames = ["--frames", String(first), String(last)];
+  const frames = range ? ["--frames", String(range[0]), String(range[1])] : [];
   const parts = [];
   const tasks = [];
   for (const wig of wigs) {
     for (const range of partsOf(wig, split.has(wig.name), perTask)) {
       const path = partPath(s.parts_dir, wig, range);
-      const args = ["--objects", wig.name, ...frames, "--part", path];
+      // the part tasks make the parts folder (the first to run creates it)
+      const args = ["--objects", wig.name, ...frames, "--part", path, "--make-folders"];
       if (range) args.splice(2, 0, "--strands", `${range[0]}:${range[1]}`);
       const task = blenderTask(`bake ${wig.name}${range ? ` ${range[0]}:${range[1]}` : ""}`,
                                s.blendfile, s.bake_script, args);

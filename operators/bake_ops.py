@@ -1,7 +1,7 @@
 """Operators: enable a wig, bake, clear a bake. Thin: they call baking/blender_io and report."""
 
 import bpy
-from bpy.props import BoolProperty, IntProperty
+from bpy.props import BoolProperty, EnumProperty, IntProperty
 
 from ..hair_wig import HairWigError
 from . import baking, blender_io, polls, profile_curves, scene_reader
@@ -142,13 +142,25 @@ class HAIRWIG_OT_clear_bake(bpy.types.Operator):
 class HAIRWIG_OT_rebake_frames(bpy.types.Operator):
     """Bake some frames again and keep the rest of the bake: after changing a magnet's keys in a
     few frames, say. The wig runs from the bake's start, so dynamics come out exactly as a whole
-    re-bake would make them in these frames; the frames after them keep their old motion"""
+    re-bake would make them in these frames. The frames after them were made by the dynamics as
+    they ran before: continue the re-bake to the end, keep them (marked outdated), or clear them"""
     bl_idname = "hair_wig.rebake_frames"
     bl_label = "Re-bake Frames"
     bl_options = {"REGISTER", "UNDO"}
 
     frame_start: IntProperty(name="From", description="First frame to bake again")
-    frame_end: IntProperty(name="To", description="Last frame to bake again (included)")
+    frame_end: IntProperty(name="To", description="Last frame to bake again (included); past the bake's "
+                                                  "end, the bake grows")
+    after: EnumProperty(
+        name="Frames After",
+        description="What becomes of the baked frames after these: the dynamics that made them ran "
+                    "through the frames before, as they were then",
+        items=[("CONTINUE", "Continue to the End", "Bake on to the end of the bake, so the change carries "
+                                                   "through the dynamics"),
+               ("KEEP", "Keep (Outdated)", "Keep them as they are; the panel marks them outdated until "
+                                           "they are baked again"),
+               ("CLEAR", "Clear", "Remove them: the bake ends with these frames")],
+        default="CONTINUE")
 
     @classmethod
     def poll(cls, context):
@@ -168,14 +180,21 @@ class HAIRWIG_OT_rebake_frames(bpy.types.Operator):
     def execute(self, context):
         ob = _hair(context)
         try:
-            cache = baking.rebake_frames(context, ob, self.frame_start, self.frame_end)
+            cache = baking.rebake_frames(context, ob, self.frame_start, self.frame_end, after=self.after)
         except HairWigError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
         for warning in cache.warnings:
             self.report({"WARNING"}, warning)
-        self.report({"INFO"}, f"Re-baked frames {self.frame_start}..{self.frame_end} of '{ob.name}' "
-                              f"(bake {cache.first}..{cache.last} kept)")
+        a, b = cache.rebaked
+        done = f"Re-baked frames {a}..{b} of '{ob.name}' (bake {cache.first}..{cache.last})"
+        if cache.cleared is not None:
+            done += f"; cleared frames {cache.cleared[0]}..{cache.cleared[1]} after them"
+        if cache.outdated:
+            self.report({"WARNING"}, f"{done}; frames {baking.say_ranges(cache.outdated)} keep the motion of an "
+                                     f"earlier bake (outdated): re-bake them, or Continue to the End")
+        else:
+            self.report({"INFO"}, done)
         return {"FINISHED"}
 
 

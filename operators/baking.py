@@ -125,55 +125,102 @@ def bake(context, ob, first=None, last=None, progress=None) -> BakeCache:
     return cache
 
 
-def rebake_frames(context, ob, first: int, last: int, progress=None) -> BakeCache:
+AFTER = ("KEEP", "CONTINUE", "CLEAR")
+
+
+def rebake_frames(context, ob, first: int, last: int, progress=None, after: str = "KEEP") -> BakeCache:
     """Re-bake frames ``first..last`` of the bake on ``ob`` and keep its other frames. The wig is
-    stepped from the bake's own start (with its pre-roll), exactly as a whole bake steps it, so
-    the frames re-baked equal those of a whole re-bake bit for bit, dynamics and all; the frames
-    after them keep the old bake's motion (re-bake to the end to carry changed dynamics on).
+    stepped from the bake's start (with its pre-roll; from ``first`` when that is earlier),
+    exactly as a whole bake steps it, so the frames re-baked equal those of a whole re-bake bit
+    for bit, dynamics and all. The range may reach past the bake's end (the bake grows). The
+    bake's frames after the range were made by the dynamics as they ran before: ``after``
+    says what becomes of them — ``KEEP`` them, marked outdated (``outdated``; the panel and the
+    batch baker say so), ``CONTINUE`` the re-bake to the bake's end, or ``CLEAR`` them.
     Nothing is written unless it succeeds."""
+    if after not in AFTER:
+        raise HairWigError(f"'{ob.name}': after must be one of {', '.join(AFTER)}, got {after!r}")
     baked = blender_io.bake_range(ob)
     if baked is None:
         raise HairWigError(f"'{ob.name}' has no bake to re-bake frames of; bake it first")
     first, last = int(first), int(last)
     if last < first:
         raise HairWigError(f"'{ob.name}': frames {first}..{last} are empty (end before start)")
-    if first < baked[0] or last > baked[1]:
-        raise HairWigError(f"'{ob.name}': frames {first}..{last} are not all inside its bake "
-                           f"({baked[0]}..{baked[1]}); bake the whole range instead")
     edited = blender_io.edited_since_bake(ob)
     if edited is not None:
         raise HairWigError(f"'{ob.name}' was edited after the bake ({edited[0]} -> {edited[1]} points); "
                            f"bake the whole range again")
     _, positions, paths = blender_io.read_bake(ob)
     space = ob[blender_io.RECORD].get("space", "OBJECT")
-    fresh = compute(context, ob, baked[0], last, progress)
+    # a range apart from the bake takes the frames between too: a bake has no holes
+    first, last = min(first, baked[1] + 1), max(last, baked[0] - 1)
+    start = min(first, baked[0])
+    end = max(last, baked[1]) if after == "CONTINUE" else last
+    fresh = compute(context, ob, start, end, progress)
     if ("SURFACE_REST" if fresh.skin is not None else "OBJECT") != space:
         raise HairWigError(f"'{ob.name}': its modifiers or Follow Skin changed since the bake, so "
                            f"its frames would not fit together; bake the whole range again")
     if positions.shape[1] != fresh.hair.num_points:
         raise HairWigError(f"'{ob.name}': its bake has {positions.shape[1]} points, the hair "
                            f"{fresh.hair.num_points}; bake the whole range again")
-    merged = BakeCache.from_positions(fresh.hair, baked[0], positions)
-    span = slice(first - baked[0], last - baked[0] + 1)
-    merged.positions[span] = fresh.positions[span]
-    merged.stored[:] = True                 # the old frames go back exactly as they were stored
-    merged.stored[span] = False
+    top = end if after == "CLEAR" else max(end, baked[1])
+    merged = BakeCache(fresh.hair, start, top)
+    merged.stored[:] = False
+    old = np.arange(max(baked[0], start), min(baked[1], top) + 1)       # frames of the old bake kept
+    old = old[(old < first) | (old > end)]
+    merged.positions[old - start] = positions[old - baked[0]]
+    merged.stored[old - start] = True       # the old frames go back exactly as they were stored
+    new = slice(first - start, end - start + 1)
+    merged.positions[new] = fresh.positions[first - start:end - start + 1]
     if fresh.skin is not None:
         merged.skin = [None] * merged.num_frames
-        merged.skin[span] = fresh.skin[span]
+        merged.skin[new] = fresh.skin[first - start:end - start + 1]
     for name, path in fresh.magnet_paths.items():
-        old = paths.get(name)
-        whole = np.array(old, np.float64) if old is not None and len(old) == merged.num_frames else None
-        if whole is None:                # a magnet that was not dynamic before: its path so far
-            whole = np.repeat(path[-1:], merged.num_frames, axis=0)
-            whole[:len(path)] = path
-        whole[span] = path[span]
+        whole = np.repeat(path[-1:], merged.num_frames, axis=0)         # held past what was computed
+        whole[:len(path)] = path
+        before = paths.get(name)
+        if before is not None and len(before) == baked[1] - baked[0] + 1:
+            whole[old - start] = np.asarray(before, np.float64)[old - baked[0]]
         merged.magnet_paths[name] = whole
     merged.new_topology = fresh.new_topology
     merged.warnings, merged.colliders = fresh.warnings, fresh.colliders
     merged.penetration = fresh.penetration
+    # outdated: what was before, less what was re-baked, plus what the dynamics ran past
+    stale = [(a, b) for a, b in outdated(ob)]
+    stale = [r for a, b in stale for r in ((a, min(b, first - 1)), (max(a, end + 1), b)) if r[0] <= r[1]]
+    if after == "KEEP" and end < baked[1]:
+        stale.append((end + 1, baked[1]))
+    stale = _union([(a, min(b, top)) for a, b in stale if a <= top])
     blender_io.write_bake(ob, merged)
+    if stale:
+        ob[blender_io.RECORD]["outdated"] = [list(r) for r in stale]
+    merged.outdated = stale
+    merged.cleared = (end + 1, baked[1]) if after == "CLEAR" and end < baked[1] else None
+    merged.rebaked = (first, end)
     return merged
+
+
+def outdated(ob) -> list[tuple[int, int]]:
+    """The frame ranges of the bake on ``ob`` that a re-bake of frames before them left with the
+    motion of an earlier run of the dynamics (``rebake_frames``)."""
+    rec = ob.get(blender_io.RECORD)
+    if rec is None:
+        return []
+    return [(int(a), int(b)) for a, b in rec.get("outdated", [])]
+
+
+def _union(ranges):
+    out = []
+    for a, b in sorted(ranges):
+        if out and a <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def say_ranges(ranges) -> str:
+    """Frame ranges as an artist reads them: "9..24, 30..31"."""
+    return ", ".join(f"{a}..{b}" if a != b else f"{a}" for a, b in ranges)
 
 
 class BakeJob:

@@ -2,7 +2,7 @@
 
 import bpy
 
-from ..operators import blender_io, preview, profile_curves, scene_reader
+from ..operators import baking, blender_io, preview, profile_curves, scene_reader
 from ..operators.properties import active_magnet
 
 
@@ -273,6 +273,9 @@ class VIEW3D_PT_hair_wig_bake(_WigSubPanel, bpy.types.Panel):
         layout.prop(context.scene, "hair_wig_memory_limit")
         if baked is not None:
             layout.label(text=f"Baked frames {baked[0]}..{baked[1]}", icon="CHECKMARK")
+            stale = baking.outdated(ob)
+            if stale:
+                layout.label(text=f"Frames {baking.say_ranges(stale)} outdated: re-bake them", icon="ERROR")
             layout.operator("hair_wig.rebake_frames", icon="FILE_REFRESH")
             layout.operator("hair_wig.export_baked", icon="EXPORT")
             edited = blender_io.edited_since_bake(ob)

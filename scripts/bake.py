@@ -51,7 +51,14 @@ def parse_args(argv: list[str], file_is_open: bool) -> argparse.Namespace:
     p.add_argument("--objects", nargs="+", metavar="NAME", help="bake only these hair objects")
     p.add_argument("--frames", nargs=2, type=int, metavar=("START", "END"),
                    help="frame range (default: each wig's own range)")
+    p.add_argument("--after", choices=("keep", "continue", "clear"), default="keep",
+                   help="with --frames on a wig already baked, which keeps its other frames: what becomes "
+                        "of its frames after the range, made by the dynamics as they ran before — keep "
+                        "them, marked outdated (default), continue the bake to its end, or clear them")
     p.add_argument("--output", metavar="OUT.blend", help="where to save (default: in place)")
+    p.add_argument("--make-folders", action="store_true",
+                   help="create the folders of --output, --part and --export where missing (a farm job's "
+                        "parts folder); without it a missing folder is refused before baking")
     p.add_argument("--compress", action="store_true", help="save a compressed .blend")
     p.add_argument("--strands", metavar="START:END", type=strand_range,
                    help="bake only these strands of the one object named (a part: needs --part)")
@@ -74,6 +81,12 @@ def parse_args(argv: list[str], file_is_open: bool) -> argparse.Namespace:
         raise BakeFailed("--disk bakes whole wigs into their caches: not with --part or --merge")
     if args.export and args.part:
         raise BakeFailed("--export writes the whole bake: not with --part (export after the merge)")
+    for what, path in (("--part", args.part), ("--export", args.export), ("--output", args.output)):
+        if path is not None and args.make_folders:
+            Path(path).resolve().parent.mkdir(parents=True, exist_ok=True)
+        if path is not None and not Path(path).resolve().parent.is_dir():      # before any baking
+            raise BakeFailed(f"{what}: output folder does not exist: {Path(path).resolve().parent} "
+                             f"(create it first)")
     return args
 
 
@@ -220,12 +233,27 @@ def run(argv: list[str], file_is_open: bool) -> int:
                       f"{done['bytes'] / 2**20:.1f} MB, {rate.fps(done['last'] - done['first'] + 1):.1f} frames/s",
                       flush=True)
                 continue
-            cache = baking.compute(bpy.context, ob, f0, f1, others=obs, strands=args.strands)
-            caches.append((ob, cache))
+            rebake = (args.frames is not None and args.part is None
+                      and blender_io.bake_range(ob) is not None and ob[blender_io.RECORD]["kind"] != "DISK")
+            if rebake:
+                # the wig's bake keeps its other frames (its dynamics run from its start)
+                cache = baking.rebake_frames(bpy.context, ob, first, last, after=args.after.upper())
+            else:
+                cache = baking.compute(bpy.context, ob, f0, f1, others=obs, strands=args.strands)
+                caches.append((ob, cache))
             for warning in cache.warnings:
                 print(f"bake.py: warning: {warning}", file=sys.stderr, flush=True)
             collided = (f", collision with {', '.join(cache.colliders)}: deepest point left inside "
                         f"{cache.penetration:.2g}" if cache.colliders else "")
+            if rebake:
+                a, b = cache.rebaked
+                kept = (f"; cleared its frames {cache.cleared[0]}..{cache.cleared[1]}" if cache.cleared else "")
+                if cache.outdated:
+                    kept += (f"; frames {baking.say_ranges(cache.outdated)} keep the motion of an earlier "
+                             f"bake (outdated: --after continue bakes on to the end)")
+                print(f"{ob.name}: re-baked frames {a}..{b} of its bake {cache.first}..{cache.last}, "
+                      f"{rate.fps(b - a + 1):.1f} frames/s{collided}{kept}", flush=True)
+                continue
             print(f"{ob.name}: {cache.num_frames}/{cache.num_frames} frames ({f0}..{f1}), "
                   f"{rate.fps(cache.num_frames):.1f} frames/s{collided}", flush=True)
         if args.part:

@@ -17,7 +17,7 @@ from tolerance import AFFINE, FOLLOW, magnitude, rounding
 BAKE = ROOT / "scripts" / "bake.py"
 
 
-def make_file(path: Path, wig=True, head=True, name="Hair"):
+def make_file(path: Path, wig=True, head=True, name="Hair", secondary=False):
     bpy.ops.wm.read_factory_settings(use_empty=True)
     bpy.ops.mesh.primitive_uv_sphere_add()
     h = bpy.context.active_object
@@ -26,6 +26,7 @@ def make_file(path: Path, wig=True, head=True, name="Hair"):
     pts, counts = scenes.straight_strands(50, 8)
     ob = scenes.curves_hair(name, pts, counts)
     ob.hair_wig.enabled = wig
+    ob.hair_wig.use_secondary = secondary
     if head:
         ob.hair_wig.head = h
     bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 20
@@ -254,3 +255,55 @@ def test_a_file_with_a_blocked_python_driver_bakes_and_exits(addon, tmp_path, bl
     assert time.perf_counter() - t0 < 60
     assert f"saved {out}" in res.stdout and out.is_file()
     assert "Hair: 3/3 frames" in res.stdout
+
+
+def _bake_of(path: Path):
+    """The bake stored in ``path`` on 'Hair': (first, last), positions (F, P, 3), outdated ranges."""
+    from hair_wig_addon.operators import baking, blender_io
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    ob = bpy.data.objects["Hair"]
+    (first, last), positions, _ = blender_io.read_bake(ob)
+    return (first, last), positions, baking.outdated(ob)
+
+
+def test_a_range_bake_of_a_baked_shot_replaces_the_range_and_keeps_the_rest(addon, tmp_path):
+    """Issue 34 part 6: ``--frames 5 8`` on a shot baked over 1..20 (secondary springs on: the
+    dynamics carry state from frame to frame) replaces frames 5..8 and keeps every other frame;
+    the dynamics run from the bake's start, so with nothing changed the range comes back bit for
+    bit (restarted at frame 5 it was 0.16 off), and the frames after it are said to be outdated.
+    ``--after continue`` bakes on to the end, ``--after clear`` ends the bake with the range."""
+    src = tmp_path / "shot.blend"
+    make_file(src, secondary=True)
+    assert run(src).returncode == 0
+    whole = _bake_of(src)
+    assert whole[0] == (1, 20) and not whole[2]
+    res = run(src, "--frames", 5, 8)
+    assert res.returncode == 0, res.stderr
+    line, = [l for l in res.stdout.splitlines() if l.startswith("Hair:")]
+    assert "re-baked frames 5..8 of its bake 1..20" in line and "frames 9..20 keep the motion" in line, line
+    kept = _bake_of(src)
+    assert kept[0] == (1, 20) and kept[2] == [(9, 20)]
+    np.testing.assert_array_equal(kept[1], whole[1])                 # every frame, bit for bit
+    res = run(src, "--frames", 5, 8, "--after", "continue")
+    assert res.returncode == 0 and "outdated" not in res.stdout, res.stdout + res.stderr
+    again = _bake_of(src)
+    assert again[0] == (1, 20) and not again[2]
+    np.testing.assert_array_equal(again[1], whole[1])
+    short = tmp_path / "short.blend"
+    res = run(src, "--frames", 5, 8, "--after", "clear", "--output", short)
+    assert res.returncode == 0 and "cleared its frames 9..20" in res.stdout, res.stdout + res.stderr
+    cut = _bake_of(short)
+    assert cut[0] == (1, 8) and not cut[2]
+    np.testing.assert_array_equal(cut[1], whole[1][:8])
+
+
+def test_an_output_folder_that_does_not_exist_is_refused_before_baking(addon, tmp_path):
+    """Issue 34 part 8: a part, export or output path whose folder is missing fails at once,
+    naming it (it failed after the whole bake, with a traceback)."""
+    src = tmp_path / "shot.blend"
+    make_file(src)
+    for args in (["--objects", "Hair", "--strands", "0:10", "--part", tmp_path / "no" / "p.npz"],
+                 ["--export", tmp_path / "no" / "hair.abc"]):
+        res = run(src, *args)
+        one_error_line(res, r"output folder does not exist: .*no")
+        assert "Hair:" not in res.stdout               # nothing was baked first

@@ -44,7 +44,12 @@ def test_the_job_compiles_to_a_task_per_part_and_a_merge_after_them(tmp_path):
     cmd = tasks["bake Hair 45:90"]["commands"][0]
     assert cmd["name"] == "blender-render" and cmd["parameters"]["exe"] == "{blender}"
     assert cmd["parameters"]["args"] == ["--python", str(BAKE), "--", "--objects", "Hair", "--strands", "45:90",
-                                         "--frames", "1", "16", "--part", f"{tmp_path}/parts/Hair_45-90.npz"]
+                                         "--frames", "1", "16", "--part", f"{tmp_path}/parts/Hair_45-90.npz",
+                                         "--make-folders"]
+    # Issue 34 part 8: without frames, each wig bakes its own range (none is imposed)
+    res = compile_job(**_settings(tmp_path, frames=""))
+    assert res.returncode == 0, res.stderr
+    assert all("--frames" not in t["commands"][0]["parameters"]["args"] for t in json.loads(res.stdout)["tasks"])
     # what cannot be compiled says why
     for bad, message in ((dict(frames="16-1"), "END is before START"), (dict(wigs="Hair"), "NAME:STRANDS"),
                          (dict(strands_per_task=0), "strands_per_task must be above 0")):
@@ -57,7 +62,6 @@ def test_the_job_compiles_to_a_task_per_part_and_a_merge_after_them(tmp_path):
 def test_the_compiled_tasks_run_two_at_a_time_and_merge_into_the_one_process_bake(addon, tmp_path):
     shot = tmp_path / "shot.blend"
     _shot(shot)
-    (tmp_path / "parts").mkdir()
     job = json.loads(compile_job(**_settings(tmp_path)).stdout)
     *parts, merge = job["tasks"]
 
@@ -79,3 +83,34 @@ def test_the_compiled_tasks_run_two_at_a_time_and_merge_into_the_one_process_bak
     assert run(shot, "--output", whole).returncode == 0
     a, b = _baked(whole), _baked(tmp_path / "farm.blend")
     assert len(a) == 32 and a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def _job_evals() -> dict:
+    """The job type's settings that Flamenco fills in from the scene: key -> Python expression."""
+    code = ("const fs = require('fs'), vm = require('vm'); const c = vm.createContext({author: {}, console});"
+            "vm.runInContext(fs.readFileSync(process.argv[1], 'utf8'), c);"
+            "process.stdout.write(JSON.stringify(Object.fromEntries("
+            "vm.runInContext('JOB_TYPE', c).settings.filter((s) => s.eval).map((s) => [s.key, s.eval]))))")
+    res = subprocess.run([NODE, "-e", code, str(JOB)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def test_the_job_lists_every_wig_of_the_scene_legacy_curves_too(addon):
+    """Issue 34 part 8: the wigs Flamenco's submission reads from the scene include legacy
+    ``Curve`` wigs (they were left out), with their strand counts; and no frame range is imposed
+    on the wigs unless one is asked for."""
+    import bpy
+    import scenes
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    pts, counts = scenes.straight_strands(12, 5)
+    hair = scenes.curves_hair("Hair", pts, counts)
+    old = scenes.legacy_hair("Old", pts, counts)
+    off = scenes.curves_hair("Off", pts, counts)
+    hair.hair_wig.enabled = old.hair_wig.enabled = True
+    off.hair_wig.enabled = False
+    evals = _job_evals()
+    assert "frames" not in evals
+    got = eval(evals["wigs"], {"C": bpy.context, "bpy": bpy})
+    assert sorted(got.split(",")) == ["Hair:12", "Old:12"]
+    assert eval(evals["split_wigs"], {"C": bpy.context, "bpy": bpy}) == "Hair"
