@@ -125,12 +125,16 @@ def _cell_pairs(entries, later, key, seg, strand, lo, hi, origin, cell, dims):
 
 
 def repulsion(a: np.ndarray, b: np.ndarray, strand: np.ndarray, threshold: float, stiffness: float,
-              candidates=None):
+              candidates=None, rest=None):
     """Accelerations (3, M) on segment start points and (3, M) on end points: every pair of
     segments of different strands closer than ``threshold`` is pushed apart by
     ``stiffness · (threshold − d)`` along its shortest vector, shared between each segment's
     ends by where the closest points lie. ``candidates`` ``(i, j)``: pairs known to hold every
     pair closer than ``threshold`` (a ``Contacts`` broadphase), measured instead of searched.
+    ``rest`` ``(a0, b0)``: the same segments in the groom — a pair the groom has closer than
+    ``threshold`` is pushed apart only once closer than it lies there (less a millionth, so
+    the rounding of a groom carried by the head pushes nothing): the groom at rest is an
+    equilibrium, where hair lying on hair was pushed 13 cm off a still head (issue 34).
     Returns ``(on_a, on_b, pairs)``."""
     if candidates is None:
         i, j, s, t, vec = segment_pairs(a, b, strand, threshold)
@@ -144,8 +148,17 @@ def repulsion(a: np.ndarray, b: np.ndarray, strand: np.ndarray, threshold: float
     if i.size == 0:
         return on_a, on_b, 0
     d = np.sqrt(np.einsum("kn,kn->n", vec, vec))
+    reach = np.full(len(d), float(threshold))
+    if rest is not None:
+        a0, b0 = rest
+        _, _, vec0 = segment_closest(a0[:, i], b0[:, i], a0[:, j], b0[:, j])
+        np.minimum(reach, np.sqrt(np.einsum("kn,kn->n", vec0, vec0)) * (1 - 1e-6), out=reach)
+        near = np.flatnonzero(d < reach)
+        i, j, s, t, vec, d, reach = i[near], j[near], s[near], t[near], vec[:, near], d[near], reach[near]
+        if i.size == 0:
+            return on_a, on_b, 0
     unit = vec / np.maximum(d, 1e-300)
-    push = unit * (float(stiffness) * (float(threshold) - d))           # on j, away from i
+    push = unit * (float(stiffness) * (reach - d))                     # on j, away from i
     for k in range(3):
         on_a[k] -= np.bincount(i, push[k] * (1 - s), m)
         on_b[k] -= np.bincount(i, push[k] * s, m)

@@ -138,6 +138,10 @@ class VerletStrands:
         self.pairs = 0                                                   # hair–hair pairs, last step
         # the broadphase searches again only once a point has moved half a diameter
         self.contacts = Contacts(self.segment_strand, s.diameter, s.diameter) if s.hair_hair else None
+        # the groom's segments (point-major, as the pairs number them): contacts are measured
+        # against the distances the groom has (``repulsion``)
+        self._rest_segments = (np.ascontiguousarray(rest[:, :-1].reshape(3, -1)),
+                               np.ascontiguousarray(rest[:, 1:].reshape(3, -1)))
         self._h = None                                                   # the last substep (s)
 
     def set_dynablend(self, dynablend: float) -> None:
@@ -268,7 +272,8 @@ class VerletStrands:
             n, num = self.n, pos.shape[2]
             a, b = pos[:, :-1].reshape(3, -1), pos[:, 1:].reshape(3, -1)
             on_a, on_b, self.pairs = repulsion(a, b, self.segment_strand, s.diameter, s.repulsion,
-                                               self.contacts.candidates(self._in_frame(pos, frame), a, b))
+                                               self.contacts.candidates(self._in_frame(pos, frame), a, b),
+                                               self._rest_segments)
             out[:, :-1] += on_a.reshape(3, n - 1, num)
             out[:, 1:] += on_b.reshape(3, n - 1, num)
         return out

@@ -90,25 +90,34 @@ def test_repulsion_pushes_two_crossing_segments_apart_by_the_seeds_spring():
 
 
 def test_strands_closer_than_a_hair_push_apart_to_its_diameter():
-    """Two straight strands 2 mm apart, diameter 5 mm, nothing else acting (no goal, no
-    gravity) and a heavy drag (so they do not coast on): they part until their segments are one
-    diameter apart — the repulsion ends there."""
+    """Two straight strands groomed 1 cm apart, squeezed to 2 mm, diameter 5 mm, nothing else
+    acting (no goal, no gravity) and a heavy drag (so they do not coast on): they part until
+    their segments are one diameter apart — the repulsion ends there."""
     from hair_wig.strands import StrandSettings, VerletStrands
 
     n = 6
     rest = np.zeros((3, n, 2))
     rest[2, :, :] = -np.linspace(0, 0.25, n)[:, None]
-    rest[0, :, 1] = 0.002
+    rest[0, :, 1] = 0.01
+    squeezed = rest.copy()
+    squeezed[0, :, 1] = 0.002
     settings = StrandSettings(goal_stiffness=0.0, goal_damping=0.0, drag=400.0, hold_style=False,
                               root_direction=False, pinned=False, hair_hair=True, diameter=0.005)
     layer = VerletStrands(rest, settings)
-    state = layer.initial_state(rest, np.zeros(3))
+    state = layer.initial_state(squeezed, np.zeros(3))
+    rest = squeezed
     for _ in range(48):
         layer.step(state, rest, 1 / 24, np.zeros(3))
     gap = state["pos"][0, :, 1] - state["pos"][0, :, 0]
     # physical: the repulsion's spring lets them settle a hair's breadth (1e-6) inside it, and
     # the drag stops them within a tenth beyond
     assert gap.min() >= 0.005 - 1e-6 and gap.max() <= 0.0055, gap
+    # groomed 2 mm apart, the pair is at rest there: nothing pushes (issue 34 part 2)
+    groomed = VerletStrands(squeezed, settings)
+    state = groomed.initial_state(squeezed, np.zeros(3))
+    for _ in range(4):
+        groomed.step(state, squeezed, 1 / 24, np.zeros(3))
+    np.testing.assert_array_equal(state["pos"], squeezed)
     off = VerletStrands(rest, StrandSettings(**{**settings.__dict__, "hair_hair": False}))
     state = off.initial_state(rest, np.zeros(3))
     off.step(state, rest, 1 / 24, np.zeros(3))
@@ -173,3 +182,29 @@ def test_contacts_kept_across_substeps_give_the_pairs_a_new_search_would():
         np.testing.assert_allclose(on_a, ref_a, atol=tol)
         np.testing.assert_allclose(on_b, ref_b, atol=tol)
     assert 1 < contacts.searches < 12
+
+
+def test_a_still_groom_of_hair_lying_on_hair_is_an_equilibrium():
+    """Issue 34 part 2: sixty curved strands combed close (many pairs of segments nearer than a
+    hair's diameter in the groom), gravity, the style's hold, nothing animated, the head turned
+    (the groom carried by a rigid motion, as a still head anywhere in the scene): with hair
+    against hair on, every frame is the bake without it, bit for bit — the contacts are measured
+    against the groom's own distances (before, hair lying on hair was pushed up to 13 cm off)."""
+    from hair_wig.strands import StrandSettings, VerletStrands
+    from test_strands import hanging
+
+    rest = hanging(60, 12, seed=3)
+    rest[:2] *= 0.15                               # bunched: strands 2-10 mm apart, crossing
+    c, s = np.cos(0.7), np.sin(0.7)
+    turn = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]])
+    goal = np.einsum("ij,jns->ins", turn, rest) + np.array([3.0, -2.0, 1.0])[:, None, None]
+    g = np.array([0.0, 0.0, -9.81])
+    runs = []
+    for hair_hair in (True, False):
+        layer = VerletStrands(rest, StrandSettings(hair_hair=hair_hair, diameter=0.01))
+        state = layer.initial_state(goal, g, turn)
+        runs.append([layer.step(state, goal, 1 / 24, g, turn).copy() for _ in range(12)])
+        if hair_hair:
+            a, b = rest[:, :-1].reshape(3, -1), rest[:, 1:].reshape(3, -1)
+            assert len(segment_pairs(a, b, layer.segment_strand, 0.01)[0]) > 100     # touching in the groom
+    np.testing.assert_array_equal(np.array(runs[0]), np.array(runs[1]))
