@@ -218,10 +218,13 @@ class Wig:
             raise HairWigError(f"'{hair.name}': one dynamics layer at a time, not {' and '.join(layers)}")
         if settings.strands is not None or settings.rods is not None:
             world = transform_rows(self.head_rest, self.rest_rows.astype(np.float64), np.empty((3, hair.num_points)))
-            if settings.strands is not None:
-                self.strands = StrandLayer(world, hair.offsets, settings.strands)
-            else:
-                self.strands = RodLayer(world, hair.offsets, settings.rods)
+            try:
+                if settings.strands is not None:
+                    self.strands = StrandLayer(world, hair.offsets, settings.strands)
+                else:
+                    self.strands = RodLayer(world, hair.offsets, settings.rods)
+            except HairWigError as err:             # the layer's own words, with the wig named
+                raise HairWigError(f"'{hair.name}': {err}") from None
             self._friction = (settings.strands or settings.rods).friction
             # refinement moves below this (squared, head-local) are float32 rounding, not contact
             self._contact_tolerance = (1e-5 * float(np.ptp(self.rest_rows, axis=1).max())) ** 2

@@ -223,9 +223,16 @@ class MeshArrays:
     tri_uv: np.ndarray | None
 
 
-def read_mesh(ob, depsgraph=None, uv_map: str = "", topology: bool = True) -> MeshArrays:
+FACES_FOR_WIG = ("hair cannot collide with it or follow its skin; give it faces, or turn off Collide with "
+                 "Head and Follow Skin")
+FACES_FOR_STYLE = ("Style Hair grows hair on a surface's faces, slides it over them and takes their normals; "
+                   "give it faces, or pick another surface")
+
+
+def read_mesh(ob, depsgraph=None, uv_map: str = "", topology: bool = True, faceless: str = FACES_FOR_WIG) -> MeshArrays:
     """Read ``ob``'s mesh: the original data (no shape keys or modifiers) without a depsgraph,
-    what Blender evaluates now with one. ``topology=False`` skips triangles and UVs (per frame)."""
+    what Blender evaluates now with one. ``topology=False`` skips triangles and UVs (per frame).
+    ``faceless``: what a mesh without faces cannot do, for the error."""
     if ob is None or ob.type != "MESH":
         raise HairWigError(f"'{getattr(ob, 'name', '?')}' is not a mesh object")
     mesh = ob.evaluated_get(depsgraph).data if depsgraph is not None else ob.data
@@ -237,8 +244,7 @@ def read_mesh(ob, depsgraph=None, uv_map: str = "", topology: bool = True) -> Me
     if topology:
         tris = mesh.loop_triangles
         if len(tris) == 0:
-            raise HairWigError(f"'{ob.name}' has no faces: hair cannot collide with it or follow its skin; "
-                               f"give it faces, or turn off Collide with Head and Follow Skin")
+            raise HairWigError(f"'{ob.name}' has no faces: {faceless}")
         tv = np.empty(len(tris) * 3, dtype=np.int32)
         tc = np.empty(len(tris) * 3, dtype=np.int32)
         tris.foreach_get("vertices", tv)

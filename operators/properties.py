@@ -426,8 +426,9 @@ class HairWigSettings(bpy.types.PropertyGroup):
         name="Length Mode", description="How Keep Length holds the strands to their groomed length",
         items=[("SEGMENT", "Per Segment", "Every segment keeps its own length, root to tip: nothing "
                                           "stretches, not even under dynamics or collision"),
-               ("STRAND", "Whole Strand", "Scale each strand back to its rest length (the patent's): the "
-                                          "strand keeps its length while single segments may stretch")],
+               ("STRAND", "Whole Strand", "Scale each strand about its root back to its groomed length: "
+                                          "the strand keeps its length while single segments may stretch or "
+                                          "squash")],
         default="SEGMENT", options=set())
     use_collision: BoolProperty(
         name="Collide", description="Keep hair out of the head and out of every mesh with Collision physics "
@@ -442,8 +443,9 @@ class HairWigSettings(bpy.types.PropertyGroup):
         name="Head Shape", description="How the head's inside is told from its outside",
         items=[("FIELD", "Any Shape", "The distance to the head's surface, whatever its shape (ears, nose, "
                                       "neck): hair is pushed out the shortest way"),
-               ("RAY", "Ray (patent)", "The patent's test along rays from the head's centre: only for heads "
-                                       "round enough to see all of their surface from the centre")],
+               ("RAY", "Round Head", "Inside or outside along straight lines from the head's centre: "
+                                     "faster, for heads round enough that every point of their surface can "
+                                     "be seen from the centre (no ears, no nose)")],
         default="FIELD", options=set())
     # Keyframed hairstyles (seed 002)
     key_poses: CollectionProperty(type=HairWigKeyPose, name="Key Poses", options=set(),

@@ -570,7 +570,7 @@ def read_style(context, ob) -> StyleJob:
                     raise HairWigError(f"'{head.name}' has no UV map: hair grown on it needs one to stay "
                                        "attached (add one in its UV Maps)")
                 uv_map = active.name
-        mesh = blender_io.read_mesh(head, depsgraph, uv_map)
+        mesh = blender_io.read_mesh(head, depsgraph, uv_map, faceless=blender_io.FACES_FOR_STYLE)
         hm = blender_io.evaluated_matrix(head, depsgraph)
         verts = _rows_to(hm, mesh.positions)
         margin = st.clearance + st.volume + 0.05 * float(np.ptp(verts, axis=0).max())

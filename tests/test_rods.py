@@ -251,7 +251,7 @@ def test_rods_dynablend_resume_and_one_layer_at_a_time():
         _rod_wig(strands=StrandSettings())
     with pytest.raises(HairWigError, match="not Springs and Rods"):
         _rod_wig(secondary=SecondarySettings())
-    with pytest.raises(HairWigError, match="Rods: strand 1 has a segment of no length"):
+    with pytest.raises(HairWigError, match="'Hair': Rods: strand 1 has a segment of no length"):
         _rod_wig(hair=HairSet(np.array([[0, 0, 0], [0, 0, 1], [1, 0, 0], [1, 0, 0]], np.float32), [2, 2], name="Hair"))
     with pytest.raises(HairWigError, match="Rods: dynablend must be in 0..1"):
         RodSettings(dynablend=1.5)

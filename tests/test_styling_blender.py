@@ -196,6 +196,15 @@ def test_errors_name_the_fault_and_leave_the_hair_as_it_was(scene):
     with pytest.raises(RuntimeError, match="'Hair' has no curves to restyle"):
         bpy.ops.hair_wig.style_hair()
     assert len(ob.data.curves) == 0
+    # issue 34 part 12: a surface without faces is refused in Style Hair's words, not the wig's
+    st.roots = "GROW"
+    points = bpy.data.meshes.new("Points")
+    points.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [], [])
+    points.uv_layers.new(name="UVMap")
+    head.data = points
+    with pytest.raises(RuntimeError, match="'Head' has no faces: Style Hair grows hair on a surface's faces"):
+        bpy.ops.hair_wig.style_hair()
+    assert len(ob.data.curves) == 0
 
 
 def test_the_wig_works_on_styled_hair(scene, core):
