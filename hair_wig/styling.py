@@ -275,8 +275,19 @@ def rotating_force(directions, points: int, strength, turns, phase=0.0,
     return amp[..., None] * (np.cos(ang)[..., None] * e1[:, None] + np.sin(ang)[..., None] * e2[:, None])
 
 
+# What styling holds per strand while it works, measured with tracemalloc (2k-8k strands of 16
+# and 32 points, curls and collision on: 6.7 and 8.5 KB a strand), rounded up
+STYLE_BYTES_PER_STRAND = 6144
+STYLE_BYTES_PER_POINT = 128
+
+
+def style_bytes(strands: int, points: int) -> int:
+    """About how much memory styling ``strands`` strands of ``points`` points takes at once."""
+    return int(strands) * (STYLE_BYTES_PER_STRAND + STYLE_BYTES_PER_POINT * int(points))
+
+
 def grow_roots(positions, tri_verts, density: float, seed: int = 0, weight=None, tri_uv=None,
-               tri_normals=None):
+               tri_normals=None, points: int = 16, limit_gib: float | None = None, name: str = "Style Hair"):
     """Roots scattered on a surface (Style Hair's "grow on the scalp"): ``density`` strands per
     unit area, each triangle's share times its ``weight`` (T,) in 0…1 (a vertex group's mean, or
     1 for selected faces and 0 elsewhere), uniformly inside it, from ``seed``.
@@ -285,7 +296,8 @@ def grow_roots(positions, tri_verts, density: float, seed: int = 0, weight=None,
     and ``tri_normals`` (T, 3, 3) its corner normals, when given, are interpolated at the roots.
     Returns ``roots`` (N, 3), unit ``normals`` (N, 3), ``uv`` (N, 2) or None and the triangle
     (N,) of each root. The count is ``density × weighted area`` rounded, so the same settings
-    give the same hair."""
+    give the same hair. With ``limit_gib``, a count whose styling (``points`` a strand) would need
+    more memory than that is refused by ``name`` before anything is allocated."""
     v = np.asarray(positions, np.float64)
     tri = np.asarray(tri_verts, np.int64)
     a, b, c = v[tri[:, 0]], v[tri[:, 1]], v[tri[:, 2]]
@@ -295,7 +307,13 @@ def grow_roots(positions, tri_verts, density: float, seed: int = 0, weight=None,
     if not np.isfinite(density) or density < 0:
         raise HairWigError(f"Style Hair: density must be >= 0, got {density}")
     share = area * w
-    count = int(round(density * share.sum()))
+    want = density * share.sum()
+    if limit_gib is not None and style_bytes(min(want, 2.0 ** 62), points) > limit_gib * 2 ** 30:
+        raise HairWigError(
+            f"{name}: Density {density:g} on {share.sum():.3g} square units grows {want:,.0f} strands of "
+            f"{points} points, about {style_bytes(want, points) / 2 ** 30:,.1f} GiB to style, over the "
+            f"{limit_gib:g} GiB memory limit (Bake ▸ Memory Limit): lower the Density")
+    count = int(round(want))
     if count == 0:
         raise HairWigError("Style Hair: no roots to grow — the scalp part chosen has no area "
                            "(select faces, or paint the vertex group) or the density is too low")

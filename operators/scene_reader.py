@@ -591,7 +591,9 @@ def read_style(context, ob) -> StyleJob:
         inv_t = np.linalg.inv(hm[:3, :3]).T                      # normals turn by the inverse transpose
         corner_normals = (mesh.normals @ inv_t.T)[mesh.tri_corners]
         roots, normals, uv, _ = styling.grow_roots(verts, mesh.tri_verts, st.density, st.seed, weight,
-                                                   mesh.tri_uv, corner_normals)
+                                                   mesh.tri_uv, corner_normals, points=st.points,
+                                                   limit_gib=scene.hair_wig_memory_limit,
+                                                   name=f"Style Hair on '{ob.name}'")
         directions = normals
         lengths = styling.strand_lengths(len(roots), st.length, st.length_random, st.seed)
         counts = np.full(len(roots), st.points, np.int64)

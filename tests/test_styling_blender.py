@@ -188,6 +188,16 @@ def test_errors_name_the_fault_and_leave_the_hair_as_it_was(scene):
         bpy.ops.hair_wig.style_hair()
     assert len(ob.data.curves) == 0
     st.force = "NONE"
+    # issue 34 part 9: a density that would need more memory than the limit is refused by name
+    # before anything is allocated (1e7 on Suzanne's scalp asked for 38.8 million roots and ended
+    # in a MemoryError)
+    st.roots = "GROW"
+    st.density = 1e9
+    with pytest.raises(RuntimeError, match=r"Style Hair on 'Hair': Density 1e\+09 .* GiB to style, over the "
+                                           r".* GiB memory limit"):
+        bpy.ops.hair_wig.style_hair()
+    assert len(ob.data.curves) == 0
+    st.density = 20.0
     head.data.uv_layers.remove(head.data.uv_layers[0])
     ob.data.surface_uv_map = ""
     with pytest.raises(RuntimeError, match="'Head' has no UV map"):
