@@ -139,12 +139,14 @@ class HAIRWIG_OT_set_rest_pose(bpy.types.Operator):
 
 @bpy.app.handlers.persistent
 def drop_deleted_magnets(scene=None, _depsgraph=None):
-    """Deleting a magnet's Empty leaves an empty slot; take such slots off every wig."""
+    """Deleting a magnet's Empty takes it off every wig: its slot is empty (the Empty was
+    removed) or holds an Empty in no scene at all (deleted in the viewport or outliner, kept
+    alive only by the slot's own reference)."""
     for ob in bpy.data.objects:
         settings = getattr(ob, "hair_wig", None)
         if settings is None or not settings.enabled:
             continue
-        empty = [i for i, slot in enumerate(settings.magnets) if slot.object is None]
+        empty = [i for i, slot in enumerate(settings.magnets) if slot.object is None or not slot.object.users_scene]
         for i in reversed(empty):
             settings.magnets.remove(i)
         if empty:

@@ -42,6 +42,21 @@ def is_curves_wig(ob) -> bool:
 def require_wig(ob) -> None:
     if not is_wig(ob):
         raise HairWigError(f"'{ob.name}' has no hair_wig settings (enable Wig on it first)")
+    gone = deleted_head(ob)
+    if gone is not None:
+        raise HairWigError(gone)
+
+
+def deleted_head(ob) -> str | None:
+    """What to say when the wig's head (or its hair's surface) was deleted — it lingers in no
+    scene, held only by the reference to it — else None. A deleted magnet is taken off the wig
+    (``magnet_ops.drop_deleted_magnets``); a deleted head cannot be, so the wig refuses to bake."""
+    head = head_of(ob)
+    if head is None or head.users_scene:
+        return None
+    which = "Head" if ob.hair_wig.head is not None else "hair's Surface"
+    return (f"'{ob.name}': its head '{head.name}' was deleted (it is in no scene): pick the head again as "
+            f"the wig's {which}, or clear it")
 
 
 def require_head(ob):

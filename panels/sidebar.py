@@ -30,6 +30,9 @@ class VIEW3D_PT_hair_wig(bpy.types.Panel):
         layout.use_property_split = True
         layout.prop(s, "enabled")
         layout.prop(s, "head")
+        gone = scene_reader.deleted_head(ob)
+        if gone is not None:
+            layout.label(text=gone, icon="ERROR")
         row = layout.row(align=True)
         row.prop(s, "rest_frame")
         row.operator("hair_wig.set_rest_pose", text="", icon="ARMATURE_DATA")

@@ -432,6 +432,32 @@ def test_magnet_errors_name_the_slot_and_the_magnet(scene, glue, reader):
     assert baking.compute(bpy.context, ob, 1, 2).num_frames == 2
 
 
+def test_a_deleted_magnet_leaves_the_wig_and_a_deleted_head_stops_its_bake(scene, glue, reader):
+    """Issue 34 part 11, one rule as the README says: deleting a magnet's Empty in the viewport
+    (it lingers in no scene, held by its slot) takes it off the wig, which bakes on; deleting the
+    head stops the wig's bake, naming it, until a head is picked again (it read the deleted
+    head's mesh silently)."""
+    baking, _ = glue
+    ob, head, magnet, pts, t = straight_wig(scene)
+    for o in bpy.context.selected_objects:
+        o.select_set(False)
+    magnet.select_set(True)
+    bpy.context.view_layer.objects.active = magnet
+    assert bpy.ops.object.delete() == {"FINISHED"}
+    bpy.context.view_layer.update()
+    assert len(ob.hair_wig.magnets) == 0
+    assert baking.compute(bpy.context, ob, 1, 2).num_frames == 2
+    head.select_set(True)
+    bpy.context.view_layer.objects.active = head
+    assert bpy.ops.object.delete() == {"FINISHED"}
+    assert ob.hair_wig.head is not None and not ob.hair_wig.head.users_scene      # lingers, held
+    with pytest.raises(Exception, match="'Hair': its head 'Sphere' was deleted .*pick the head again"):
+        baking.compute(bpy.context, ob, 1, 2)
+    bpy.context.view_layer.objects.active = ob
+    with pytest.raises(RuntimeError, match="its head 'Sphere' was deleted"):
+        bpy.ops.hair_wig.bake()
+
+
 def test_a_quick_fur_groom_bakes_under_its_whole_modifier_stack(scene, glue):
     """Blender's own Quick Fur (guides, Interpolate Hair Curves children, noise, frizz; on 5.2 a
     Hair Dynamics modifier pinned last, on 4.5 Surface Deform) on a turning Suzanne: the playback
