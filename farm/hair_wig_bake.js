@@ -42,8 +42,9 @@ const JOB_TYPE = {
       description: "Strands of a wig baked by one task (wigs that cannot be split go whole)",
     },
     {
-      key: "bake_script", type: "string", subtype: "file_path", required: true,
-      description: "hair_wig's scripts/bake.py, where the workers can read it",
+      key: "bake_script", type: "string", subtype: "file_path", default: "",
+      description: "Empty (the default): the workers run the baker of their installed hair_wig extension. "
+          + "Or a repository checkout's scripts/bake.py, where the workers can read it",
     },
     {
       key: "output", type: "string", subtype: "file_path", required: true,
@@ -87,6 +88,11 @@ function partPath(dir, wig, range) {
   return `${dir.replace(/\/+$/, "")}/${safe}${range ? `_${range[0]}-${range[1]}` : ""}.npz`;
 }
 
+// What runs the baker of the installed extension, wherever its repository put it (the same as
+// hair_wig's operators/batch.py COMMAND; a test checks they agree).
+const EXTENSION_BAKER = "import importlib, sys; importlib.import_module(next(n for n in list(sys.modules) "
+    + "if n.startswith('bl_ext.') and n.count('.') == 2 and n.endswith('.hair_wig')) + '.operators.batch').cli()";
+
 function blenderTask(name, blendfile, script, args) {
   const task = author.Task(name, "blender");
   task.addCommand(author.Command("blender-render", {
@@ -94,7 +100,7 @@ function blenderTask(name, blendfile, script, args) {
     exeArgs: "{blenderArgs}",
     argsBefore: [],
     blendfile: blendfile,
-    args: ["--python", script, "--", ...args],
+    args: [...(script ? ["--python", script] : ["--python-expr", EXTENSION_BAKER]), "--", ...args],
   }));
   return task;
 }

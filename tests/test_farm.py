@@ -114,3 +114,66 @@ def test_the_job_lists_every_wig_of_the_scene_legacy_curves_too(addon):
     got = eval(evals["wigs"], {"C": bpy.context, "bpy": bpy})
     assert sorted(got.split(",")) == ["Hair:12", "Old:12"]
     assert eval(evals["split_wigs"], {"C": bpy.context, "bpy": bpy}) == "Hair"
+
+
+# A farm worker as `blender -b shot.blend --python-expr EXPR -- ARGS` runs it with the bpy module:
+# Blender reads the user's preferences at start and enables their add-ons (the installed
+# extension among them), opens the file, then runs EXPR with its own command line in sys.argv.
+# Nothing of the repository is on the path: the worker has only the installed extension.
+WORKER = """
+import sys, bpy, addon_utils
+bpy.ops.wm.read_userpref()
+for name in list(bpy.context.preferences.addons.keys()):
+    if name.startswith("bl_ext."):
+        addon_utils.enable(name, default_set=False)
+blend, expr, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+bpy.ops.wm.open_mainfile(filepath=blend)
+sys.argv = ["blender", "--background", blend, "--python-expr", expr, "--", *args]
+assert not any("hair_wig_addon" in m for m in sys.modules)
+exec(expr)
+"""
+
+INSTALL_AND_SAVE = """
+import bpy, sys
+assert bpy.ops.extensions.package_install_files(
+    filepath=sys.argv[1], repo="user_default", enable_on_install=True) == {"FINISHED"}
+bpy.ops.wm.save_userpref()
+"""
+
+
+def test_a_farm_with_only_the_installed_extension_bakes_the_job(addon, tmp_path):
+    """Issue 34 part 7: the extension built by Blender's own tool and installed into a clean
+    profile; the job compiled with no bake script runs the extension's own baker on each worker
+    (`--python-expr`, the repository nowhere on the path): parts, then the merge, as the README
+    says — and the merged bake equals a one-process bake bit for bit. (With bake.py and addon.py
+    copied to storage it failed with FileNotFoundError, with bake.py alone ModuleNotFoundError.)"""
+    import os
+    import sys
+
+    from test_extension_package import build
+
+    from hair_wig_addon.operators import batch
+
+    profile = tmp_path / "profile"
+    (tmp_path / "build").mkdir()
+    package = build(ROOT, tmp_path / "build")
+    env = dict(os.environ, BLENDER_USER_RESOURCES=str(profile))
+    env.pop("PYTHONPATH", None)
+    res = subprocess.run([sys.executable, "-c", INSTALL_AND_SAVE, str(package)], capture_output=True, text=True,
+                         env=env, timeout=120, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    shot = tmp_path / "shot.blend"
+    _shot(shot)
+    job = json.loads(compile_job(**_settings(tmp_path, bake_script="", strands_per_task=60)).stdout)
+    *parts, merge = job["tasks"]
+    for task in parts + [merge]:
+        p = task["commands"][0]["parameters"]
+        assert p["args"][:3] == ["--python-expr", batch.COMMAND, "--"], p["args"][:3]
+        res = subprocess.run([sys.executable, "-c", WORKER, p["blendfile"], p["args"][1], *p["args"][3:]],
+                             capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+        assert res.returncode == 0, (task["name"], res.stdout[-2000:], res.stderr[-2000:])
+    assert "merged Hair (2 parts), Fur (1 parts)" in res.stdout, res.stdout
+    whole = tmp_path / "whole.blend"
+    assert run(shot, "--output", whole).returncode == 0
+    a, b = _baked(whole), _baked(tmp_path / "farm.blend")
+    assert len(a) == 32 and a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
