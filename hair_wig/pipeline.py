@@ -821,10 +821,14 @@ class Wig:
             ways.append(_unit(c - q[:, j - 2, deep]))
         ways.extend(col.outward_at(c) for col in self.colliders)
         free = self._outside(c[None] + np.stack(ways) * length, at)        # (ways, K)
-        hi = out.copy()
+        # failing every way, the point stays where it is (inside, and measured so), never on its
+        # leader
+        hi = np.where(np.sum(out * out, axis=0) > 0.25, out, lo)
         found = np.zeros(k, bool)
         for w, way in enumerate(ways):
-            take = ~found & free[w]
+            # a way of no length (a push that could not move the point: pushed − inside = 0)
+            # points nowhere: c + 0 is the leader itself, outside, and the point sat on it
+            take = ~found & free[w] & (np.sum(way * way, axis=0) > 0.25)
             hi[:, take] = way[:, take]
             found |= take
         if not found.all():
@@ -842,7 +846,7 @@ class Wig:
         s = (np.arange(1, 10) / 10.0)[:, None, None]
         cols = np.arange(k)
         for _ in range(rounds):
-            mid = _unit(lo[None] * (1 - s) + hi[None] * s, axis=1)       # (9, 3, K), lo to hi
+            mid = _arc(lo, hi, s, out)                                    # (9, 3, K), lo to hi
             ok = self._outside(c[None] + mid * length, at)
             some = ok.any(axis=0)
             first = np.argmax(ok, axis=0)
@@ -899,6 +903,23 @@ def _spread(n: int) -> np.ndarray:
 
 
 _AROUND = _spread(128)
+
+
+def _arc(lo: np.ndarray, hi: np.ndarray, s: np.ndarray, across: np.ndarray) -> np.ndarray:
+    """Unit directions (len(s), 3, K) on the great circle from ``lo`` to ``hi`` (3, K, unit) at
+    the fractions ``s`` (len(s), 1, 1) of the angle between them; where ``hi`` is opposite
+    ``lo`` (no plane of their own), the circle turns towards ``across`` (3, K). A straight blend
+    of the two, normalised, passes through zero there — a point set its segment's length along
+    that direction sat on its leader, and the strand's tail collapsed onto it."""
+    cos = np.clip(np.sum(lo * hi, axis=0), -1.0, 1.0)
+    w = hi - lo * cos
+    sin = np.sqrt(np.sum(w * w, axis=0))
+    weak = sin <= 1e-6
+    if weak.any():
+        w[:, weak] = _frame(lo[:, weak], across[:, weak])[1]
+    w = np.where(weak[None], w, w / np.maximum(sin, 1e-300))
+    angle = np.arctan2(sin, cos) * s                                  # (len(s), 1, K)
+    return np.cos(angle) * lo[None] + np.sin(angle) * w[None]
 
 
 def _frame(a: np.ndarray, b: np.ndarray) -> np.ndarray:

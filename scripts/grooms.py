@@ -350,11 +350,13 @@ def measure(g: Groom, cache, every: int = 3) -> dict:
     out = {"scene": g.name, "strands": hair.num_strands, "points": len(groom), "size": size,
            "rest_move": float(rest.max() / size),
            "strands_moved_at_rest": int(np.unique(hair.strand_of_point()[rest > 0.01 * size]).size),
-           "stretch": 1.0, "penetration": 0.0, "reported": float(cache.penetration / size), "moved": 0.0}
+           "stretch": 1.0, "squash": 1.0, "penetration": 0.0, "reported": float(cache.penetration / size),
+           "moved": 0.0}
     for f in range(first, last + 1):
         p = cache.frame(f).astype(np.float64)
         seg = np.linalg.norm(np.diff(p, axis=0), axis=1)
         out["stretch"] = max(out["stretch"], float((seg[valid] / seg0[valid]).max()))
+        out["squash"] = min(out["squash"], float((seg[valid] / seg0[valid]).min()))
         out["moved"] = max(out["moved"], float(np.abs(p - groom).max() / size))
         if (f - first) % every and f != last:
             continue
