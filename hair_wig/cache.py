@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import HairWigError
+from .errors import FROM_ZERO, HairWigError
 from .hairset import HairSet
 
 
@@ -83,7 +83,7 @@ class BakeCache:
             strand = int(np.searchsorted(self.hair.offsets, pi, side="right") - 1)
             raise HairWigError(
                 f"'{self.hair.name}': the solution is not finite at frame {frame}, strand {strand}; "
-                f"nothing was written")
+                f"nothing was written{FROM_ZERO}")
 
     @staticmethod
     def estimate_bytes(num_points: int, num_frames: int) -> int:

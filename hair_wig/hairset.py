@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import HairWigError
+from .errors import FROM_ZERO, HairWigError
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class HairSet:
         if short.size:
             raise HairWigError(
                 f"'{self.name}': strand {short[0]} has {counts[short[0]]} point(s); every strand "
-                f"needs at least 2 ({short.size} such strand(s) in all)")
+                f"needs at least 2 ({short.size} such strand(s) in all){FROM_ZERO}")
         if int(counts.sum()) != points.shape[0]:
             raise HairWigError(
                 f"'{self.name}': the strands' point counts add up to {int(counts.sum())} but there "
@@ -54,7 +54,7 @@ class HairSet:
         bad = ~np.isfinite(points).all(axis=1)
         if bad.any():
             strand = int(np.searchsorted(np.cumsum(counts), np.flatnonzero(bad)[0], side="right"))
-            raise HairWigError(f"'{self.name}': strand {strand} has a NaN or infinite point position")
+            raise HairWigError(f"'{self.name}': strand {strand} has a NaN or infinite point position{FROM_ZERO}")
         offsets = np.zeros(counts.size + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
         for arr, width, what in ((self.selection, None, "selection"), (self.surface_uv, 2, "surface_uv")):

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import HairWigError
+from .errors import FROM_ZERO, HairWigError
 from .profiles import Profile
 from .spaces import rotation_of
 
@@ -208,7 +208,7 @@ class AngularRods:
         if np.any(seg <= 0):
             bad = int(np.flatnonzero((seg <= 0).any(axis=1))[0])
             raise HairWigError(f"Rods: strand {bad if strands is None else int(strands[bad])} has a segment of "
-                               "no length; resample the hair or remove its doubled points")
+                               f"no length; resample the hair or remove its doubled points{FROM_ZERO}")
         self.seg = seg                     # (S, m): each segment keeps its rest length exactly
         t = (np.arange(m) + 0.5) / m
         beta = settings.beta * (np.ones(m) if settings.beta_profile is None else settings.beta_profile(t))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import HairWigError
+from .errors import FROM_ZERO, HairWigError
 
 
 def _normalize(v):
@@ -89,7 +89,7 @@ def locate_uv(tri_uv: np.ndarray, uv: np.ndarray, name: str = "hair", grid: int 
         s = int(missing[0])
         raise HairWigError(
             f"'{name}': strand {s}'s surface UV ({uv[s, 0]:.4f}, {uv[s, 1]:.4f}) lies outside the "
-            f"surface's UV map ({missing.size} strand(s) in all); re-attach the hair to the surface")
+            f"surface's UV map ({missing.size} strand(s) in all); re-attach the hair to the surface{FROM_ZERO}")
     tri = cand[first]
     bary = np.stack([w0[first], w1[first], w2[first]], axis=1)
     return tri, bary

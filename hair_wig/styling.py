@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import HairWigError
+from .errors import FROM_ZERO, HairWigError
 from .leader import follow_the_leader, guide_direction
 from .profiles import Profile
 
@@ -35,7 +35,7 @@ def _unit(v: np.ndarray, name: str) -> np.ndarray:
     norm = np.linalg.norm(v, axis=-1, keepdims=True)
     if np.any(~np.isfinite(v)) or np.any(norm <= 0):
         bad = int(np.flatnonzero((norm[..., 0] <= 0) | ~np.isfinite(v).all(axis=-1))[0])
-        raise HairWigError(f"Style Hair: strand {bad} has no {name} (zero or not finite)")
+        raise HairWigError(f"Style Hair: strand {bad} has no {name} (zero or not finite){FROM_ZERO}")
     return v / norm
 
 
@@ -68,7 +68,7 @@ def cantilever(roots, directions, length, points: int, load, stiffness: float,
     length = np.broadcast_to(np.asarray(length, np.float64), (num,))
     if np.any(~np.isfinite(length)) or np.any(length <= 0):
         bad = int(np.flatnonzero(~np.isfinite(length) | (length <= 0))[0])
-        raise HairWigError(f"Style Hair: strand {bad} has length {length[bad]} (must be > 0)")
+        raise HairWigError(f"Style Hair: strand {bad} has length {length[bad]} (must be > 0){FROM_ZERO}")
     m = n - 1                                                   # segments
     seg = length / m                                            # (S,)
     f = np.asarray(load, np.float64)
@@ -222,7 +222,7 @@ def curl(axis, radius, turns, phase=0.0, turns_profile: Profile | None = None) -
     run = np.cumsum(np.concatenate([np.zeros((num, 1)), np.linalg.norm(seg, axis=2)], axis=1), axis=1)
     total = run[:, -1:]
     if np.any(total <= 0):
-        raise HairWigError(f"Curls: strand {int(np.flatnonzero(total[:, 0] <= 0)[0])} has no length")
+        raise HairWigError(f"Curls: strand {int(np.flatnonzero(total[:, 0] <= 0)[0])} has no length{FROM_ZERO}")
     u = run / total
     if turns_profile is not None:
         # the share of the turns made by u: the profile's running integral, normalised

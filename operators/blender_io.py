@@ -16,6 +16,7 @@ import bpy
 import numpy as np
 
 from ..hair_wig import BakeCache, HairSet, HairWigError, ForceField
+from ..hair_wig.errors import FROM_ZERO
 from ..hair_wig.spaces import transform_points
 from . import compat
 
@@ -517,7 +518,7 @@ def write_bake(ob, cache: BakeCache) -> None:
     if not swap and not np.array_equal(counts, cache.hair.counts):
         if counts.size == cache.hair.num_strands:
             i = int(np.flatnonzero(counts != cache.hair.counts)[0])
-            detail = f"strand {i} has {counts[i]} points, the bake {cache.hair.counts[i]}"
+            detail = f"strand {i} has {counts[i]} points, the bake {cache.hair.counts[i]}{FROM_ZERO}"
         else:
             detail = (f"it has {counts.size} strands and {int(counts.sum())} points, the bake "
                       f"{cache.hair.num_strands} and {cache.hair.num_points}")

@@ -53,7 +53,7 @@ def test_hairset_rejects_bad_counts(counts, pattern):
 def test_hairset_rejects_non_finite_naming_strand(bad):
     pts = np.zeros((6, 3))
     pts[4, 1] = bad
-    with pytest.raises(HairWigError, match=r"'Hair': strand 2 has a NaN or infinite"):
+    with pytest.raises(HairWigError, match=r"'Hair': strand 2 has a NaN or infinite point position \(strands count from 0, as the Spreadsheet's Curve index does\)"):
         HairSet(pts, [2, 2, 2], name="Hair")
 
 
