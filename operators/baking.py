@@ -164,7 +164,6 @@ def rebake_frames(context, ob, first: int, last: int, progress=None, after: str 
                            f"{fresh.hair.num_points}; bake the whole range again")
     top = end if after == "CLEAR" else max(end, baked[1])
     merged = BakeCache(fresh.hair, start, top)
-    merged.stored[:] = False
     old = np.arange(max(baked[0], start), min(baked[1], top) + 1)       # frames of the old bake kept
     old = old[(old < first) | (old > end)]
     merged.positions[old - start] = positions[old - baked[0]]
@@ -185,27 +184,17 @@ def rebake_frames(context, ob, first: int, last: int, progress=None, after: str 
     merged.warnings, merged.colliders = fresh.warnings, fresh.colliders
     merged.penetration = fresh.penetration
     # outdated: what was before, less what was re-baked, plus what the dynamics ran past
-    stale = [(a, b) for a, b in outdated(ob)]
-    stale = [r for a, b in stale for r in ((a, min(b, first - 1)), (max(a, end + 1), b)) if r[0] <= r[1]]
+    stale = [r for a, b in blender_io.outdated(ob) for r in ((a, min(b, first - 1)), (max(a, end + 1), b))
+             if r[0] <= r[1]]
     if after == "KEEP" and end < baked[1]:
         stale.append((end + 1, baked[1]))
     stale = _union([(a, min(b, top)) for a, b in stale if a <= top])
     blender_io.write_bake(ob, merged)
-    if stale:
-        ob[blender_io.RECORD]["outdated"] = [list(r) for r in stale]
+    blender_io.mark_outdated(ob, stale)
     merged.outdated = stale
     merged.cleared = (end + 1, baked[1]) if after == "CLEAR" and end < baked[1] else None
     merged.rebaked = (first, end)
     return merged
-
-
-def outdated(ob) -> list[tuple[int, int]]:
-    """The frame ranges of the bake on ``ob`` that a re-bake of frames before them left with the
-    motion of an earlier run of the dynamics (``rebake_frames``)."""
-    rec = ob.get(blender_io.RECORD)
-    if rec is None:
-        return []
-    return [(int(a), int(b)) for a, b in rec.get("outdated", [])]
 
 
 def _union(ranges):

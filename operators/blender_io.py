@@ -457,6 +457,20 @@ def bake_range(ob) -> tuple[int, int] | None:
     return (int(rec["first"]), int(rec["last"])) if rec is not None else None
 
 
+def outdated(ob) -> list[tuple[int, int]]:
+    """The frame ranges of the bake on ``ob`` that a re-bake of frames before them left with the
+    motion of an earlier run of the dynamics (``baking.rebake_frames``)."""
+    rec = ob.get(RECORD)
+    return [] if rec is None else [(int(a), int(b)) for a, b in rec.get("outdated", [])]
+
+
+def mark_outdated(ob, ranges) -> None:
+    """Record ``ranges`` ((first, last) pairs) as the bake's outdated frames (``outdated``); a
+    bake written since holds none."""
+    if ranges:
+        ob[RECORD]["outdated"] = [list(r) for r in ranges]
+
+
 def read_bake(ob):
     """The bake stored on ``ob`` read back exactly as it was written: ``(first, last)``, the
     positions (F, P, 3) float32 and the dynamic magnets' paths (name -> (F, 3))."""

@@ -276,7 +276,7 @@ class VIEW3D_PT_hair_wig_bake(_WigSubPanel, bpy.types.Panel):
         layout.prop(context.scene, "hair_wig_memory_limit")
         if baked is not None:
             layout.label(text=f"Baked frames {baked[0]}..{baked[1]}", icon="CHECKMARK")
-            stale = baking.outdated(ob)
+            stale = blender_io.outdated(ob)
             if stale:
                 layout.label(text=f"Frames {baking.say_ranges(stale)} outdated: re-bake them", icon="ERROR")
             layout.operator("hair_wig.rebake_frames", icon="FILE_REFRESH")

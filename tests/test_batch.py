@@ -259,11 +259,11 @@ def test_a_file_with_a_blocked_python_driver_bakes_and_exits(addon, tmp_path, bl
 
 def _bake_of(path: Path):
     """The bake stored in ``path`` on 'Hair': (first, last), positions (F, P, 3), outdated ranges."""
-    from hair_wig_addon.operators import baking, blender_io
+    from hair_wig_addon.operators import blender_io
     bpy.ops.wm.open_mainfile(filepath=str(path))
     ob = bpy.data.objects["Hair"]
     (first, last), positions, _ = blender_io.read_bake(ob)
-    return (first, last), positions, baking.outdated(ob)
+    return (first, last), positions, blender_io.outdated(ob)
 
 
 def test_a_range_bake_of_a_baked_shot_replaces_the_range_and_keeps_the_rest(addon, tmp_path):

@@ -399,8 +399,7 @@ def test_rebaking_a_few_frames_keeps_the_rest_and_equals_a_whole_rebake_there(sc
     m.location = (0.0, 0.3, 1.1)                                     # a new key in the sub-range
     m.keyframe_insert("location", frame=6)
     assert bpy.ops.hair_wig.rebake_frames(frame_start=5, frame_end=8, after="KEEP") == {"FINISHED"}
-    from hair_wig_addon.operators import baking
-    assert baking.outdated(ob) == [(9, 12)]                          # made by the dynamics as they ran
+    assert io.outdated(ob) == [(9, 12)]                          # made by the dynamics as they ran
     patched = _baked(io, ob)
     paths = io.read_bake(ob)[2]["Swing"]
     assert bpy.ops.hair_wig.bake() == {"FINISHED"}
@@ -409,14 +408,14 @@ def test_rebaking_a_few_frames_keeps_the_rest_and_equals_a_whole_rebake_there(sc
     assert np.array_equal(patched[4:8], whole[4:8])
     assert np.array_equal(patched[:4], old[:4]) and np.array_equal(patched[8:], old[8:])
     assert np.array_equal(paths[4:8], io.read_bake(ob)[2]["Swing"][4:8])
-    assert not baking.outdated(ob)                                   # a whole bake is current
+    assert not io.outdated(ob)                                       # a whole bake is current
     # Issue 34 part 5: the panel's default carries the change on to the bake's end, so the
     # frames after the range are what a whole re-bake makes; Clear ends the bake there
     m.location = (0.0, -0.3, 1.1)
     m.keyframe_insert("location", frame=7)
     assert bpy.ops.hair_wig.rebake_frames(frame_start=5, frame_end=8) == {"FINISHED"}
     carried = _baked(io, ob)
-    assert io.bake_range(ob) == (1, 12) and not baking.outdated(ob)
+    assert io.bake_range(ob) == (1, 12) and not io.outdated(ob)
     assert bpy.ops.hair_wig.bake() == {"FINISHED"}
     assert np.array_equal(carried, _baked(io, ob))
     assert bpy.ops.hair_wig.rebake_frames(frame_start=5, frame_end=8, after="CLEAR") == {"FINISHED"}
