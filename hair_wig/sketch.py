@@ -31,8 +31,25 @@ import numpy as np
 from .errors import HairWigError
 
 
-class NotOnScalp(HairWigError):
-    """A stroke whose first sample misses the scalp: refused (the stroke, not the drawing)."""
+class StrokeRefused(HairWigError):
+    """A stroke that makes no strand: refused (the stroke, not the drawing); ``why`` says it
+    in a few words for one stroke left out, ``why_many`` for several."""
+
+    why, why_many = "makes no strand", "make no strand"
+
+
+class NotOnScalp(StrokeRefused):
+    """A stroke whose first sample misses the scalp."""
+
+    why, why_many = "does not start on the scalp", "do not start on the scalp"
+
+
+class NoLength(StrokeRefused):
+    """A stroke with no length on its drawing plane: a tap (a press and a release where it was
+    pressed), whose samples all lie on the root. It would make a strand of no length, every
+    point on the root, with no direction to keep outside the head along."""
+
+    why, why_many = "has no length (a tap)", "have no length (taps)"
 
 
 @dataclass
@@ -254,7 +271,9 @@ def sketch_strand(origins, directions, times, view_dir, positions, tri_verts,
                   settings: SketchSettings | None = None, name: str = "stroke") -> Sketched:
     """One stroke (view rays ``origins``, ``directions`` (K, 3) and ``times`` (K,), world) on the
     scalp ``positions``/``tri_verts`` (world) seen along ``view_dir``, made a strand (see the
-    module's docstring). A stroke whose first ray misses the scalp is refused by ``name``."""
+    module's docstring). A stroke whose first ray misses the scalp (``NotOnScalp``) or that has
+    no length on the drawing plane (``NoLength``) is refused by ``name``. A stroke of two samples
+    is a straight strand from the root as long as the stroke is on the drawing plane."""
     s = settings or SketchSettings()
     o = np.asarray(origins, np.float64).reshape(-1, 3)
     d = np.asarray(directions, np.float64).reshape(-1, 3)
@@ -268,6 +287,10 @@ def sketch_strand(origins, directions, times, view_dir, positions, tri_verts,
     normal, e1, e2 = drawing_plane(root, view_dir)
     on_plane = onto_plane(o[1:], d[1:], root, normal)
     samples = np.concatenate([root[None], on_plane])
+    # the root is placed by its ray's hit on a triangle, the samples by their rays' crossing of
+    # the plane: the same ray lands on both within some tens of roundings of the coordinates
+    if np.abs(samples - root).max() <= 64 * np.finfo(np.float64).eps * max(np.abs(o).max(), np.abs(root).max()):
+        raise NoLength(f"{name} has no length on its drawing plane (a tap): drag from the root to draw a strand")
     controls = even_in_time(samples, times, s.time_step)
     loops = []
     if s.curls and len(controls) >= 4:

@@ -340,7 +340,8 @@ def write_styled(ob, points: np.ndarray, counts: np.ndarray, uv: np.ndarray | No
     ``counts`` (S,). Restyled (``add`` False): the same curves take the new points. Grown:
     the curves are added (after removing the ones there were, ``replace``) with their
     ``surface_uv_coordinate`` ``uv`` (S, 2); a hair without a surface is given ``surface`` and
-    ``uv_map``. ``curves`` (R,): the restyled curves when not all of them (``points`` theirs)."""
+    ``uv_map``, a hair on ``surface`` without a Surface UV Map ``uv_map``. ``curves`` (R,): the
+    restyled curves when not all of them (``points`` theirs)."""
     cv = ob.data
     to_local = np.linalg.inv(matrix(ob))
     local = np.asarray(points, np.float64) @ to_local[:3, :3].T + to_local[:3, 3]
@@ -358,8 +359,8 @@ def write_styled(ob, points: np.ndarray, counts: np.ndarray, uv: np.ndarray | No
         cv.remove_curves()
     elif len(cv.curves):
         kept = read_curves_data(cv, ob.name)            # added to: the curves there are keep their attributes
-    if cv.surface is None and surface is not None:
-        cv.surface = surface
+    if surface is not None and (cv.surface is None or (cv.surface == surface and not cv.surface_uv_map)):
+        cv.surface = surface                        # and the map the roots' UVs are on, if it has none
         cv.surface_uv_map = uv_map
     cv.add_curves(np.asarray(counts).tolist())
     write_positions(cv, local if kept is None else np.concatenate([kept.points, local]))

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..hair_wig import HairWigError
 from ..hair_wig.collision import MeshField
-from ..hair_wig.sketch import NotOnScalp, SketchSettings, keep_outside, ray_hit, sketch_strand
+from ..hair_wig.sketch import NotOnScalp, SketchSettings, StrokeRefused, keep_outside, ray_hit, sketch_strand
 from . import blender_io, polls, preview
 from .keypose_ops import make_wisps
 from .scene_reader import LEADER, curve_attribute
@@ -64,16 +64,16 @@ def settings_of(ob) -> SketchSettings:
 
 def make_strands(strokes, view, scalp: Scalp, ob):
     """Strands from ``strokes`` (``(label, origins, directions, times)``) seen from ``view``:
-    ``(points (S, n, 3) world, uv (S, 2) or None, refused labels)``; a stroke that does not start
-    on the scalp is refused, not made."""
+    ``(points (S, n, 3) world, uv (S, 2) or None, refused {(why, why_many): labels})``; a stroke
+    that does not start on the scalp, or has no length (a tap), is refused, not made."""
     s = settings_of(ob)
-    made, uv, refused = [], [], []
+    made, uv, refused = [], [], {}
     for label, origins, directions, times in strokes:
         try:
             out = sketch_strand(origins, directions, times, view[1], scalp.mesh.positions, scalp.mesh.tri_verts,
                                 s, name=label)
-        except NotOnScalp:
-            refused.append(label)
+        except StrokeRefused as e:
+            refused.setdefault((e.why, e.why_many), []).append(label)
             continue
         made.append(out.points)
         uv.append(scalp.uv(out.tri, out.bary))
@@ -83,6 +83,16 @@ def make_strands(strokes, view, scalp: Scalp, ob):
     if ob.hair_wig.draw.keep_outside:
         points = keep_outside(points, scalp.field, ob.hair_wig.draw.clearance)
     return points, (None if uv[0] is None else np.stack(uv)), refused
+
+
+def left_out(refused, drawing: str) -> list[str]:
+    """``make_strands``' refused strokes of ``drawing`` said, one line per reason: "stroke 2 of
+    layer 'Lines' of 'Drawing' has no length (a tap)"."""
+    out = []
+    for (one, many), labels in refused.items():
+        shown = ", ".join(labels[:5]) + (f" and {len(labels) - 5} more" if len(labels) > 5 else "")
+        out.append(f"{shown} of '{drawing}' {one if len(labels) == 1 else many}")
+    return out
 
 
 def add_drawn(context, ob, points, uv, scalp: Scalp) -> np.ndarray:
@@ -194,17 +204,18 @@ class HAIRWIG_OT_strokes_to_hair(bpy.types.Operator):
             if not strokes:
                 raise HairWigError(f"'{d.strokes.name}' has no strokes on a visible layer at this frame")
             points, uv, refused = make_strands(strokes, view, scalp, ob)
-            if not len(points):
+            if not len(points) and list(refused) == [(NotOnScalp.why, NotOnScalp.why_many)]:
                 raise HairWigError(f"no stroke of '{d.strokes.name}' starts on '{scalp.surface.name}' as seen "
                                    f"from the {'view' if d.view == 'VIEW' else 'camera'}: start strokes on the head")
+            if not len(points):
+                raise HairWigError(f"no stroke of '{d.strokes.name}' makes a strand: "
+                                   + "; ".join(left_out(refused, d.strokes.name)))
             new = add_drawn(context, ob, points, uv, scalp)
         except HairWigError as e:
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}
-        if refused:
-            shown = ", ".join(refused[:5]) + (f" and {len(refused) - 5} more" if len(refused) > 5 else "")
-            verb = "does" if len(refused) == 1 else "do"
-            self.report({"WARNING"}, f"{shown} of '{d.strokes.name}' {verb} not start on the scalp: left out")
+        for said in left_out(refused, d.strokes.name):
+            self.report({"WARNING"}, f"{said}: left out")
         self.report({"INFO"}, f"Made {len(points)} strands ({len(new)} curves) of '{ob.name}' from "
                               f"'{d.strokes.name}' in {time.perf_counter() - start:.2f} s")
         return {"FINISHED"}
@@ -222,6 +233,7 @@ class DrawSession:
         self.origins, self.directions, self.times = [], [], []
         self.view = None
         self.added: list[np.ndarray] = []
+        self.refused: str | None = None           # why the last stroke made nothing, if it did
         self.context = context
 
     @property
@@ -254,13 +266,16 @@ class DrawSession:
         return o + k[:, None] * d
 
     def release(self) -> np.ndarray:
-        """Make the stroke a strand; the curves added (none for a stroke of one sample)."""
+        """Make the stroke a strand; the curves added (none for a stroke of one sample, or one
+        refused: ``refused`` then says why, for the status bar)."""
         strokes = [("the stroke", np.array(self.origins), np.array(self.directions), np.array(self.times))]
         self.cancel()
+        self.refused = None
         if len(strokes[0][1]) < 2:
             return np.zeros(0, np.int64)
         points, uv, refused = make_strands(strokes, self.view, self.scalp, self.ob)
         if refused or not len(points):
+            self.refused = f"The stroke {next(iter(refused), ('makes no strand',))[0]}: left out"
             return np.zeros(0, np.int64)
         new = add_drawn(self.context, self.ob, points, uv, self.scalp)
         self.added.append(new)
@@ -344,7 +359,7 @@ class HAIRWIG_OT_draw_hair(bpy.types.Operator):
                 s.release()
             except HairWigError as e:
                 self.report({"ERROR"}, str(e))
-            context.workspace.status_text_set(self.STATUS)
+            context.workspace.status_text_set(s.refused or self.STATUS)
             return {"RUNNING_MODAL"}
         return {"PASS_THROUGH"}
 

@@ -555,6 +555,32 @@ def _rows_to(m: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return rows @ m[:3, :3].T + m[:3, 3]
 
 
+def style_uv_problem(ob) -> tuple[str, bool] | None:
+    """What keeps Grow on Scalp from attaching the roots it grows — each by its UV on the hair's
+    Surface UV Map, which Deform Curves on Surface and Follow Skin read — said by name, and
+    whether Style Hair refuses for it (True) or goes on, giving the hair the head's active map
+    (False); None when nothing does (or when restyling, which needs no UV map)."""
+    if ob.type != "CURVES" or ob.hair_wig.style.roots != "GROW":
+        return None
+    head, cv = head_of(ob), ob.data
+    if head is None or head.type != "MESH":
+        return None                                  # read_style refuses these in its own words
+    if cv.surface is not None and cv.surface != head:
+        return (f"'{ob.name}' would grow on '{head.name}' (the wig's Head) but its Surface is "
+                f"'{cv.surface.name}', where the roots' UVs would be looked up: make them the same mesh", True)
+    uv = head.data.uv_layers
+    if uv.active is None:
+        return (f"'{head.name}' has no UV map: hair grown on it needs one to stay attached (add one in "
+                f"its UV Maps)", True)
+    if cv.surface == head and cv.surface_uv_map and uv.get(cv.surface_uv_map) is None:
+        return (f"'{head.name}' has no UV map '{cv.surface_uv_map}' (the Surface UV Map of '{ob.name}'): "
+                f"pick one it has", True)
+    if cv.surface == head and not cv.surface_uv_map:
+        return (f"the Surface UV Map of '{ob.name}' is empty: grown roots take '{uv.active.name}' of "
+                f"'{head.name}', and it becomes the hair's Surface UV Map", False)
+    return None
+
+
 def read_style(context, ob) -> StyleJob:
     """Everything Style Hair needs from the scene for hair object ``ob`` (its ``hair_wig.style``
     settings, its surface, gravity, the styling force's object or fields, the profiles)."""

@@ -34,6 +34,9 @@ class HAIRWIG_OT_style_hair(bpy.types.Operator):
         try:
             if blender_io.is_baked(ob):
                 raise HairWigError(f"'{ob.name}' is baked: clear the bake before styling it")
+            uv_problem = scene_reader.style_uv_problem(ob)         # read before the hair is written
+            if uv_problem is not None and uv_problem[1]:
+                raise HairWigError(f"Style Hair: {uv_problem[0]}")
             start = time.perf_counter()
             job = scene_reader.read_style(context, ob)
             points = style_strands(job.roots, job.directions, job.lengths, job.counts, **job.settings)
@@ -44,6 +47,8 @@ class HAIRWIG_OT_style_hair(bpy.types.Operator):
             preview.stop(ob)
         blender_io.write_styled(ob, points, job.counts, job.uv, job.add, job.replace, job.surface, job.uv_map,
                                 job.curves)
+        if uv_problem is not None:
+            self.report({"WARNING"}, f"Style Hair: {uv_problem[0]}")
         verb = "Grew and styled" if job.add else "Restyled"
         self.report({"INFO"}, f"{verb} {len(job.counts)} strands of '{ob.name}' in "
                               f"{time.perf_counter() - start:.2f} s")

@@ -354,6 +354,9 @@ class VIEW3D_PT_hair_wig_style(_HairToolPanel, bpy.types.Panel):
                 draw_profile(layout, ob.hair_wig, "curl_radius")
                 draw_profile(layout, ob.hair_wig, "curl_turns")
         layout.prop(st, "seed")
+        uv_problem = scene_reader.style_uv_problem(ob)
+        if uv_problem is not None:
+            layout.label(text=uv_problem[0], icon="ERROR" if uv_problem[1] else "INFO")
         layout.operator("hair_wig.style_hair", icon="OUTLINER_DATA_CURVES")
 
 

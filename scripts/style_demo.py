@@ -1,7 +1,8 @@
 """Style Hair on a head (seed 003): hair grown on a subdivided Suzanne's scalp and styled by
 physics — bent under gravity as cantilevers, slid over the head with layered volume, curled —
 measured (strands, seconds, segment lengths against the set length, nearest point to the head)
-and rendered: straight, combed back by a styling force, and curled.
+and rendered: straight, combed back by a styling force, curled round a cylinder, and curled by a
+rotating force at its default strength.
 
     ./run python scripts/style_demo.py [--density 800] [--output docs/style_hair.png]
 """
@@ -26,6 +27,9 @@ LOOKS = {
     "combed back": dict(force="DIRECTION", force_direction=(0.0, 1.0, -0.3), force_strength=1.2, curl="NONE"),
     "curled": dict(force="DIRECTION", force_direction=(0.0, 1.0, -0.3), force_strength=0.8, curl="HELIX",
                    curl_radius=0.04, curl_turns=4.0, points=49),
+    # the Rotating Force at its defaults (Curl Force, Turns): curled by the force alone
+    "curled by force": dict(force="DIRECTION", force_direction=(0.0, 1.0, -0.3), force_strength=0.8, curl="FORCE",
+                            points=49),
 }
 
 

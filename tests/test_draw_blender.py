@@ -170,6 +170,51 @@ def test_the_draw_hair_session_makes_a_strand_per_stroke_refuses_a_miss_and_undo
     np.testing.assert_array_equal(_positions(ob), first)
 
 
+def test_a_two_point_stroke_is_as_long_as_drawn_and_a_tap_is_left_out_by_name(scene, addon, capfd):
+    """Issue 34 (part 12). A Grease Pencil stroke of 2 points makes the strand it spans on the
+    drawing plane through its root — seen from the camera, the stroke as drawn: the camera's rays
+    through its ends, cut by the plane — as long as the same stroke in 20 points. A tap (a stroke
+    of 2 points in one place; a press and release in Draw Hair) made a strand of no length, every
+    point on the root, unsaid; it is left out by name, and the Draw Hair session says why."""
+    from hair_wig_addon.operators import blender_io as io
+    from hair_wig_addon.operators.draw_ops import DrawSession, rays
+
+    head, ob = _scene()
+    ob.hair_wig.draw.keep_outside = False
+    two = _stroke(_front(0.2, 0.5), [0.3, -1.0, 0.4], k=2)
+    tap = np.repeat(two[:1], 2, axis=0)
+    twenty = _stroke(_front(-0.2, 0.5), [-0.1, -1.0, 0.4], k=20)
+    ob.hair_wig.draw.strokes = _grease_pencil([two, tap, twenty])
+    capfd.readouterr()
+    assert bpy.ops.hair_wig.strokes_to_hair() == {"FINISHED"}
+    assert "stroke 2 of layer 'Lines' of 'Drawing' has no length (a tap): left out" in capfd.readouterr().out
+    assert len(ob.data.curves) == 2
+    p = _positions(ob).reshape(2, 16, 3)
+    root = p[0, 0]
+    # the stroke's ends through the camera, cut by the plane through the root square to the view (+y)
+    ends = EYE + (two - EYE) * ((root[1] - EYE[1]) / (two[:, 1] - EYE[1]))[:, None]
+    ends[0] = root
+    length = np.linalg.norm(np.diff(p, axis=1), axis=2).sum(axis=1)
+    # float32 storage of 16 points |x| <= 1 (1 rounding each end of 15 segments), the plane
+    # crossing here in float64 from float32 stroke points (1 rounding of |x| ~5 from the eye)
+    assert length[0] == pytest.approx(np.linalg.norm(ends[1] - ends[0]), abs=rounding(5.0, 2 * 15 + 2))
+    assert length[0] > 1.3 * np.linalg.norm(two[1] - two[0])           # longer than on the nearer Grease Pencil plane
+    # the same straight stroke in 20 points: its strand is as long as its ends span on the plane
+    ends20 = EYE + (twenty[[0, -1]] - EYE) * ((p[1, 0, 1] - EYE[1]) / (twenty[[0, -1], 1] - EYE[1]))[:, None]
+    assert length[1] == pytest.approx(np.linalg.norm(ends20[1] - p[1, 0]), abs=rounding(5.0, 2 * 15 + 2))
+    # the session: a tap makes nothing, and says why for the status bar
+    session = DrawSession(bpy.context, ob, lambda: io.camera_view(bpy.context.scene))
+    o, d = rays(two[:1], io.camera_view(bpy.context.scene))
+    assert session.press(o[0], d[0], 0.0)
+    session.move(o[0], d[0], 0.1)
+    assert len(session.release()) == 0 and len(ob.data.curves) == 2
+    assert session.refused == "The stroke has no length (a tap): left out"
+    with pytest.raises(RuntimeError, match=r"no stroke of 'Drawing.001' makes a strand: stroke 1 of layer "
+                                           r"'Lines' of 'Drawing.001' has no length \(a tap\)"):
+        ob.hair_wig.draw.strokes = _grease_pencil([tap])
+        bpy.ops.hair_wig.strokes_to_hair()
+
+
 def test_the_last_key_pose_roots_are_shown_to_redraw_from(scene, addon):
     from hair_wig_addon.operators.draw_ops import previous_key_pose_roots
 

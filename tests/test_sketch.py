@@ -156,6 +156,36 @@ def test_a_stroke_with_a_loop_makes_a_curled_strand_and_a_miss_is_refused_by_nam
         SketchSettings(points=1)
 
 
+@pytest.mark.parametrize("perspective", [False, True])
+def test_a_two_sample_stroke_is_as_long_as_drawn_and_a_tap_is_refused_by_name(perspective):
+    """Issue 34 (part 12). A stroke of two samples makes the straight strand it spans on the
+    drawing plane, as long as the same stroke drawn in 20 samples (measured in Draw Hair's test
+    scene: a 2-point Grease Pencil stroke 10.5 cm long on its own plane makes a 14.5 cm strand —
+    its length on the drawing plane through the root, farther from the eye — and so does the
+    same stroke in 3, 5 or 20 points: nothing shorter or longer for 2). A tap — a
+    press and release where it was pressed, two samples on one ray — made a strand of no length
+    (every point on the root) without a word; it is refused by name."""
+    from hair_wig.sketch import NoLength, StrokeRefused
+
+    v, t = sphere_mesh(1.0)
+    ends = np.array([[0.2, 0.4], [0.6, 0.1]])
+    o, d = rays(ends, perspective=perspective)
+    view = d[0] if perspective else VIEW
+    two = sketch_strand(o, d, [0.0, 0.2], view, v, t, SketchSettings(points=16))
+    o20, d20 = rays(ends[0] + np.linspace(0, 1, 20)[:, None] * (ends[1] - ends[0]), perspective=perspective)
+    twenty = sketch_strand(o20, d20, np.linspace(0, 0.2, 20), view, v, t, SketchSettings(points=16))
+    drawn = np.linalg.norm(two.controls[-1] - two.controls[0])               # on the drawing plane
+    length = np.linalg.norm(np.diff(two.points, axis=0), axis=1).sum()
+    # a straight line resampled (float64, coordinates ~5 from the eye): tens of roundings
+    assert length == pytest.approx(drawn, rel=1e-12)
+    assert np.linalg.norm(np.diff(twenty.points, axis=0), axis=1).sum() == pytest.approx(length, rel=1e-12)
+    np.testing.assert_allclose(twenty.points, two.points, atol=1e-12)
+    tap_o, tap_d = np.repeat(o[:1], 2, axis=0), np.repeat(d[:1], 2, axis=0)
+    with pytest.raises(NoLength, match="stroke 3 has no length on its drawing plane") as refused:
+        sketch_strand(tap_o, tap_d, [0.0, 0.2], view, v, t, name="stroke 3")
+    assert isinstance(refused.value, StrokeRefused) and refused.value.why == "has no length (a tap)"
+
+
 def test_keep_outside_lifts_drawn_hair_off_the_head_at_its_lengths():
     v, t = sphere_mesh(1.0)
     field = MeshField(v, t, margin=0.3)

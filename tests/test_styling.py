@@ -201,22 +201,76 @@ def test_grown_roots_lie_on_the_chosen_faces_with_their_uv_and_the_density_set()
         grow_roots(verts, tris, 2000, weight=np.zeros(len(tris)))
 
 
-def test_a_rotating_force_turns_square_to_the_strand_and_grows_to_the_tip():
-    from hair_wig.styling import rotating_force
+def test_curl_moments_turn_square_to_the_axis_grow_to_the_tip_and_stop_at_a_flat_coil():
+    """The rotating force's moments: square to the strand's axis, −F/ω² along the load (F
+    growing from the root, ω = 2π turns / L), turning the turns set root to tip, held at EI ω
+    (κ = ω, the flat coil) past it; Turns 0 is refused by name."""
+    from hair_wig.styling import curl_moments, slope_stations
 
+    axis = np.zeros((2, 41, 3))
+    axis[0, :, 2] = axis[1, :, 0] = np.linspace(0.0, 0.5, 41)                 # along z and along x
     d = np.array([[0, 0, 1.0], [1.0, 0, 0]])
-    f = rotating_force(d, 41, 2.0, 3.0)
-    assert f.shape == (2, 40, 3)
-    # built on unit vectors square to d (cross products, normalisation, sine and cosine: ~8
-    # roundings), dotted here (5), of forces up to the strength 2, float64
-    np.testing.assert_allclose(np.einsum("smk,sk->sm", f, d), 0, atol=rounding(2.0, 13, eps=EPS64))   # square to it
-    t = (np.arange(40) + 0.5) / 40
-    np.testing.assert_allclose(np.linalg.norm(f, axis=2), 2.0 * t[None].repeat(2, 0),
-                               rtol=rounding(1.0, 8 + NORM + 1, eps=EPS64))
-    # the angle about the strand climbs 3 turns root to tip
-    e = f[0] / np.linalg.norm(f[0], axis=1, keepdims=True)
+    ei = np.full(40, 0.01)
+    w = curl_moments(axis, 2.0, 3.0, ei)
+    assert w.shape == (2, 40, 3)
+    # built on the carried frame's unit vectors (cross products, normalisation, sine and cosine:
+    # ~8 roundings), dotted here (5), of moments up to F / ω² (float64)
+    omega = 2 * np.pi * 3.0 / 0.5
+    t = slope_stations(40)
+    size = 2.0 * t / omega ** 2
+    np.testing.assert_allclose(np.einsum("smk,sk->sm", w, d), 0, atol=rounding(size.max(), 13, eps=EPS64))
+    np.testing.assert_allclose(np.linalg.norm(w, axis=2), size[None].repeat(2, 0), rtol=rounding(1.0, 8 + NORM + 1, eps=EPS64))
+    # the load's angle about the strand climbs 3 turns root to tip
+    e = w[0] / np.linalg.norm(w[0], axis=1, keepdims=True)
     ang = np.unwrap(np.arctan2(e[:, 1], e[:, 0]))
     assert abs(abs(ang[-1] - ang[0]) - 2 * np.pi * 3 * (t[-1] - t[0])) < 1e-9
+    # a force past the flat coil (κ = F / (EI ω²) > ω) is held there: |M| = EI ω
+    strong = curl_moments(axis, 1e4, 3.0, ei)
+    assert np.linalg.norm(strong, axis=2)[0, -1] == pytest.approx(0.01 * omega, rel=1e-12)
+    with pytest.raises(HairWigError, match="Rotating Force needs Turns above 0"):
+        curl_moments(axis, 2.0, 0.0, ei)
+
+
+@pytest.mark.parametrize("points", [61, 121])
+def test_the_rotating_force_curls_a_strand_into_the_seeds_helix(points):
+    """Issue 34 (part 10). A rod (no twisting moment) under a load F per unit length turning at
+    ω = 2π turns / L about a straight axis is in balance as a helix of curvature κ = F / (EI ω²),
+    torsion √(ω² − κ²), radius κ / ω², ``turns`` turns over the strand (seed 003's rotating
+    force; the Kirchhoff equations, ``curl_moments``). Styled weightless at the default Curl
+    Force (80 gravities at the tip, Turns 3, Stiffness 0.02: κ / ω = 0.6 there, a visible curl),
+    the strand's curvature at every joint is the closed form's for the load there. (Before, the
+    far loads' moments, summed with straight lever arms, bent it to one side: curvature 17 /m at
+    the root and 0.04 /m at the tip against 37 /m, 25 cm off its axis.)"""
+    from hair_wig.styling import style_strands
+
+    length, turns, stiffness, strength = 0.3, 3.0, 0.02, 80.0
+    p = style_strands(np.zeros((1, 3)), [[0.0, 0.0, -1.0]], [length], [points], gravity=np.zeros(3),
+                      stiffness=stiffness, curl_force=strength, curl_turns=turns, tilt=0.0)
+    seg = np.diff(p, axis=0)
+    step = length / (points - 1)
+    u = seg / np.linalg.norm(seg, axis=1, keepdims=True)
+    kappa = np.arccos(np.clip(np.einsum("ik,ik->i", u[1:], u[:-1]), -1, 1)) / step       # joints 1 … m − 1
+    x = np.arange(1, points - 1) * step
+    omega = 2 * np.pi * turns / length
+    ei = stiffness * 9.81 * length ** 3
+    closed = strength * 9.81 * (x / length) / (ei * omega ** 2)
+    assert closed.max() / omega == pytest.approx(0.6, abs=0.02)
+    # The march turns segment k by |T × W| l / EI = κ l √(1 − c²), c = T_{k−1} · Ŵ_k: on the helix
+    # (tilt sin α = κ / ω) the load at the joint leads the segment before it by half a segment,
+    # ω l / 2 of its turn, so c ≤ (κ/ω) sin(ω l / 2); a load growing from 0 at the root leaves the
+    # helix's axis off the start direction by at most 2 κ' / ω² (κ' = dκ/dx: the integral of the
+    # growing load's turning, ∫ κ' s e^{iωs} ds, leaves −κ' (1 − cos ωs) / ω² along the load). The
+    # curvature falls short by 1 − √(1 − c²) ≤ c² (c² ≤ ¾), never over (the arccos here rounds
+    # ~1e-15 of angles ~0.1)
+    c = (closed / omega) * np.sin(omega * step / 2) + 2 * (closed[-1] / x[-1]) / omega ** 2
+    assert np.all(kappa <= closed * (1 + 1e-9))
+    assert np.all(kappa >= closed * (1 - c ** 2))
+    # and the tangent winds round the axis as the load does: over the tip half, the turns set
+    # for it, give or take where the drifting axis leaves the tangent (asin(2 / (ω x)) at each end)
+    half = np.arange((points - 1) // 2, points - 1)
+    azimuth = np.unwrap(np.arctan2(u[half, 1], u[half, 0]))
+    wound = abs(azimuth[-1] - azimuth[0])
+    assert wound == pytest.approx(omega * step * (len(half) - 1), abs=2 * np.arcsin(2 / (omega * length / 2)))
 
 
 def test_curl_turns_profile_places_the_turns_and_keeps_their_count():

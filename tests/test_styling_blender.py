@@ -169,7 +169,7 @@ def test_the_styling_force_pulls_toward_an_object_and_curls_wind_round(scene):
     radius = rounding(magnitude(curled) / 0.05, 2) + rounding(1.0, 8 + NORM)
     np.testing.assert_allclose(off[:, 5:], 0.05, rtol=radius)
     st.collide = True
-    st.curl, st.curl_strength = "FORCE", 3.0
+    st.curl = "FORCE"                          # at its default Curl Force: a visible curl (issue 34 part 10)
     assert bpy.ops.hair_wig.style_hair() == {"FINISHED"}
     assert np.abs(positions(ob).reshape(-1, 25, 3) - pulled).max() > 0.05
 
@@ -345,3 +345,64 @@ def test_styled_on_a_moved_turned_scaled_head_in_world_units(scene, core):
     np.testing.assert_allclose(back, p[:, 0], rtol=0,
                                atol=uv_placed(verts, mesh.tri_verts, mesh.tri_uv, tri, uv, p[:, 0]) + on_head)
     assert (p[:, -1, 2] < p[:, 0, 2] - 0.1).mean() > 0.9              # hangs world-down
+
+
+def _style_panel_labels(ob):
+    """The labels the Style Hair panel draws for ``ob`` (a recording layout, no window)."""
+    from hair_wig_addon.panels import sidebar
+    from test_panels import Recorder
+
+    labels = []
+
+    class Labels(Recorder):
+        def label(self, **kw):
+            super().label(**kw)
+            labels.append((kw.get("text", ""), kw.get("icon", "NONE")))
+
+    bpy.context.view_layer.objects.active = ob
+    sidebar.VIEW3D_PT_hair_wig_style.draw(type("PanelSelf", (), {"layout": Labels([])})(), bpy.context)
+    return labels
+
+
+def test_grow_on_scalp_says_when_the_uv_map_it_needs_is_missing(scene, capfd):
+    """Issue 34 (part 12). Grow on Scalp attaches each root by its UV on the hair's Surface UV
+    Map. A hair whose Surface was set by hand names no UV map: the roots were grown on the head's
+    active map and the hair left naming none (so Deform Curves on Surface and Follow Skin could
+    not place them), silently; now the panel and the report say so by name, and the hair is given
+    the map. A UV map that is not there, and a wig Head other than the hair's Surface (the roots'
+    UVs would be looked up on another mesh: it grew on the Head, silently), are refused by name,
+    in the panel before and in the report, and the hair is left as it was."""
+    head = sphere_head()
+    ob = scenes.empty_hair(head)
+    ob.data.surface_uv_map = ""                                       # as Object ▸ Surface set by hand leaves it
+    st = ob.hair_wig.style
+    st.roots, st.grow_on, st.density, st.points = "GROW", "ALL", 5.0, 4
+    said = "the Surface UV Map of 'Hair' is empty: grown roots take 'UVMap' of 'Head'"
+    assert [(t, i) for t, i in _style_panel_labels(ob) if said in t] == [(said + ", and it becomes the hair's "
+                                                                          "Surface UV Map", "INFO")]
+    capfd.readouterr()
+    assert bpy.ops.hair_wig.style_hair() == {"FINISHED"}
+    assert f"Style Hair: {said}" in capfd.readouterr().out
+    assert ob.data.surface_uv_map == "UVMap" and len(ob.data.curves) > 0
+    assert not any("UV" in t for t, _i in _style_panel_labels(ob))    # nothing left to say
+    grown = positions(ob)
+    # a map the head does not have: refused by name, the panel says it first
+    ob.data.surface_uv_map = "Gone"
+    assert ("'Head' has no UV map 'Gone' (the Surface UV Map of 'Hair'): pick one it has", "ERROR") in \
+        _style_panel_labels(ob)
+    with pytest.raises(RuntimeError, match="Style Hair: 'Head' has no UV map 'Gone'"):
+        bpy.ops.hair_wig.style_hair()
+    ob.data.surface_uv_map = "UVMap"
+    # a wig Head other than the hair's Surface: the roots would grow on one and be looked up on the other
+    other = bpy.data.objects.new("Scalp", head.data.copy())
+    bpy.context.scene.collection.objects.link(other)
+    ob.hair_wig.head = other
+    bpy.context.view_layer.objects.active = ob
+    mismatch = "'Hair' would grow on 'Scalp' (the wig's Head) but its Surface is 'Head'"
+    assert any(t.startswith(mismatch) and i == "ERROR" for t, i in _style_panel_labels(ob))
+    with pytest.raises(RuntimeError, match=mismatch.replace("(", r"\(").replace(")", r"\)")):
+        bpy.ops.hair_wig.style_hair()
+    np.testing.assert_array_equal(positions(ob), grown)               # left as it was
+    # restyling needs no UV map: nothing said
+    st.roots = "EXISTING"
+    assert not any("UV" in t for t, _i in _style_panel_labels(ob))
