@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .children import transplant
 from .errors import HairWigError
 from .refinement import RadiusMap
 
@@ -1031,6 +1032,21 @@ class Collider:
             self._steps = {"limit": cols(self.limit), "skip2": cols(self.skip2),
                            "rest": np.ascontiguousarray(self.rest_rows.reshape(3, -1, uniform).transpose(0, 2, 1))}
 
+    def bind_children(self, rest_rows: np.ndarray, offsets: np.ndarray, turn: np.ndarray | None,
+                      uniform: int, margin: np.ndarray) -> None:
+        """Record the rest clearance of each guide's shape moved onto its children's roots
+        (``children.transplant``: ``offsets`` (K, 3, G), ``turn`` (K, 3, 3, G) or None, head-local;
+        ``rest_rows`` (3, P) the guides' points, ``uniform`` each): their limits
+        ``min(offset + margin, d0)`` (``margin`` (G,), ``children.sag``) as (K, uniform, G),
+        point-major like a walk's steps. A groom at rest is outside every one of them."""
+        k, _, g = offsets.shape
+        rest = rest_rows.reshape(3, g, uniform).astype(np.float64)
+        moved = np.stack([transplant(rest[:, :, j], rest[:, :, 0], offsets, turn) for j in range(uniform)], -1)
+        x = np.ascontiguousarray(moved.transpose(0, 2, 3, 1).reshape(-1, 3), np.float64)   # (K, G, n)
+        d = self.bound_field.signed_distance(x).reshape(k, g, uniform)
+        limit = np.minimum(np.float32(self.offset) + margin.astype(np.float32)[None, :, None], d.astype(np.float32))
+        self.child_limit = np.ascontiguousarray(limit.transpose(0, 2, 1))
+
     def set_frame(self, to_field: np.ndarray | None, vertices: np.ndarray | None = None) -> None:
         """This frame's head-local -> field-space map (``None``: identity) and, for a deforming
         collider, its vertices in its own space (``None``: as bound)."""
@@ -1163,9 +1179,27 @@ class Collider:
         collision surface, in place. Returns the positions into ``q`` that moved; ``normal``
         (3, S), when given, gets the unit direction each moved point was pushed along."""
         pick, x = self._in_field(q, index)
+        return self._push(q, pick, x, self.limit[index[pick]], normal)
+
+    def push_to(self, q: np.ndarray, limit: np.ndarray, normal: np.ndarray | None = None) -> np.ndarray:
+        """``project_at`` for points that are not the wig's own (a guide's children): ``q``
+        (3, S, head-local) float32 out to their own ``limit`` (S,), the grid's screen first."""
+        rows = self._field_rows(q)
+        if isinstance(self.field, MeshField):
+            pick = self.field.screen(rows.astype(np.float32, copy=False), limit + self.field.slack)
+        else:
+            pick = np.arange(q.shape[1])
+        x = _take_rows(q, pick).T.astype(np.float64)
+        if self.to_field is not None and pick.size:
+            x = x @ self.to_field[:3, :3].T + self.to_field[:3, 3]
+        return self._push(q, pick, x, limit[pick], normal)
+
+    def _push(self, q, pick, x, limit, normal) -> np.ndarray:
+        """Push the points ``pick`` of ``q`` — ``x`` (K, 3) in field space — out to ``limit``
+        (K,): ``project_at``'s work."""
         if pick.size == 0:
             return pick
-        new, moved, along = self.field.project(x, self.limit[index[pick]], self.tolerance, direction=True)
+        new, moved, along = self.field.project(x, limit, self.tolerance, direction=True)
         if moved.size == 0:
             return moved
         if self.from_field is not None:

@@ -19,6 +19,7 @@ from .errors import HairWigError
 from .hairset import HairSet
 from .magnets import FollowReach, Magnet, MagnetWeights
 from .profiles import Profile
+from .children import Children, neighbourhood, sag, transplant, turns
 from .collision import Collider, ColliderMesh
 from .refinement import LengthControl, compensate_compression_rows, compression_vectors
 from .scalp import ScalpSpace
@@ -66,6 +67,8 @@ class WigSettings:
     collision_offset: float = 0.0            # world units, kept from the head
     collision_method: str = "FIELD"          # FIELD (SPEC §6.3) or RAY (the patent's ray test)
     collision_iterations: int = 3            # at most, per point: collision then length again
+    # guides keep room for the children grown from them (children.py): their roots' samples
+    child_samples: int = 16
 
 
 @dataclass
@@ -148,6 +151,11 @@ class Wig:
         are world matrices at rest, and each frame's come in ``FrameInput.collider_matrices``.
     head_name : str or None
         The head's name, for messages.
+    children : Children or None
+        The hair grown from these strands as guides (Blender's Interpolate Hair Curves): its
+        roots in the hair object's space at rest, and whether it follows the surface normal;
+        collision keeps each guide's shape out of the head on its children's roots too
+        (``children.py``).
     head_centre : (3,) or None
         The centre ``l`` of compression and of the collision rays (head-local); default: the
         centre of the head mesh's bounding box, else the head's origin.
@@ -162,7 +170,7 @@ class Wig:
 
     def __init__(self, hair: HairSet, hair_matrix, head_matrix, magnets=(), settings=None,
                  head_mesh=None, head_centre=None, scalp: ScalpSpace | None = None, threads: int = 1,
-                 head_name: str | None = None, colliders=()):
+                 head_name: str | None = None, colliders=(), children=None):
         self.hair = hair
         self.settings = settings = settings or WigSettings()
         self.hair_rest = as_matrix(hair_matrix, f"'{hair.name}' rest matrix")
@@ -232,6 +240,9 @@ class Wig:
         # strands of one point count under per-segment length: collision walks them point-major
         self._uniform = int(counts[0]) if (settings.use_length and settings.length_mode == "SEGMENT"
                                            and np.all(counts == counts[0])) else 0
+        self.children = None          # (K, 3, S) float32: each guide's children's roots (children.py)
+        self._children_note = None
+        self._children_turn = None    # (K, 3, 3, S) float32: their turns (Follow Surface Normal)
         if settings.use_collision:
             # Offsets are world distances; refinement works in head-local units.
             scale = self.head_scale
@@ -247,6 +258,10 @@ class Wig:
                 c = Collider(mesh, head_inv @ mesh.matrix, mesh.offset / scale)
                 c.bind(self.rest_rows, self._uniform)
                 self.colliders.append(c)
+            if children is not None and len(children.roots) and settings.child_samples:
+                self._bind_neighbourhood(children, head_mesh is not None)
+            for c in self.colliders:
+                self._bind_children(c, self.rest_rows)
             if isinstance(self.strands, StrandLayer):       # Rods meet them through refinement (absorb)
                 self.strands.bind_colliders(self.colliders)
         self.residual = 0.0          # the deepest point left inside a collision surface, last frame
@@ -350,13 +365,16 @@ class Wig:
 
     def warnings(self) -> list[str]:
         """What the artist should know about this binding, though it bakes: magnets whose radius
-        reaches no hair, and what the head's shape keeps the ray-test collision from doing."""
+        reaches no hair, what the head's shape keeps the ray-test collision from doing, children
+        the collision cannot keep out."""
         out = [f"magnet '{m.name}' reaches no hair at its rest pose (radius {m.radius:g}), where the hair "
                f"it moves is picked up; move its rest pose closer to the hair or widen it"
                for m, n in zip(self.magnets, self.weights.reached) if n == 0 and not m.follow]
         for c in self.colliders:
             if c.mesh.method == "RAY":
                 out += c.field.map.warnings()
+        if self._children_note:
+            out.append(self._children_note)
         return out
 
     @property
@@ -486,6 +504,7 @@ class Wig:
                 self.length.set_rest_rows(rest)
             for c in self.colliders:          # this frame's hairstyle is the groom to keep
                 c.bind(rest, self._uniform)
+                self._bind_children(c, rest)
 
         self._set_colliders(inp, head)
         self._residuals = []
@@ -771,6 +790,22 @@ class Wig:
                 if at.size == 0:
                     break
                 q[:, j, at] = _onto_circle(q[:, j - 1, at], q[:, j, at], qa[:, pushed], normal[:, pushed])
+            if self.children is not None:
+                kept = self._keep_children_out(q, j, strands)
+                if kept.size:
+                    for m in margins:            # moved: no bound for the next point
+                        m[kept] = -np.inf
+                    # the guide's own point, checked again where its children moved it
+                    qa = q[:, j, kept]
+                    normal = np.zeros((3, len(kept)))
+                    pushed = np.zeros(len(kept), bool)
+                    for c in self.colliders:
+                        pushed[c.project_at(qa, at_j[kept], normal)] = True
+                    if pushed.any():
+                        back = kept[pushed]
+                        q[:, j, back] = _onto_circle(q[:, j - 1, back], q[:, j, back], qa[:, pushed],
+                                                     normal[:, pushed])
+                    at = np.union1d(at, back if pushed.any() else at[:0])
             if at.size:
                 # still unresolved after the last tangent-plane step (a crease or a pocket)
                 self._swing_out(q, j, at_j, at)
@@ -778,6 +813,73 @@ class Wig:
                 depth = max(depth, max(c.penetration_at(qj, at_j[at]) for c in self.colliders))
         view[...] = q.transpose(0, 2, 1)
         return depth
+
+    def _bind_neighbourhood(self, children: Children, on_head: bool) -> None:
+        """Each guide's samples of the children it leads (children.py): their roots' offsets
+        (head-local) and, where Interpolate Hair Curves follows the surface normal, the turn
+        from the guide's root normal to theirs (the head's normals where they are rooted)."""
+        s = self.settings
+        if not self._uniform:
+            self._children_note = (
+                f"the {len(children.roots)} curves grown from its strands (children) are not kept out of "
+                f"the colliders: that needs Keep Length per segment and strands of one point count "
+                f"(these have {'Whole Strand' if s.length_mode != 'SEGMENT' else 'several counts'}); "
+                f"raise Head Offset if they show inside")
+            return
+        roots = self.rest_rows[:, self.hair.offsets[:-1]].astype(np.float64)           # (3, G)
+        kids = transform_points(np.asarray(children.roots, np.float64), self.to_local)
+        offsets, which = neighbourhood(roots.T, kids, s.child_samples)
+        self.children = offsets.astype(np.float32)
+        self._children_turn = None
+        if children.follow_normal and on_head:
+            head = self.colliders[0]
+            up = head.outward_at(roots.astype(np.float32))                               # (3, G)
+            there = kids[np.maximum(which, 0)]                                            # (K, G, 3)
+            k, g = which.shape
+            kid_up = head.outward_at(np.ascontiguousarray(there.reshape(-1, 3).T, np.float32))
+            kid_up = kid_up.reshape(3, k, g).transpose(1, 0, 2)
+            kid_up = np.where((which >= 0)[:, None, :], kid_up, up[None])
+            self._children_turn = turns(up, kid_up).astype(np.float32)
+        self._children_margin = sag(self.children)
+
+    def _bind_children(self, c: Collider, rest: np.ndarray) -> None:
+        if self.children is not None:
+            c.bind_children(rest, self.children, self._children_turn, self._uniform, self._children_margin)
+
+    def _keep_children_out(self, q: np.ndarray, j: int, strands: slice) -> np.ndarray:
+        """Points j of the walked strands ``q`` (3, n, S) moved so that each guide's shape,
+        moved onto its children's roots (``self.children``), is outside every collider there
+        (children.py): each round the largest push any of a guide's samples needs moves the
+        guide's point, set back on its segment's length on that contact's tangent plane
+        (``_onto_circle``), as a guide's own contact is. Returns the strands moved."""
+        off = self.children[:, :, strands]                                  # (K, 3, S)
+        turn = None if self._children_turn is None else self._children_turn[..., strands]
+        k, _, count = off.shape
+        moved = np.zeros(count, bool)
+        cols = np.arange(count)
+        for _ in range(max(1, self.settings.collision_iterations)):
+            v = transplant(q[:, j], q[:, 0], off, turn).transpose(1, 0, 2).reshape(3, k * count)
+            before = v.copy()
+            normal = np.zeros((3, k * count), np.float32)
+            for c in self.colliders:
+                c.push_to(v, c.child_limit[:, j, strands].reshape(k * count), normal)
+            push = (v - before).reshape(3, k, count)
+            size = np.einsum("aks,aks->ks", push, push)
+            best = np.argmax(size, axis=0)
+            hit = np.flatnonzero(size[best, cols] > 0)
+            if hit.size == 0:
+                break
+            moved[hit] = True
+            pick = best[hit]
+            d = push[:, pick, hit]
+            n = normal.reshape(3, k, count)[:, pick, hit]
+            if turn is not None:             # back into the guide's own frame: Rᵀ
+                r = turn[pick, :, :, hit]                                   # (H, 3, 3)
+                d = np.einsum("hab,ah->bh", r, d)
+                n = np.einsum("hab,ah->bh", r, n)
+            here = q[:, j, hit]
+            q[:, j, hit] = _onto_circle(q[:, j - 1, hit], here, here + d, n)
+        return np.flatnonzero(moved)
 
     def _depth(self, q: np.ndarray, index: np.ndarray) -> np.ndarray:
         """How far each point ``q`` (3, S) — wig points ``index`` — is inside its collision

@@ -37,11 +37,12 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
     preroll = ob.hair_wig.preroll if preroll is None else int(preroll)
     frame, subframe = scene.frame_current, scene.frame_subframe
     carried = blender_io.attaches_to_surface(ob)        # read before the stack is switched off
+    children = scene_reader.children_roots(context, ob)
     muted = blender_io.mute_modifiers([ob, *(o for o in others if o != ob)])   # never read
     shown = []
     try:
         shown = scene_reader.evaluate_magnets(context, [ob])        # hidden magnets move too
-        wig, head, empties, surface = scene_reader.bind(context, ob)
+        wig, head, empties, surface = scene_reader.bind(context, ob, children=children)
         if strands is not None:
             wig.restrict(*strands)
         cache = BakeCache(wig.hair, first, last)

@@ -16,6 +16,7 @@ import bpy
 import numpy as np
 
 from ..hair_wig import BakeCache, HairSet, HairWigError, ForceField
+from ..hair_wig.children import Children
 from ..hair_wig.errors import FROM_ZERO
 from ..hair_wig.spaces import transform_points
 from . import compat
@@ -436,6 +437,37 @@ def read_evaluated_points(ob, depsgraph) -> np.ndarray:
     out = np.empty(len(curves.points) * 3, dtype=np.float32)
     curves.attributes["position"].data.foreach_get("vector", out)
     return out.reshape(-1, 3)
+
+
+def read_children(ob, depsgraph) -> Children | None:
+    """The hair grown from hair object ``ob``'s strands as guides, as it evaluates now: every
+    evaluated curve's root (in its local space; its own strands' among them) and whether its
+    Interpolate Hair Curves modifier turns the guides' shapes with the surface normal — or None
+    when it evaluates to no more curves than it holds (no children: nothing to keep room for)
+    or is a legacy Curve."""
+    if ob.type != "CURVES":
+        return None
+    geometry = ob.evaluated_get(depsgraph).evaluated_geometry()
+    curves = geometry.curves
+    if curves is None or len(curves.curves) <= len(ob.data.curves):
+        return None
+    offsets = _curve_offsets(curves)
+    out = np.empty(len(curves.points) * 3, dtype=np.float32)
+    curves.attributes["position"].data.foreach_get("vector", out)
+    return Children(out.reshape(-1, 3)[offsets[:-1]], _follows_normal(ob))
+
+
+def _follows_normal(ob) -> bool:
+    """Whether a shown geometry-nodes modifier of ``ob`` with a *Follow Surface Normal* input
+    (Interpolate Hair Curves) has it on."""
+    for md in ob.modifiers:
+        if md.type != "NODES" or md.node_group is None or not md.show_viewport:
+            continue
+        for item in md.node_group.interface.items_tree:
+            if (item.item_type == "SOCKET" and item.in_out == "INPUT"
+                    and item.name == "Follow Surface Normal"):
+                return bool(compat.modifier_input(md, item.identifier))
+    return False
 
 
 # --------------------------------------------------------------------------------- writing

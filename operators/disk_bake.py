@@ -46,6 +46,7 @@ def bake_to_disk(context, ob, first: int | None = None, last: int | None = None,
     selection = [(o, o.select_get()) for o in context.view_layer.objects]
     rest = np.array(blender_io.read_curves_data(ob.data, ob.name).points, np.float32)
     tmp = out.with_name(f".{out.stem}.{os.getpid()}.tmp{out.suffix}")
+    children = scene_reader.children_roots(context, ob)     # read before the stack is switched off
     muted = blender_io.mute_modifiers([ob])
     stream = None
     shown = []
@@ -53,7 +54,7 @@ def bake_to_disk(context, ob, first: int | None = None, last: int | None = None,
     start = time.perf_counter()
     try:
         shown = scene_reader.evaluate_magnets(context, [ob])
-        wig, head, empties, surface = scene_reader.bind(context, ob)
+        wig, head, empties, surface = scene_reader.bind(context, ob, children=children)
         if wig.keyed is not None:
             raise HairWigError(f"'{ob.name}' bakes a keyed hairstyle whose curves change: bake it into the .blend")
         out_frame = np.empty_like(rest)

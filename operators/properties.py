@@ -445,6 +445,12 @@ class HairWigSettings(bpy.types.PropertyGroup):
         name="Head Offset", description="Distance kept from the head (hair the groom has closer stays as "
                                         "close)", default=0.0, min=0.0,
         soft_max=0.1, subtype="DISTANCE", unit="LENGTH", options=set())
+    use_children_room: BoolProperty(
+        name="Keep Children Out", description="Keep the hair grown from these strands (Interpolate Hair "
+                                              "Curves children, as Quick Fur makes) out of the head and "
+                                              "colliders as well: each strand keeps the room the children "
+                                              "it leads need there, so it may stand farther out than alone",
+        default=True, options=set())
     collision_method: EnumProperty(
         name="Head Shape", description="How the head's inside is told from its outside",
         items=[("FIELD", "Any Shape", "The distance to the head's surface, whatever its shape (ears, nose, "

@@ -347,11 +347,26 @@ class Surface:
         return self.to_head(mesh, depsgraph)
 
 
-def bind(context, ob, rest_points=None, dynamics: bool = True):
+def children_roots(context, ob):
+    """The children ``ob``'s modifiers grow from its strands (Interpolate Hair Curves) at its rest
+    frame (``blender_io.read_children``), for collision to keep room for (``Wig(children=...)``);
+    None when it grows none or Keep Children Out is off. Read before a bake switches the modifiers
+    off; leaves the scene at the rest frame, as ``bind`` does."""
+    s = ob.hair_wig
+    if not (s.use_collision and s.use_children_room):
+        return None
+    if not s.rest_captured:
+        context.scene.frame_set(s.rest_frame)
+    return blender_io.read_children(ob, context.evaluated_depsgraph_get())
+
+
+def bind(context, ob, rest_points=None, dynamics: bool = True, children=None):
     """The wig of ``ob`` bound to its rest pose: the captured one (Set Rest Pose), else the one at
     its rest frame (the scene's current frame is then left there). ``rest_points`` (P, 3) stands in
     for the hair's own positions (live preview keeps them while it writes over them);
-    ``dynamics=False`` leaves out the secondary springs (live preview shows no dynamics)."""
+    ``dynamics=False`` leaves out the secondary springs (live preview shows no dynamics).
+    ``children``: ``children_roots`` read before the hair's modifiers were switched off (else they
+    are read now)."""
     s = ob.hair_wig
     head = require_head(ob)
     scene = context.scene
@@ -383,6 +398,8 @@ def bind(context, ob, rest_points=None, dynamics: bool = True):
         mesh = blender_io.read_mesh(head, depsgraph)
         head_mesh = (mesh.positions, mesh.tri_verts)
         collider_obs, colliders = read_colliders(scene, ob, depsgraph)
+        if children is None:
+            children = children_roots(context, ob)
     surface = None
     scalp = None
     skin = follow_skin_problem(ob)
@@ -390,7 +407,7 @@ def bind(context, ob, rest_points=None, dynamics: bool = True):
         surface = Surface(source.surface, head)
         scalp = surface.bind(source, depsgraph, s.rest_frame)
     wig = Wig(source.hair, hair_rest, head_rest, magnets, read_settings(s, dynamics), head_mesh, scalp=scalp,
-              threads=THREADS, head_name=head.name, colliders=colliders)
+              threads=THREADS, head_name=head.name, colliders=colliders, children=children)
     # Each frame's input reads these again: where they are, and their shape if they deform.
     wig.collider_objects = ([head] if head_mesh is not None else []) + collider_obs
     wig.keyed = keyed          # the keyframed hairstyle (seed 002) giving each frame's rest pose

@@ -201,6 +201,7 @@ class VIEW3D_PT_hair_wig_refinement(_WigSubPanel, bpy.types.Panel):
         col.active = s.use_collision
         col.prop(s, "collision_method")
         col.prop(s, "collision_offset")
+        col.prop(s, "use_children_room")
         others = [o.name for o in scene_reader.collider_objects(context.scene, context.active_object)]
         col.label(text=("Also: " + ", ".join(others[:3]) + (" …" if len(others) > 3 else "")) if others
                   else "Other colliders: meshes with Collision physics", icon="MOD_PHYSICS")

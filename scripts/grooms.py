@@ -178,6 +178,18 @@ def long_hair(strands=3000, points=36, with_shoulders=True) -> Groom:
     return Groom("long hair", hair, head, colliders)
 
 
+def grow_quick_fur(head, density: str):
+    """Blender's Quick Fur on ``head``: its hair object, active, with a wig enabled."""
+    bpy.ops.object.select_all(action="DESELECT")
+    head.select_set(True)
+    bpy.context.view_layer.objects.active = head
+    assert bpy.ops.object.quick_fur(density=density) == {"FINISHED"}
+    hair = next(o for o in bpy.context.scene.objects if o.type == "CURVES")
+    bpy.context.view_layer.objects.active = hair
+    bpy.ops.hair_wig.enable()
+    return hair
+
+
 def quick_fur(density="MEDIUM") -> Groom:
     """Blender's Quick Fur on a subdivided Suzanne whose head bone bends it (armature), with a
     Subdivision Surface after the armature, unapplied, as heads usually have."""
@@ -187,13 +199,7 @@ def quick_fur(density="MEDIUM") -> Groom:
     head = _subdivided_suzanne(1)
     scenes.armature_bend(head, FRAMES, base=-1.2, joint=0.9, top=2.0, ramp=(-0.6, 0.3))
     head.modifiers.new("Subdivision", "SUBSURF").levels = 1
-    bpy.ops.object.select_all(action="DESELECT")
-    head.select_set(True)
-    bpy.context.view_layer.objects.active = head
-    assert bpy.ops.object.quick_fur(density=density) == {"FINISHED"}
-    hair = next(o for o in scene.objects if o.type == "CURVES")
-    bpy.context.view_layer.objects.active = hair
-    bpy.ops.hair_wig.enable()
+    hair = grow_quick_fur(head, density)
     _magnet(hair, (0.0, 0.6, 1.0), (0.5, 0.0, -0.2), FRAMES, radius=1.2, dynamic=True)
     return Groom("Quick Fur", hair, head)
 

@@ -1,0 +1,148 @@
+"""Children's room (issue 34 part 4): guides keep the hair Blender grows from them out of the
+head — numpy core, no bpy."""
+
+import numpy as np
+import pytest
+
+from hair_wig import FrameInput, HairSet, Magnet, Wig, WigSettings
+from hair_wig.children import Children, nearest, neighbourhood, sag, transplant, turns
+from hair_wig.collision import exact_signed_distance
+from test_collision import _hair_on_sphere, kept_length, sphere
+from tolerance import FOLLOW, magnitude, rounding
+
+
+def test_nearest_and_the_neighbourhood_against_a_plain_reference():
+    rng = np.random.default_rng(5)
+    guides = rng.normal(size=(23, 3))
+    kids = rng.normal(size=(400, 3))
+    near = nearest(kids, guides, 4, budget=50)         # small chunks: the chunking is exercised
+    d = np.linalg.norm(kids[:, None] - guides[None], axis=2)
+    assert np.array_equal(near, np.argsort(d, axis=1, kind="stable")[:, :4])
+    off, which = neighbourhood(guides, kids, samples=6, among=4)
+    assert off.shape == (6, 3, 23)
+    for g in range(23):
+        mine = kids[(near == g).any(axis=1)] - guides[g]
+        taken = off[:, :, g]
+        if len(mine) == 0:
+            assert not taken.any() and (which[:, g] == -1).all()
+            continue
+        assert np.array_equal(kids[which[:, g]] - guides[g], taken)
+        # farthest-point sampling by a plain loop
+        gap = (mine ** 2).sum(1)
+        want = []
+        for _ in range(6):
+            i = int(np.argmax(gap))
+            want.append(mine[i])
+            gap = np.minimum(gap, ((mine - mine[i]) ** 2).sum(1))
+        assert np.array_equal(taken, np.array(want))
+    r = np.linalg.norm(off, axis=1).max(axis=0)
+    assert np.allclose(sag(off), r * (1 - np.cos(np.pi / 6)), rtol=1e-12, atol=0)
+
+
+def test_turns_are_the_shortest_rotations_from_the_guides_up_to_the_childrens():
+    rng = np.random.default_rng(2)
+    a = rng.normal(size=(3, 30))
+    a /= np.linalg.norm(a, axis=0)
+    b = rng.normal(size=(4, 3, 30))
+    b /= np.linalg.norm(b, axis=1, keepdims=True)
+    b[0, :, 0] = a[:, 0]                        # the same up: no turn
+    b[1, :, 1] = -a[:, 1]                       # opposite: half a turn
+    r = turns(a, b)
+    eye = np.einsum("kabg,kcbg->kacg", r, r)
+    assert np.abs(eye - np.eye(3)[None, :, :, None]).max() < 1e-12
+    assert np.abs(np.linalg.det(r.transpose(0, 3, 1, 2)) - 1).max() < 1e-12
+    assert np.abs(np.einsum("kabg,bg->kag", r, a) - b).max() < 1e-12
+    assert np.abs(r[0, :, :, 0] - np.eye(3)).max() < 1e-15
+    # shortest: the axis a × b is left where it is
+    axis = np.cross(a[None], b, axis=1)
+    keep = np.linalg.norm(axis, axis=1) > 1e-6
+    turned = np.einsum("kabg,kbg->kag", r, axis)
+    assert np.abs(np.where(keep[:, None], turned - axis, 0)).max() < 1e-12
+    # transplanting turns the shape about the guide's root and moves it onto the child's
+    pts, roots = rng.normal(size=(3, 30)), rng.normal(size=(3, 30))
+    off = rng.normal(size=(4, 3, 30))
+    moved = transplant(pts, roots, off, r)
+    want = roots[None] + off + np.einsum("kabg,bg->kag", r, pts - roots)
+    assert np.array_equal(moved, want)
+    assert np.array_equal(transplant(pts, roots, off, None), pts[None] + off)
+
+
+def _children_roots(hair: HairSet, per: int = 6, spread: float = 0.12, seed: int = 1) -> np.ndarray:
+    """Roots on the unit sphere scattered round each strand's root."""
+    rng = np.random.default_rng(seed)
+    roots = hair.points[hair.offsets[:-1]].astype(np.float64)
+    kids = np.repeat(roots, per, axis=0) + rng.normal(0, spread, (len(roots) * per, 3))
+    return Children(kids / np.linalg.norm(kids, axis=1, keepdims=True))
+
+
+def _pressed(children, follow=False):
+    """Hair lying over the unit sphere, a magnet pulling it into the head; the wig and its pose."""
+    hair = _hair_on_sphere(n=40, lift=0.004)
+    v, t = sphere(1.0, 16, 32)
+    m = np.eye(4)
+    magnet = Magnet("M", np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 1.5], [0, 0, 0, 1.0]]), radius=3.0)
+    if children is not None:
+        children = Children(children.roots, follow)
+    wig = Wig(hair, m, m, [magnet], WigSettings(child_samples=6), head_mesh=(v, t), children=children)
+    pull = magnet.rest_matrix.copy()
+    pull[:3, 3] += (0.3, 0.0, -1.2)
+    return wig, hair, (v, t), FrameInput(m, m, np.array([magnet.rest_matrix])), FrameInput(m, m, np.array([pull]))
+
+
+@pytest.mark.parametrize("follow", [False, True])
+def test_a_pressed_guide_keeps_its_childrens_shapes_out_and_the_groom_at_rest_stays(follow):
+    """Each guide's shape moved onto its sampled children's roots ends at least its limit —
+    min(head offset + the sag r/8, its clearance at rest) — from the sphere (exact distances,
+    where the groom has them near the surface), less what a push leaves (the walk's residual);
+    without the children's room the same pull leaves them closer.
+    At rest nothing moves; lengths are kept."""
+    hair = _hair_on_sphere(n=40, lift=0.004)
+    kids = _children_roots(hair)
+    wig, hair, (v, t), rest_in, pull_in = _pressed(kids, follow)
+    assert (wig._children_turn is not None) == follow
+    rest, _ = wig.step(rest_in)
+    assert np.abs(rest - hair.points).max() <= rounding(magnitude(hair.points), FOLLOW * 12)
+    p, _ = wig.step(pull_in)
+    k = wig.children.shape[0]
+    n = 12
+    pts = p.reshape(-1, n, 3).astype(np.float64)
+    off = wig.children.astype(np.float64)
+    turn = None if wig._children_turn is None else wig._children_turn.astype(np.float64)
+
+    def shapes(x):
+        """Every guide's points (G, n, 3) moved onto its samples' roots: (K, G, n, 3)."""
+        rows = x.transpose(2, 0, 1)                                        # (3, G, n)
+        return np.stack([transplant(rows[:, :, j], rows[:, :, 0], off, turn) for j in range(n)],
+                        -1).transpose(0, 2, 3, 1)
+
+    moved = shapes(pts)
+    rest_moved = shapes(hair.points.reshape(-1, n, 3).astype(np.float64))
+    d = exact_signed_distance(moved.reshape(-1, 3), v, t).reshape(k, -1, n)
+    d0 = exact_signed_distance(rest_moved.reshape(-1, 3), v, t).reshape(k, -1, n)
+    limit = np.minimum(sag(wig.children)[None, :, None], d0)
+    # limits farther from the surface than the field's exact band (deep inside in the groom, or
+    # a wide patch's sag) are kept by the grid's distance, not exactly: left out
+    exact = np.abs(limit) < wig.colliders[0].field.exact_reach
+    short = np.where(exact, limit - d, -np.inf)[:, :, 1:]
+    assert exact[:, :, 1:].mean() > 0.5
+    assert short.max() <= wig.residual + 1e-6, short.max()
+    seg = np.linalg.norm(np.diff(pts, axis=1), axis=2)
+    seg0 = np.linalg.norm(np.diff(hair.points.reshape(-1, n, 3), axis=1), axis=2)
+    assert np.abs(seg / seg0 - 1).max() < kept_length(p, seg0)
+    # the same pull without the children's room leaves their shapes well short of it
+    alone, *_, pull_alone = _pressed(None)
+    q, _ = alone.step(pull_alone)
+    qm = shapes(q.reshape(-1, n, 3).astype(np.float64))
+    dq = exact_signed_distance(qm.reshape(-1, 3), v, t).reshape(k, -1, n)
+    assert np.where(exact, limit - dq, -np.inf)[:, :, 1:].max() > 10 * max(short.max(), 1e-4)
+
+
+def test_hair_without_children_or_with_several_point_counts_says_so():
+    hair = _hair_on_sphere(n=20)
+    v, t = sphere(1.0, 32, 64)
+    m = np.eye(4)
+    assert Wig(hair, m, m, [], WigSettings(), head_mesh=(v, t)).children is None
+    kids = _children_roots(hair)
+    whole = Wig(hair, m, m, [], WigSettings(length_mode="STRAND"), head_mesh=(v, t), children=kids)
+    assert whole.children is None
+    assert any("children" in w and "Whole Strand" in w for w in whole.warnings())
