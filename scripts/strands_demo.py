@@ -37,7 +37,7 @@ def build(strands: int, points: int = 36) -> grooms.Groom:
     s = g.hair.hair_wig
     s.use_secondary = True
     s.dynamics_layer = "STRANDS"
-    # a looser hold and a slower settle than the defaults (400, 10), so the swing shows
+    # a looser hold and a slower settle than the defaults (150, 10), so the swing shows more
     s.strands_stiffness, s.strands_goal_damping = HOLD, SETTLE
     return g
 
