@@ -84,7 +84,7 @@ def main(argv=None) -> int:
     if args.render:
         out = Path(args.render)
         out.mkdir(parents=True, exist_ok=True)
-        grooms.frame_sheet(g, out / "fur_children.png", [1, 4, 6, 8, 12], view=(0.0, -1.0, 0.2))
+        grooms.frame_sheet(g, out / "fur_children.png", [1, 4, 6, 8, 10, 12], view=(0.0, -1.0, 0.2))
     return 0
 
 
