@@ -1305,6 +1305,28 @@ class Collider:
             return pick, np.zeros(0)
         return pick, self.limit[index[pick]] - self.field.signed_distance(x)
 
+    def held_depth(self, q: np.ndarray, index: np.ndarray) -> float:
+        """How far (head-local units) points ``q`` (3, S) — wig points ``index`` — lie inside
+        their collision surface at most (0 when none does), every point looked at: the grid's
+        screen and its trilinear bound, then exact distances. Unlike ``penetration_at`` no
+        point is passed over for having moved less than half its room from rest — that rule
+        trusts the distance to be 1-Lipschitz, and across a seam (an open mesh, shells that
+        cross) its sign jumps: over Suzanne's brow a point 46 mm out moved 14 mm and was 44 mm
+        inside, never looked at. What a bake reports is measured so (``Wig._held_depth``)."""
+        limit = self.limit[index]
+        rows = self._field_rows(q)
+        if isinstance(self.field, MeshField):
+            pick = self.field.screen(rows, limit + self.field.slack)
+            if pick.size:
+                d, err = self.field.distance_rows(_take_rows(rows, pick))
+                pick = pick[d < limit.take(pick) + err]
+        else:
+            pick = np.arange(q.shape[1])
+        if pick.size == 0:
+            return 0.0
+        depth = limit.take(pick) - self.field.signed_distance(_take_rows(rows, pick).T.astype(np.float64))
+        return float(max(depth.max(), 0.0))
+
     def penetration_at(self, q: np.ndarray, index: np.ndarray) -> float:
         """How far (head-local units) points ``q`` (3, S) — wig points ``index`` — lie inside
         their collision surface at most (0 when none does)."""

@@ -262,7 +262,7 @@ class Wig:
                 self._bind_neighbourhood(children, head_mesh is not None)
             for c in self.colliders:
                 self._bind_children(c, self.rest_rows)
-            if isinstance(self.strands, StrandLayer):       # Rods meet them through refinement (absorb)
+            if self.strands is not None:           # every layer meets them inside its substeps
                 self.strands.bind_colliders(self.colliders)
         self.residual = 0.0          # the deepest point left inside a collision surface, last frame
         self.alpha = None if settings.compression is None else settings.compression(t)
@@ -673,8 +673,26 @@ class Wig:
                 for k in range(3):
                     np.add(linear[k], shift[k], out=block[:, k])
             clock.lap("output")
+            if self.colliders:
+                self._residuals.append(self._held_depth(block, span, to_object))
+            clock.lap("collision")
         finally:
             self._workspaces.put(ws)
+
+    def _held_depth(self, block: np.ndarray, span: slice, to_object: np.ndarray | None) -> float:
+        """How deep any point of ``block`` (C, 3) float32 — the wig's points ``span`` as written,
+        in the hair object's space (``to_object``: head-local → there, None for the identity) —
+        lies inside its collision surface (head-local units): what the bake reports is measured
+        on what it holds, every point but the roots, for every solver (SPEC §6.4: measured, not
+        assumed). Refinement's own tally left out every point it did not push, and the points
+        its screen passed over (``Collider.held_depth``): 44 mm inside Suzanne's brow was
+        reported as 6e-7."""
+        at = np.flatnonzero(self.not_root[span])
+        q = np.ascontiguousarray(block[at].T)
+        if to_object is not None:
+            q = transform_rows(np.linalg.inv(to_object), q, np.empty_like(q))
+        at += span.start
+        return max(c.held_depth(q, at) for c in self.colliders)
 
     def _spring_frame(self, head: np.ndarray) -> np.ndarray:
         """Head-local -> the springs' space: world axes, its origin where the wig's was at rest
@@ -720,11 +738,11 @@ class Wig:
         every strand from root to tip, each point placed at its segment's length from the one
         before (follow-the-leader) and out of every collider, so collision never stretches hair.
         With the whole-strand length mode, length (the strand's scale) and collision alternate
-        instead, ending on length. What is left inside a collision surface is measured
-        (``residual``). ``base``: this frame's rest pose of the block (3, C)."""
+        instead, ending on length. What is left inside a collision surface is measured on the
+        points as written (``_held_depth``). ``base``: this frame's rest pose of the block (3, C)."""
         length = self.length
         if self._walks:
-            depth = self._walk(p, base, span, first_strand)
+            self._walk(p, base, span, first_strand)
         else:
             not_root = self.not_root[span]
             strand = self.strand_of_point[span] - first_strand
@@ -743,8 +761,6 @@ class Wig:
                         break
                 else:
                     length.apply_rows(p, touched, first_strand, base=base)
-            depth = max(c.penetration_rows(p, span, mask) for c in self.colliders)
-        self._residuals.append(depth)
 
     def _walk(self, p, base, span, first_strand) -> float:
         """Follow-the-leader with collision, root to tip, on every strand of the block (one point

@@ -83,6 +83,24 @@ def angles_of(points: np.ndarray, root_dir: np.ndarray, e1: np.ndarray) -> np.nd
     return out
 
 
+def _no_faster(last: np.ndarray, angles: np.ndarray, turned: np.ndarray) -> np.ndarray:
+    """How far each joint turned over the last substep, ``angles − last`` (S, m, 2), after a
+    contact, no faster than it turned before it, ``turned`` (S, m, 2) (seed 003, eq. 4: a
+    joint's kinetic energy is its rate squared over β, the joints' inertias independent): a
+    contact takes motion away and gives none. Velocities met point by point
+    (``VerletStrands.collide``) and read back by inverse kinematics would: stopping one point
+    of a strand that swings as a whole turns the two joints beside it against each other by
+    the swing times the lever over a segment. Measured on long hair over Suzanne (Rods
+    defaults, the head still after a turn): refinement's push absorbed so multiplied the touched
+    strands' joint energy by 1.75 (median; up to 70) every frame, joints turning 1.8 rad a
+    substep that had turned 0.3, so the damping never let the hair come to rest."""
+    after = angles - last
+    fast = np.einsum("smk,smk->sm", after, after)
+    slow = np.einsum("smk,smk->sm", turned, turned)
+    scale = np.sqrt(np.divide(slow, fast, out=np.ones_like(fast), where=fast > slow))
+    return after * scale[..., None]
+
+
 def _per_segment(seg: np.ndarray, m: int) -> np.ndarray:
     """Segment lengths (S,) (one per strand) or (S, m) as (S, m)."""
     seg = np.asarray(seg, np.float64)
@@ -259,13 +277,16 @@ class AngularRods:
         angles = angles_of(goal, root_dir, e1)
         return {"angles": angles, "last": angles.copy(), "e1": e1}
 
-    def step(self, state: dict, goal: np.ndarray, dt: float, load, hold=None) -> np.ndarray:
+    def step(self, state: dict, goal: np.ndarray, dt: float, load, hold=None, contact=None,
+             friction: float = 0.0) -> np.ndarray:
         """One frame of ``dt`` seconds toward ``goal`` (S, n, 3) (its roots and root
         directions carry the strands; its shape is the style, through eq. 6's rest angles)
         under ``load`` (per unit length: gravity and forces; (3,), (S, 3) or (S, m, 3)); a
         moving head's swing comes in as a load too: minus the roots' acceleration. ``hold``:
         the load the style is the equilibrium under (eq. 6; default ``load``) — gravity as the
         groom knew it, so wind and swing move the hair and do not become its style.
+        ``contact(points)``: how far the colliders push points (S, n, 3) out, (S, n, 3) or
+        None, met after every substep (``meet``) with Coulomb ``friction``.
         Updates ``state``; returns the points (S, n, 3)."""
         goal = np.asarray(goal, np.float64)
         count, k = self.substeps(dt)
@@ -282,12 +303,69 @@ class AngularRods:
         rest = self.rest_angles(goal, root_dir, e1, load if hold is None else hold, k)
         a, last = state["angles"], state["last"]
         hb = h * h * self.beta
+        pts, ax1, ax2 = build(goal[:, 0], root_dir, e1, a, self.seg)
         for _ in range(count):
-            pts, ax1, ax2 = build(goal[:, 0], root_dir, e1, a, self.seg)
             force = moments(pts, load, self.seg, ax1, ax2) - k * (a - rest)
             a, last = a + c * (a - last) + hb * force, a
+            pts, ax1, ax2 = build(goal[:, 0], root_dir, e1, a, self.seg)
+            if contact is not None:
+                push = contact(pts)
+                if push is not None:
+                    a, last = self.meet(push, pts, ax1, ax2, a, last, goal, root_dir, e1, friction)
         state["angles"], state["last"], state["e1"] = a, last, e1
-        return build(goal[:, 0], root_dir, e1, a, self.seg)[0]
+        return pts
+
+    def meet(self, push, pts, ax1, ax2, angles, last, goal, root_dir, e1, friction: float):
+        """A contact inside a substep (the colliders as the Strands layer meets them): the
+        points move by ``push`` (S, n, 3), less, on each pushed point, the substep's slide
+        along the surface up to ``friction`` times the push (Coulomb's friction in positions: a
+        strand pressed on a collider slides only where its pull along the surface beats
+        friction times its pressure); each segment is set back to its length root to tip by the
+        one follow-the-leader (``leader.follow_the_leader``, guided by where the segment was a
+        substep ago, as in the Strands layer's substeps), and inverse kinematics turns the
+        points back into angles.
+
+        The contact is inelastic in the rods' own coordinates: a strand it touches stops
+        turning (its last angles are its angles). Turning kept through a contact goes straight
+        back into it — from a standstill a joint's spring moves it 80 % of the way to its rest
+        angle in one substep at the default Courant number and its wobble carries it over a
+        third past, against a collider the groom lies 5 mm over — and a contact's push read back as
+        turning by inverse kinematics is not the strand's turning at all (``_no_faster``).
+        Measured on long hair over Suzanne after a head turn, contacts that kept turning (even
+        no faster) left strands buzzing along the head at tips 60 m/s in the substeps, 60–300 mm
+        a frame, as long as the head stood still. From the contact on, the strand moves as its
+        loads and springs pull it, and turns again where it leaves the collider.
+
+        Only the strands pushed are touched; ``pts``, ``ax1``, ``ax2`` (this substep's build)
+        are rebuilt for them in place. Returns the angles and the last angles (S, m, 2), new
+        arrays where changed."""
+        from .leader import follow_the_leader
+
+        hit = np.flatnonzero(np.abs(push).max(axis=(1, 2)) > 0)
+        if hit.size == 0:
+            return angles, last
+        seg = self.seg[hit]
+        roots, rd, frame = goal[hit, 0], root_dir[hit], e1[hit]
+        pos = np.ascontiguousarray(pts[hit].transpose(2, 1, 0))                               # (3, n, K)
+        prev = build(roots, rd, frame, last[hit], seg)[0].transpose(2, 1, 0)
+        was = np.diff(prev, axis=1)                       # each segment a substep ago: the guide
+        along = np.diff(goal[hit], axis=1).transpose(2, 1, 0)   # the goal's: where that is zero
+        push = push[hit].transpose(2, 1, 0)
+        r2 = np.einsum("kns,kns->ns", push, push)
+        normal = push / np.sqrt(np.where(r2 > 0, r2, 1.0))
+        slid = pos - prev                                 # the substep's move, along the surface
+        slid -= np.einsum("kns,kns->ns", slid, normal) * normal
+        size = np.sqrt(np.einsum("kns,kns->ns", slid, slid))
+        pos += push
+        pos -= slid * (np.minimum(friction * np.sqrt(r2), size) / np.where(size > 0, size, 1.0))
+        for j in range(1, self.n):
+            pos[:, j] = follow_the_leader(pos[:, j - 1], pos[:, j], seg[:, j - 1], was[:, j - 1],
+                                          along[:, j - 1], turn_back=False)
+        now = angles_of(pos.transpose(2, 1, 0), rd, frame)
+        angles, last = angles.copy(), last.copy()
+        angles[hit] = last[hit] = now
+        pts[hit], ax1[hit], ax2[hit] = build(roots, rd, frame, now, seg)
+        return angles, last
 
 
 class RodLayer:
@@ -306,9 +384,14 @@ class RodLayer:
     under gravity as the groom knew it: the rest gravity turned with the head (eq. 6 with
     ``hold``), so a tilted head lets hair fall, a still one keeps every strand where it is.
 
-    The colliders are met by the wig's refinement after the layer; ``absorb`` carries what it
-    did back into the angles (a contact, as ``VerletStrands.collide`` treats it), so strands
-    resting on the scalp stay on it and slide with friction."""
+    The colliders are met as the Strands layer meets them: inside every substep
+    (``bind_colliders``: ``strands.SurfaceContacts``, the same fast distances and the groom's
+    clearances, then ``AngularRods.meet``), so a joint's spring, which settles within a
+    substep or two, cannot swing a strand a frame's way into a head or a shoulder between
+    contacts; the wig's refinement after the layer places the points by exact distances, and
+    ``absorb`` carries what it did back into the angles (a contact, as ``VerletStrands.collide``
+    treats it, setting no joint turning faster), so strands resting on the scalp stay on it and
+    slide with friction."""
 
     def __init__(self, rest_rows: np.ndarray, offsets: np.ndarray, settings: RodSettings):
         counts = np.diff(offsets)
@@ -324,7 +407,18 @@ class RodLayer:
                 continue                   # a lone point has nothing to bend: it shows the goal
             rest = rest_rows[:, index].transpose(2, 1, 0)                       # (S, n, 3)
             self.groups.append((int(n), index, AngularRods(rest, settings, strands)))
-        self._h = None                     # the last step's substep (s), for contacts
+        self._h = None                     # each group's last substep (s), for contacts
+        self.contacts = None
+
+    def bind_colliders(self, colliders) -> None:
+        """Meet ``colliders`` (the wig's ``Collider`` objects, head-local) inside the substeps:
+        one ``strands.SurfaceContacts`` per group, the root alone held (the root segment turns
+        on its joint)."""
+        from .strands import SurfaceContacts
+
+        self.contacts = None
+        if colliders:
+            self.contacts = [SurfaceContacts(colliders, index, 1) for _, index, _ in self.groups]
 
     @property
     def clamped(self) -> bool:
@@ -372,7 +466,9 @@ class RodLayer:
         hold = turn @ state["hold"]
         gravity = np.asarray(gravity, np.float64)
         blend = self.dynablend
-        for n, index, rods in self.groups:
+        now = None if head_inv is None else np.asarray(head_inv, np.float64)
+        self._h = []
+        for g, (n, index, rods) in enumerate(self.groups):
             goal = goal_rows[:, index].transpose(2, 1, 0)
             root, was = goal[:, 0], state[f"{n}:root"]
             mid = 0.5 * (goal[:, 1:] + goal[:, :-1])
@@ -381,7 +477,7 @@ class RodLayer:
             if accel is not None:
                 load += self._field_load(rods, state, n, goal, e1, root - was, dt, accel)
             part = {"angles": state[f"{n}:angles"], "last": state[f"{n}:last"], "e1": e1}
-            shown = rods.step(part, goal, dt, load, hold)
+            shown = rods.step(part, goal, dt, load, hold, self._contact(g, now), self.friction)
             for name in ("angles", "last", "e1"):
                 state[f"{n}:{name}"] = part[name]
             state[f"{n}:root"] = root.copy()
@@ -389,10 +485,27 @@ class RodLayer:
             if blend < 1:
                 shown = goal + blend * (shown - goal)
             out[:, index] = shown.transpose(2, 1, 0)
-            self._h = dt / rods.substeps(dt)[0]
+            self._h.append(dt / rods.substeps(dt)[0])
         state["turn"] = turn.copy()
         state["head"] = np.stack([state["head"][1], head])
         return out
+
+    def _contact(self, g: int, head_inv):
+        """Group ``g``'s contacts as ``AngularRods.step`` calls them — points (S, n, 3) world in,
+        the push (S, n, 3) out — or None without colliders. The rods are stepped in the head's
+        frame of this frame (their roots and root frames are the goal's now), so the colliders
+        are met where they are now, through every substep (``head_inv``: world → head-local)."""
+        if not self.contacts:
+            return None
+        contacts = self.contacts[g]
+        now = np.eye(4) if head_inv is None else head_inv
+        contacts.move(now, now)
+        contacts.begin()
+
+        def push_out(points):
+            push = contacts(np.ascontiguousarray(points.transpose(2, 1, 0)), 1.0)
+            return None if push is None else push.transpose(2, 1, 0)
+        return push_out
 
     @staticmethod
     def _field_load(rods: AngularRods, state: dict, n: int, goal, e1, root_moved, dt, accel):
@@ -412,11 +525,12 @@ class RodLayer:
         collider's push) into the rods: the touched strands' points now and a substep ago, as
         built from their angles, meet the push as a contact (``VerletStrands.collide``: no
         bounce, Coulomb friction), and inverse kinematics turns both back into angles (lengths
-        stay exact: only directions are read). Strands not touched keep their state exactly."""
+        stay exact: only directions are read), no joint turning faster than it did
+        (``_no_faster``). Strands not touched keep their state exactly."""
         from .strands import VerletStrands
         if self._h is None:
             return
-        for n, index, rods in self.groups:
+        for (n, index, rods), h in zip(self.groups, self._h):
             delta = delta_rows[:, index].transpose(2, 1, 0)                     # (S, n, 3)
             hit = np.flatnonzero(np.abs(delta).max(axis=(1, 2)) > 0)
             if hit.size == 0:
@@ -429,6 +543,8 @@ class RodLayer:
             now = build(root, root_dir, e1, angles, seg)[0]
             before = build(root, root_dir, e1, last, seg)[0]
             pos, prev = now.transpose(2, 1, 0).copy(), before.transpose(2, 1, 0).copy()
-            VerletStrands.collide(pos, prev, delta[hit].transpose(2, 1, 0).copy(), self._h, friction)
-            state[f"{n}:angles"][hit] = angles_of(pos.transpose(2, 1, 0), root_dir, e1)
-            state[f"{n}:last"][hit] = angles_of(prev.transpose(2, 1, 0), root_dir, e1)
+            VerletStrands.collide(pos, prev, delta[hit].transpose(2, 1, 0).copy(), h, friction)
+            now = angles_of(pos.transpose(2, 1, 0), root_dir, e1)
+            state[f"{n}:angles"][hit] = now
+            state[f"{n}:last"][hit] = now - _no_faster(angles_of(prev.transpose(2, 1, 0), root_dir, e1), now,
+                                                       angles - last)

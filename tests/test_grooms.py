@@ -30,14 +30,6 @@ def test_a_groom_is_kept_at_rest_unstretched_and_outside(addon, name, solver):
     # Per Segment, the default: no segment shortens either (issue 34: a contact swung a point
     # onto its leader and the strand's tail collapsed to zero length)
     assert m["squash"] >= 0.99, m
-    if (name, solver) == ("long_hair", "RODS") and m["penetration"] > 1e-3:
-        # Open on issue 34 part 1: the Rods layer's long hair ends with a few tips 7 cm inside
-        # Suzanne by the exact pseudo-normal sign, 7 cm from her surface, where the collision
-        # field's grid reads them outside (her open mesh: consecutive points 5 cm apart read
-        # −7, +9, −7 cm, so the sign jumps between them). It passed before only
-        # because a contact collapsed those strands' tails onto their last outside point (zero
-        # length segments, which the squash check above now refuses).
-        pytest.xfail(f"issue 34 part 1: Rods long hair {m['penetration']:.3f} of the head inside (exact)")
     assert m["penetration"] <= 1e-3, m                      # x head size, exact (the collision's allowance)
     if name == "flat":
         assert m["moved"] <= still, m                       # nothing moves: nothing moves

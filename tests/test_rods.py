@@ -257,18 +257,22 @@ def test_rods_dynablend_resume_and_one_layer_at_a_time():
         RodSettings(dynablend=1.5)
 
 
-def test_rods_feel_the_head_through_refinement():
+def test_rods_meet_the_head_in_their_substeps_and_feel_refinement():
     """A magnet drags the hair down through a sphere head: what shows stays outside, and so do
-    the rods' own angles (refinement's push absorbed as a contact); without the absorb the
-    rods' state sinks in (measured: 0.004 against 0.30)."""
+    the rods' own angles — met inside their substeps (``SurfaceContacts``, as the Strands layer
+    meets the head), and refinement's push absorbed as a contact besides. With neither, the
+    rods' state sinks in (measured: 0.004 against 0.30); refinement's absorb alone keeps it out
+    too, a frame late."""
     hair, magnet, inputs = _dragged_through_the_head()
     depth = {}
-    for feel in (True, False):
+    for contacts, feel in ((True, True), (False, True), (False, False)):
         wig = Wig(hair, np.eye(4), np.eye(4), [magnet], WigSettings(rods=RodSettings(), use_collision=True),
                   head_mesh=sphere_mesh(0.98))
+        if not contacts:
+            wig.strands.bind_colliders([])
         if not feel:
             wig._strands_feel_refinement = lambda *a: None
-        state, worst_out, worst_state = None, 0.0, 0.0
+        state, worst_out, worst_state, pushed = None, 0.0, 0.0, 0
         for inp in inputs:
             out, state = wig.step(inp, state)
             worst_out = max(worst_out, 0.98 - np.linalg.norm(out, axis=1).min())
@@ -276,6 +280,58 @@ def test_rods_feel_the_head_through_refinement():
             built = build(state.layer["10:root"], state.layer["10:root_dir"], state.layer["10:e1"],
                           state.layer["10:angles"], rods.seg)[0]
             worst_state = max(worst_state, 0.98 - np.linalg.norm(built, axis=2).min())
-        depth[feel] = worst_out, worst_state
-    assert depth[True][0] <= 0.01 and depth[False][0] <= 0.01, depth
-    assert depth[True][1] <= 0.01 and depth[False][1] > 0.1, depth
+            pushed += wig.strands.contacts[0].touched if contacts else 0
+        depth[contacts, feel] = worst_out, worst_state, pushed
+    assert all(d[0] <= 0.01 for d in depth.values()), depth
+    assert depth[True, True][1] <= 0.01 and depth[True, True][2] > 0, depth        # the layer's own contacts
+    assert depth[False, True][1] <= 0.01, depth
+    assert depth[False, False][1] > 0.1, depth
+
+
+def test_a_contact_stops_a_rod_turning_and_friction_holds_it():
+    """``AngularRods.meet`` on one strand pressed into a plane z = 0 it swings down onto: the
+    strand comes most of the way out, every segment keeps its length, the strand stops turning
+    (inelastic: its last angles are its angles), and with friction the pushed points slide
+    less along the plane from where they were a substep ago (friction times the push taken
+    back); a strand not pushed keeps its state exactly."""
+    n = 6
+    rest = np.zeros((2, n, 3))
+    rest[:, :, 0] = np.linspace(0.0, 0.5, n)
+    rest[:, :, 2] = 0.2
+    rest[1, :, 1] = 1.0                                        # the second strand, elsewhere
+    rods = AngularRods(rest, RodSettings())
+    root_dir = rest[:, 1] - rest[:, 0]
+    e1 = root_normal(root_dir)
+    last = angles_of(rest, root_dir, e1)
+    # turning down at the root by 0.6 rad, a substep on (whichever axis and sign turns it down)
+    turns = [np.array(t) for t in ((0.6, 0.0), (-0.6, 0.0), (0.0, 0.6), (0.0, -0.6))]
+    low = [build(rest[:1, 0], root_dir[:1], e1[:1], last[:1] + np.r_[[t], np.zeros((n - 2, 2))][None], rods.seg[:1])[0][0, -1, 2]
+           for t in turns]
+    angles = last.copy()
+    angles[:, 0, :] += turns[int(np.argmin(low))]
+    moving = angles - last
+    for friction in (0.0, 1.0):
+        pts, ax1, ax2 = build(rest[:, 0], root_dir, e1, angles, rods.seg)
+        before = pts.copy()
+        push = np.zeros_like(pts)
+        below = pts[0, :, 2] < 0
+        assert below.any()
+        push[0, below, 2] = -pts[0, below, 2]                  # onto the plane
+        a, b = rods.meet(push, pts, ax1, ax2, angles, last, rest, root_dir, e1, friction)
+        # out most of the way: follow-the-leader then sets each segment back to its length from
+        # its leader, which may set a pushed point a little back down (the next contact goes on)
+        assert pts[0, :, 2].min() > 0.25 * before[0, :, 2].min(), (pts[0, :, 2], before[0, :, 2])
+        # float64: the angles' inverse kinematics and the build again (~20 roundings a joint,
+        # carried over 5 joints) of coordinates up to 1
+        tol = rounding(1.0, 20 * n, eps=EPS64)
+        np.testing.assert_allclose(np.linalg.norm(np.diff(pts[0], axis=0), axis=1), rods.seg[0], rtol=tol)
+        assert np.array_equal(a[0], b[0])                      # stopped
+        assert np.array_equal(a[1], angles[1]) and np.array_equal(b[1], last[1]) and np.array_equal(pts[1], before[1])
+        assert np.array_equal(angles - last, moving)           # the inputs are left as they were
+        # how far the pushed points slid along the plane over the substep, from a substep ago
+        ago = build(rest[:1, 0], root_dir[:1], e1[:1], last[:1], rods.seg[:1])[0][0]
+        slide = np.linalg.norm((pts[0] - ago)[below, :2], axis=1).max()
+        if friction == 0.0:
+            free = slide
+        else:
+            assert slide < free                                # held back by the push times friction

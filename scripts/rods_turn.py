@@ -1,0 +1,141 @@
+"""Issue 34 part 1's scene, measured frame by frame: long hair combed over a 2 m subdivided Suzanne
+onto the shoulders (``grooms.long_hair``), the head turning 90° over frames 1–21 and holding
+still to 48, baked with a dynamics solver at its defaults (Rods unless told).
+
+    .venv-5.2/bin/python scripts/rods_turn.py [--strands 784] [--points 24] [--solver RODS]
+
+Per frame: the segments under half their rest length, the deepest point inside a collider beyond
+the groom's own clearance there (exact distances from Blender's BVH tree and the mesh's
+pseudo-normals, ``grooms.measure``'s), what the bake reported for that frame, and the largest
+tip move since the frame before. Then the totals: segment-frames under half their length, the
+deepest point, the bake's figure, and the largest tip jump after the head has stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bpy  # noqa: E402
+import grooms  # noqa: E402
+import numpy as np  # noqa: E402
+import scenes  # noqa: E402
+
+TURN = (1, 21)                   # the head turns a quarter over these frames, then holds still
+LAST = 48
+
+
+def build(strands: int = 784, points: int = 24, solver: str = "RODS", last: int = LAST) -> grooms.Groom:
+    """The artist's scene: ``grooms.long_hair`` with the head's turn keyed 90° over ``TURN``,
+    baked over frames 1 to ``last`` with ``solver`` at its defaults."""
+    g = grooms.long_hair(strands=strands, points=points)
+    g.head.animation_data_clear()
+    scenes.keyed_head_turn(g.head, *TURN, angle=0.5 * np.pi, lift=0.05)
+    g.frames = (1, last)
+    bpy.context.scene.frame_end = last
+    grooms.use_solver(g, solver)
+    return g
+
+
+def per_frame(g: grooms.Groom, cache, reported) -> list[dict]:
+    """Each frame's figures (see the module's docstring); ``reported``: the bake's figure per
+    frame (world units), as the wig gave it."""
+    from hair_wig_addon.operators import blender_io
+
+    scene = bpy.context.scene
+    first, last = g.frames
+    scene.frame_set(first)
+    hair = blender_io.read_hair(g.hair)
+    groom = hair.points.astype(np.float64)
+    starts, ends = hair.offsets[:-1], hair.offsets[1:] - 1
+    root = np.zeros(len(groom), bool)
+    root[starts] = True
+    seg0 = np.linalg.norm(np.diff(groom, axis=0), axis=1)
+    real = ~root[1:]                                     # segments within a strand
+    bodies = [(grooms._Exact(g.head), g.hair.hair_wig.collision_offset)]
+    bodies += [(grooms._Exact(c), c.collision.thickness_outer) for c in g.colliders]
+    rest_world = grooms._to_world(g, groom, first)
+    limits = [np.minimum(offset, body(rest_world)) for body, offset in bodies]
+    rows, before = [], None
+    for f in range(first, last + 1):
+        p = cache.frame(f).astype(np.float64)
+        seg = np.linalg.norm(np.diff(p, axis=0), axis=1)
+        short = int((seg[real] < 0.5 * seg0[real]).sum())
+        pw = grooms._to_world(g, p, f)
+        deep = max(float((limit - body(pw))[~root].max()) for (body, _), limit in zip(bodies, limits))
+        tips = pw[ends]
+        jump = 0.0 if before is None else float(np.linalg.norm(tips - before, axis=1).max())
+        before = tips
+        rows.append({"frame": f, "short": short, "inside": deep, "reported": reported.get(f, float("nan")),
+                     "tip_jump": jump})
+    return rows
+
+
+def bake_reporting(g: grooms.Groom):
+    """Bake ``g`` as the Bake operator does, keeping what the wig reported at every frame."""
+    import addon
+
+    pipeline = addon.load().hair_wig.pipeline
+    reported = {}
+    original = pipeline.Wig.step
+
+    def step(self, inp, *args, **kwargs):
+        result = original(self, inp, *args, **kwargs)
+        reported[int(bpy.context.scene.frame_current)] = self.penetration
+        return result
+
+    pipeline.Wig.step = step
+    try:
+        cache, seconds = grooms.bake(g)
+    finally:
+        pipeline.Wig.step = original
+    return cache, seconds, reported
+
+
+def summary(rows: list[dict], stop: int = TURN[1]) -> dict:
+    """The totals over ``rows``: segment-frames under half their length, the deepest point
+    (m), the largest reported figure (m), the largest tip jump after frame ``stop`` + 10 (m)."""
+    after = [r["tip_jump"] for r in rows if r["frame"] > stop + 10]
+    return {"short": sum(r["short"] for r in rows), "inside": max(r["inside"] for r in rows),
+            "reported": max(r["reported"] for r in rows), "tip_jump_after": max(after, default=0.0)}
+
+
+def main(argv=None) -> int:
+    import addon
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--strands", type=int, default=784)
+    p.add_argument("--points", type=int, default=24)
+    p.add_argument("--solver", choices=("SPRINGS", "STRANDS", "RODS"), default="RODS")
+    p.add_argument("--last", type=int, default=LAST)
+    p.add_argument("--render", default="", help="a contact sheet of the bake, written to this .png")
+    args = p.parse_args(argv)
+    addon.ensure_registered()
+    g = build(args.strands, args.points, args.solver, args.last)
+    cache, seconds, reported = bake_reporting(g)
+    rows = per_frame(g, cache, reported)
+    print(f"{args.strands} strands x {args.points}, {args.solver}, frames {g.frames[0]}-{g.frames[1]}, "
+          f"bake {seconds:.1f} s")
+    print("| frame | segments < L/2 | deepest inside (mm, exact) | bake reported (mm) | largest tip move (mm) |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['frame']} | {r['short']} | {1e3 * r['inside']:.2f} | {1e3 * r['reported']:.2e} | "
+              f"{1e3 * r['tip_jump']:.1f} |")
+    s = summary(rows)
+    print(f"segment-frames under half their length: {s['short']}; deepest inside {1e3 * s['inside']:.2f} mm "
+          f"(exact); the bake reported {1e3 * s['reported']:.2e} mm; largest tip jump after frame "
+          f"{TURN[1] + 10}: {1e3 * s['tip_jump_after']:.1f} mm", flush=True)
+    if args.render:
+        from hair_wig_addon.operators import blender_io
+
+        blender_io.write_bake(g.hair, cache)
+        grooms.frame_sheet(g, Path(args.render), (1, 8, 14, 21, 26, 31, 38, 48), view=(0.2, -1.0, 0.25))
+        print(f"wrote {args.render}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
