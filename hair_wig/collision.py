@@ -1290,12 +1290,6 @@ class Collider:
         near = self.near_at(p, slice(span.start, span.start + p.shape[1]))
         return near[mask[near]]
 
-    def penetration_rows(self, p: np.ndarray, span: slice, mask: np.ndarray) -> float:
-        """``penetration_at`` of a block of points (3, C), the wig's points ``span``, where
-        ``mask`` (C,) is set: only those the grid's screen finds near are measured."""
-        near = self._near_rows(p, span, mask)
-        return self.penetration_at(_take_rows(p, near), near + span.start) if near.size else 0.0
-
     def depth_at(self, q: np.ndarray, index: np.ndarray):
         """The points among ``q`` (3, S) — wig points ``index`` — that may be inside their
         collision surface (positions into ``q``) and how far: ``limit − distance`` (K,), positive
@@ -1308,7 +1302,7 @@ class Collider:
     def held_depth(self, q: np.ndarray, index: np.ndarray) -> float:
         """How far (head-local units) points ``q`` (3, S) — wig points ``index`` — lie inside
         their collision surface at most (0 when none does), every point looked at: the grid's
-        screen and its trilinear bound, then exact distances. Unlike ``penetration_at`` no
+        screen and its trilinear bound, then exact distances. Unlike the walk's screen no
         point is passed over for having moved less than half its room from rest — that rule
         trusts the distance to be 1-Lipschitz, and across a seam (an open mesh, shells that
         cross) its sign jumps: over Suzanne's brow a point 46 mm out moved 14 mm and was 44 mm
@@ -1327,8 +1321,3 @@ class Collider:
         depth = limit.take(pick) - self.field.signed_distance(_take_rows(rows, pick).T.astype(np.float64))
         return float(max(depth.max(), 0.0))
 
-    def penetration_at(self, q: np.ndarray, index: np.ndarray) -> float:
-        """How far (head-local units) points ``q`` (3, S) — wig points ``index`` — lie inside
-        their collision surface at most (0 when none does)."""
-        pick, depth = self.depth_at(q, index)
-        return float(max(depth.max(), 0.0)) if pick.size else 0.0

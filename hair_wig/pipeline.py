@@ -762,15 +762,15 @@ class Wig:
                 else:
                     length.apply_rows(p, touched, first_strand, base=base)
 
-    def _walk(self, p, base, span, first_strand) -> float:
+    def _walk(self, p, base, span, first_strand) -> None:
         """Follow-the-leader with collision, root to tip, on every strand of the block (one point
         count; SPEC §6.4): each point placed its segment's length from the one before
         (``LengthControl.steps``: towards where it was asked to be, turned towards the segment
         as it came in where that is squashed or turns back, and towards the rest segment of
         ``base`` (3, C) where that is zero too); then the points the grid says may be within
         their limit are pushed out of every collider and set back on their segment's length, ``collision_iterations`` times. The
-        block is turned point-major once, so each step is one pass over contiguous rows. Returns
-        the deepest point left inside."""
+        block is turned point-major once, so each step is one pass over contiguous rows. What is
+        left inside is measured on the points as written (``_held_depth``)."""
         length = self.length
         n = length.uniform
         count = p.shape[1] // n
@@ -782,7 +782,6 @@ class Wig:
         # per collider, a lower bound of each strand's last point's distance (near_step)
         margins = [np.full(count, -np.inf, np.float32) for _ in self.colliders]
         seg = np.empty(count, np.float32) if length.elasticity else None
-        depth = 0.0          # what is left inside: every other point was placed outside
         for j in length.steps(q, rest, base.reshape(3, count, n)):
             if seg is not None:      # elastic: the segment is not its rest length
                 d = q[:, j] - q[:, j - 1]
@@ -825,10 +824,7 @@ class Wig:
             if at.size:
                 # still unresolved after the last tangent-plane step (a crease or a pocket)
                 self._swing_out(q, j, at_j, at)
-                qj = np.ascontiguousarray(q[:, j, at])
-                depth = max(depth, max(c.penetration_at(qj, at_j[at]) for c in self.colliders))
         view[...] = q.transpose(0, 2, 1)
-        return depth
 
     def _bind_neighbourhood(self, children: Children, on_head: bool) -> None:
         """Each guide's samples of the children it leads (children.py): their roots' offsets
