@@ -41,13 +41,14 @@ def build(density="MEDIUM", solver="SPRINGS", children=True):
     return grooms.Groom("Quick Fur", hair, head, frames=FRAMES)
 
 
-def inside_counts(g, depth):
-    """Per frame: (count of evaluated points more than ``depth`` inside the head, deepest)."""
+def inside_counts(g, depth, frames=None):
+    """Per frame of ``frames`` (all the scene's by default): (count of evaluated points more
+    than ``depth`` inside the head, deepest, points evaluated)."""
     from hair_wig_addon.operators import blender_io
 
     exact = grooms._Exact(g.head)
     out = []
-    for f in range(FRAMES[0], FRAMES[1] + 1):
+    for f in frames or range(FRAMES[0], FRAMES[1] + 1):
         bpy.context.scene.frame_set(f)
         dg = bpy.context.evaluated_depsgraph_get()
         p = blender_io.read_evaluated_points(g.hair, dg).astype(np.float64)

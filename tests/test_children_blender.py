@@ -13,7 +13,9 @@ def test_quick_fur_children_are_no_deeper_in_the_head_after_a_bake_than_blender_
     the room, not a groom that never clips."""
     g = fur_children.build("MEDIUM", "SPRINGS", True)
     depth = 0.01                              # 1 cm on a 2 m head, as the artist counted
-    unbaked = fur_children.inside_counts(g, depth)
+    # unbaked, the groom rides the head rigidly (parented): as many inside at its first and last
+    # frame as at any (measured: 1061 every frame on 5.2, 1009 on 4.5)
+    unbaked = fur_children.inside_counts(g, depth, fur_children.FRAMES)
     bpy.context.view_layer.objects.active = g.hair
     assert bpy.ops.hair_wig.bake() == {"FINISHED"}
     baked = fur_children.inside_counts(g, depth)
