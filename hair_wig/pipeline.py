@@ -796,35 +796,33 @@ class Wig:
             for _ in range(max(1, self.settings.collision_iterations)):
                 if at.size == 0:
                     break
-                qa = q[:, j, at]
-                pushed = np.zeros(len(at), bool)
-                normal = np.zeros((3, len(at)))
-                for c in self.colliders:
-                    pushed[c.project_at(qa, at_j[at], normal)] = True
-                at = at[pushed]
-                if at.size == 0:
-                    break
-                q[:, j, at] = _onto_circle(q[:, j - 1, at], q[:, j, at], qa[:, pushed], normal[:, pushed])
+                at = self._push_round(q, j, at, at_j)
             if self.children is not None:
                 kept = self._keep_children_out(q, j, strands)
                 if kept.size:
                     for m in margins:            # moved: no bound for the next point
                         m[kept] = -np.inf
                     # the guide's own point, checked again where its children moved it
-                    qa = q[:, j, kept]
-                    normal = np.zeros((3, len(kept)))
-                    pushed = np.zeros(len(kept), bool)
-                    for c in self.colliders:
-                        pushed[c.project_at(qa, at_j[kept], normal)] = True
-                    if pushed.any():
-                        back = kept[pushed]
-                        q[:, j, back] = _onto_circle(q[:, j - 1, back], q[:, j, back], qa[:, pushed],
-                                                     normal[:, pushed])
-                    at = np.union1d(at, back if pushed.any() else at[:0])
+                    at = np.union1d(at, self._push_round(q, j, kept, at_j))
             if at.size:
                 # still unresolved after the last tangent-plane step (a crease or a pocket)
                 self._swing_out(q, j, at_j, at)
         view[...] = q.transpose(0, 2, 1)
+
+    def _push_round(self, q: np.ndarray, j: int, at: np.ndarray, at_j: np.ndarray) -> np.ndarray:
+        """One round of contacts for points j of the walked strands ``q`` (3, n, S), those of
+        the strands ``at`` (wig points ``at_j[at]``): each pushed out of every collider, then set
+        back on its segment's length on the contact's tangent plane (``_onto_circle``). Returns
+        the strands pushed."""
+        qa = q[:, j, at]
+        pushed = np.zeros(len(at), bool)
+        normal = np.zeros((3, len(at)))
+        for c in self.colliders:
+            pushed[c.project_at(qa, at_j[at], normal)] = True
+        at = at[pushed]
+        if at.size:
+            q[:, j, at] = _onto_circle(q[:, j - 1, at], q[:, j, at], qa[:, pushed], normal[:, pushed])
+        return at
 
     def _bind_neighbourhood(self, children: Children, on_head: bool) -> None:
         """Each guide's samples of the children it leads (children.py): their roots' offsets
