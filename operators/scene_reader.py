@@ -360,13 +360,16 @@ def children_roots(context, ob):
     return blender_io.read_children(ob, context.evaluated_depsgraph_get())
 
 
-def bind(context, ob, rest_points=None, dynamics: bool = True, children=None):
+READ_NOW = object()          # bind's children: not read beforehand, read them now
+
+
+def bind(context, ob, rest_points=None, dynamics: bool = True, children=READ_NOW):
     """The wig of ``ob`` bound to its rest pose: the captured one (Set Rest Pose), else the one at
     its rest frame (the scene's current frame is then left there). ``rest_points`` (P, 3) stands in
     for the hair's own positions (live preview keeps them while it writes over them);
     ``dynamics=False`` leaves out the secondary springs (live preview shows no dynamics).
-    ``children``: ``children_roots`` read before the hair's modifiers were switched off (else they
-    are read now)."""
+    ``children``: ``children_roots`` as read before the hair's modifiers were switched off (None:
+    there are none), else they are read now."""
     s = ob.hair_wig
     head = require_head(ob)
     scene = context.scene
@@ -398,7 +401,7 @@ def bind(context, ob, rest_points=None, dynamics: bool = True, children=None):
         mesh = blender_io.read_mesh(head, depsgraph)
         head_mesh = (mesh.positions, mesh.tri_verts)
         collider_obs, colliders = read_colliders(scene, ob, depsgraph)
-        if children is None:
+        if children is READ_NOW:
             children = children_roots(context, ob)
     surface = None
     scalp = None
