@@ -223,10 +223,12 @@ def test_curl_moments_turn_square_to_the_axis_grow_to_the_tip_and_stop_at_a_flat
     # the load's angle about the strand climbs 3 turns root to tip
     e = w[0] / np.linalg.norm(w[0], axis=1, keepdims=True)
     ang = np.unwrap(np.arctan2(e[:, 1], e[:, 0]))
-    assert abs(abs(ang[-1] - ang[0]) - 2 * np.pi * 3 * (t[-1] - t[0])) < 1e-9
+    # two arctan2 of normalised float64 vectors (8 roundings each) of angles up to 3 turns
+    assert abs(abs(ang[-1] - ang[0]) - 2 * np.pi * 3 * (t[-1] - t[0])) <= rounding(2 * np.pi * 3, 16, eps=EPS64)
     # a force past the flat coil (κ = F / (EI ω²) > ω) is held there: |M| = EI ω
     strong = curl_moments(axis, 1e4, 3.0, ei)
-    assert np.linalg.norm(strong, axis=2)[0, -1] == pytest.approx(0.01 * omega, rel=1e-12)
+    # EI ω times a unit vector (normalised: 8 roundings) and its norm (NORM), float64
+    assert np.linalg.norm(strong, axis=2)[0, -1] == pytest.approx(0.01 * omega, rel=rounding(1.0, 8 + NORM, eps=EPS64))
     with pytest.raises(HairWigError, match="Rotating Force needs Turns above 0"):
         curl_moments(axis, 2.0, 0.0, ei)
 
@@ -263,7 +265,11 @@ def test_the_rotating_force_curls_a_strand_into_the_seeds_helix(points):
     # curvature falls short by 1 − √(1 − c²) ≤ c² (c² ≤ ¾), never over (the arccos here rounds
     # ~1e-15 of angles ~0.1)
     c = (closed / omega) * np.sin(omega * step / 2) + 2 * (closed[-1] / x[-1]) / omega ** 2
-    assert np.all(kappa <= closed * (1 + 1e-9))
+    # the measured angle's own rounding: the unit tangents carry the march's roundings of
+    # coordinates up to |p| over a segment (2 NORM each, float64), and arccos turns the dot
+    # product's 8 roundings into 8 eps / sin θ of angle
+    angle_tol = rounding(magnitude(p) / step, 2 * NORM, eps=EPS64) + rounding(1.0, 8, eps=EPS64) / np.sin(closed * step)
+    assert np.all(kappa <= closed + angle_tol / step)
     assert np.all(kappa >= closed * (1 - c ** 2))
     # and the tangent winds round the axis as the load does: over the tip half, the turns set
     # for it, give or take where the drifting axis leaves the tangent (asin(2 / (ω x)) at each end)
