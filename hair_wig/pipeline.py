@@ -19,6 +19,7 @@ from .errors import HairWigError
 from .hairset import HairSet
 from .magnets import FollowReach, Magnet, MagnetWeights
 from .profiles import Profile
+from .chain import least_motion
 from .children import Children, neighbourhood, sag, transplant, turns
 from .collision import Collider, ColliderMesh
 from .refinement import LengthControl, compensate_compression_rows, compression_vectors
@@ -821,8 +822,72 @@ class Wig:
             pushed[c.project_at(qa, at_j[at], normal)] = True
         at = at[pushed]
         if at.size:
-            q[:, j, at] = _onto_circle(q[:, j - 1, at], q[:, j, at], qa[:, pushed], normal[:, pushed])
+            before = q[:, j, at]
+            after, n = qa[:, pushed], normal[:, pushed]
+            swung = _onto_circle(q[:, j - 1, at], before, after, n)
+            q[:, j, at] = swung
+            if j >= 2:
+                self._lift_steep(q, j, at, before, after, n, swung, at_j)
         return at
+
+    def _lift_steep(self, q, j, at, before, after, n, swung, at_j) -> None:
+        """Where a contact meets its segment head-on, the chain gives instead of the segment.
+
+        Set back on its length on the tangent plane (``_onto_circle``), a point whose segment is
+        within a few degrees of the surface's normal swings sideways by ``√(2 L δ)`` for a push
+        ``δ``: hair hanging onto a shoulder that rises 1 mm slides 8 mm in a frame, and back when
+        it sinks (issue 34 part 3). A hanging strand pushed at its end lifts instead. Gauss's
+        principle of least constraint (equal masses): the smallest displacement ``Δ`` of points
+        1…j that keeps every segment's length and puts point j on its surface,
+        ``min ‖Δ‖²`` s.t. ``u_i · (Δ_i − Δ_{i−1}) = L_i − |x_i − x_{i−1}|`` and
+        ``n · Δ_j = n · (after − x_j)``, solved by Gauss–Newton on the chain (three rounds: the
+        lengths to float32's rounding). Taken where it moves the strand less than the swing
+        moved its point (the swing is itself one such displacement) and leaves every point it
+        moved outside its collision surface; elsewhere the swing stands. Hair lying along a
+        surface (its segment on the tangent plane) is swung by no more than its push and is not
+        looked at: only a swing at least twice its push is."""
+        d2 = np.einsum("ks,ks->s", swung - before, swung - before)
+        p2 = np.einsum("ks,ks->s", after - before, after - before)
+        seg = before - q[:, j - 1, at]
+        steep = np.flatnonzero((d2 > 4 * p2) & (p2 < SETTLING ** 2 * np.einsum("ks,ks->s", seg, seg)))
+        if steep.size == 0:
+            return
+        who = at[steep]
+        k = len(who)
+        x0 = q[:, :j + 1, who].astype(np.float64)                       # (3, j + 1, K), before the swing
+        x0[:, j] = before[:, steep]
+        seg = np.diff(x0, axis=1)
+        length = np.sqrt(np.einsum("kis,kis->is", seg, seg))            # (j, K): kept as they are
+        # contacts of points 1…j: where each must reach along its normal (only j's at first; a
+        # point the lift would take inside its surface is added, and the chain solved again)
+        normal = np.zeros((3, j, k))
+        reach = np.zeros((j, k))
+        normal[:, -1] = n[:, steep]
+        reach[-1] = np.einsum("ks,ks->s", n[:, steep], after[:, steep])
+        index = at_j[who][None, :] - (j - np.arange(1, j + 1))[:, None]  # (j, K): wig points 1…j
+        where = index[:-1].ravel()
+        for _ in range(3):
+            x = least_motion(x0, 1, length, np.concatenate([np.zeros((3, 1, k)), normal], axis=1),
+                             np.concatenate([np.zeros((1, k)), reach]))
+            lifted = np.ascontiguousarray(x[:, 1:j].reshape(3, -1), np.float32)
+            inside = (self._depth(lifted, where) > 0).reshape(j - 1, k)
+            if not inside.any():
+                break
+            # the points the lift took inside: on their surfaces too, sliding along them
+            out = lifted.copy()
+            push = np.zeros((3, out.shape[1]))
+            for c in self.colliders:
+                c.project_at(out, where, push)
+            hit = inside & np.isclose(np.einsum("kp,kp->p", push, push), 1.0).reshape(j - 1, k)
+            normal[:, :-1] = np.where(hit[None], push.reshape(3, j - 1, k), normal[:, :-1])
+            reach[:-1] = np.where(hit, np.einsum("kp,kp->p", push, out.astype(np.float64)).reshape(j - 1, k),
+                                  reach[:-1])
+        inside = inside.any(axis=0)
+        moved = x - x0
+        cost = np.einsum("kis,kis->s", moved, moved)
+        take = (cost < d2[steep]) & ~inside
+        if take.any():
+            q[:, 1:j + 1, who[take]] = x[:, 1:, take].astype(np.float32)
 
     def _bind_neighbourhood(self, children: Children, on_head: bool) -> None:
         """Each guide's samples of the children it leads (children.py): their roots' offsets
@@ -1015,6 +1080,10 @@ def _spread(n: int) -> np.ndarray:
 
 
 _AROUND = _spread(128)
+# A push of more than this share of its segment is no resting contact settling on a surface
+# that moved a little (a strand thrown into a head): the walk's swing meets it, not a lift
+# (``Wig._lift_steep``), which would carry the points before it that far, through a lip or an ear.
+SETTLING = 0.05
 
 
 def _arc(lo: np.ndarray, hi: np.ndarray, s: np.ndarray, across: np.ndarray) -> np.ndarray:

@@ -1,0 +1,94 @@
+"""A strand meeting a contact head-on: the least motion of the whole chain (issue 34 part 3).
+
+Follow-the-leader and a contact's push along the surface normal meet badly where a segment
+points into the surface. Pushed out by ``δ``, the segment is ``δ`` short; set back on its
+length from a leader that stays, its end swings sideways by ``√(2 L δ)`` — hair hanging onto a
+shoulder that rises a millimetre slides 8 mm in a frame and, with the velocity that left, buzzes
+between two sides substep after substep. A hanging strand pushed at its end lifts instead: the
+push goes up the chain to where the strand can give.
+
+That is Gauss's principle of least constraint for a chain of equal masses: among the
+displacements ``Δ`` of the free points that keep every segment's length and put every contact
+on its surface, the one of least ``‖Δ‖²``::
+
+    min ‖Δ‖²   s.t.   u_i · (Δ_i − Δ_{i−1}) = L_i − |x_i − x_{i−1}|,   n_c · Δ_c = r_c − n_c · x_c
+
+linearised at the current chain (``u_i`` its unit segments) and solved by Gauss–Newton: a few
+rounds of the minimum-norm step ``Δ = Aᵀ (A Aᵀ)⁻¹ g``. The error of a round is quadratic in its
+step, so three rounds leave the lengths and contacts to float64's rounding of millimetre steps.
+Refinement's collision walk and the Strands layer's substeps share it: one answer to one
+contact, not two that undo each other.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+ROUNDS = 3
+# added to A Aᵀ's diagonal: a row of no constraint (a point with no contact) solves to 0, and
+# constraints that fight are met in the least-squares sense
+RIDGE = 1e-12
+
+
+def least_motion(x: np.ndarray, fixed: int, length: np.ndarray, normal: np.ndarray, reach: np.ndarray,
+                 rounds: int = ROUNDS) -> np.ndarray:
+    """The chains ``x`` (3, n, K) moved, as little as they can be, so that every segment is its
+    ``length`` (n − 1, K) and every point with a contact is on its plane: ``normal`` (3, n, K),
+    unit where point ``j`` of chain ``k`` has a contact, zero where it has none; ``reach``
+    (n, K): the plane's offset, ``normal · x = reach``. Points ``0 … fixed − 1`` do not move
+    (``fixed`` ≥ 1: the root at least). Returns the new chains (3, n, K) float64 (``x`` is not
+    changed).
+
+    Minimum-norm Gauss–Newton steps (module docstring), ``rounds`` of them, on ``A Aᵀ`` built
+    directly: one row per segment (``u_i`` at its end, ``−u_i`` at its start where that is
+    free), one per free point (its contact's normal, or nothing). Constraints that cannot all
+    hold (two contacts pushing one segment's ends apart) are met in the least-squares sense of
+    the regularised system, never by a NaN."""
+    if fixed < 1:
+        raise ValueError("least_motion: the root must be held (fixed >= 1)")
+    x = np.array(x, np.float64)
+    _, n, k = x.shape
+    r = n - fixed                          # free points, and the segments that end on them
+    if r <= 0 or k == 0:
+        return x
+    normal = np.asarray(normal, np.float64)[:, fixed:]                 # (3, r, K)
+    reach = np.asarray(reach, np.float64)[fixed:]                      # (r, K)
+    length = np.asarray(length, np.float64)[fixed - 1:]               # (r, K)
+    nn = np.einsum("kis,kis->is", normal, normal)
+    touch = np.flatnonzero((nn > 0).any(axis=1))     # points with a contact in some chain: their rows
+    size = r + len(touch)
+    seg_i, con_i = np.arange(r), r + np.arange(len(touch))
+    starts = touch < r - 1                             # a touching point that starts the next segment
+    both = np.arange(size)
+    twice = np.full((r, 1), 2.0)                       # a segment's two ends, both free…
+    twice[0] = 1.0                                     # …but the first's start is held
+    mat = np.zeros((k, size, size))
+    mat[:, con_i, con_i] = nn[touch].T
+    n_touch = normal[:, touch]
+    for _ in range(rounds):
+        seg = x[:, fixed:] - x[:, fixed - 1:-1]                        # (3, r, K)
+        now = np.sqrt(np.einsum("kis,kis->is", seg, seg))
+        u = seg / np.maximum(now, 1e-300)
+        mat[:, seg_i, seg_i] = (twice * np.einsum("kis,kis->is", u, u)).T
+        shared = -np.einsum("kis,kis->is", u[:, :-1], u[:, 1:]).T      # segments i, i + 1 share point i
+        mat[:, seg_i[:-1], seg_i[1:]] = shared
+        mat[:, seg_i[1:], seg_i[:-1]] = shared
+        at_end = np.einsum("kis,kis->is", n_touch, u[:, touch]).T      # point p's contact · u_p (it ends p)
+        mat[:, touch, con_i] = at_end
+        mat[:, con_i, touch] = at_end
+        after = touch[starts] + 1                                      # … and starts p + 1: −u_{p+1}
+        at_start = -np.einsum("kis,kis->is", n_touch[:, starts], u[:, after]).T
+        mat[:, after, con_i[starts]] = at_start
+        mat[:, con_i[starts], after] = at_start
+        mat[:, both, both] += RIDGE
+        gap = reach[touch] - np.einsum("kis,kis->is", n_touch, x[:, fixed:][:, touch])
+        g = np.concatenate([length - now, gap]).T                      # (K, size)
+        lam = np.linalg.solve(mat, g[..., None])[..., 0].T            # (size, K)
+        mat[:, both, both] -= RIDGE
+        # Δ = Aᵀ λ: a point takes u_i λ_i of the segment it ends, −u_{i+1} λ_{i+1} of the one
+        # it starts, and n λ of its contact
+        step = u * lam[:r]
+        step[:, :-1] -= u[:, 1:] * lam[1:r]
+        step[:, touch] += n_touch * lam[r:]
+        x[:, fixed:] += step
+    return x
