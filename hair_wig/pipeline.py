@@ -237,6 +237,11 @@ class Wig:
             self._friction = (settings.strands or settings.rods).friction
             # refinement moves below this (squared, head-local) are float32 rounding, not contact
             self._contact_tolerance = (1e-5 * float(np.ptp(self.rest_rows, axis=1).max())) ** 2
+        # refinement's walk meets a head-on contact as the wig's dynamics layer does: where the
+        # Strands layer's chain gives (``VerletStrands._give``), the walk lifts the chain too
+        # (``_lift_steep``), so the two agree and what the walk did is no new motion to the layer;
+        # Rods meet contacts in their angles and Springs not at all, and keep the walk's swing
+        self._lifts = isinstance(self.strands, StrandLayer)
         counts = hair.counts
         # strands of one point count under per-segment length: collision walks them point-major
         self._uniform = int(counts[0]) if (settings.use_length and settings.length_mode == "SEGMENT"
@@ -826,26 +831,30 @@ class Wig:
             after, n = qa[:, pushed], normal[:, pushed]
             swung = _onto_circle(q[:, j - 1, at], before, after, n)
             q[:, j, at] = swung
-            if j >= 2:
+            if j >= 2 and self._lifts:
                 self._lift_steep(q, j, at, before, after, n, swung, at_j)
         return at
 
     def _lift_steep(self, q, j, at, before, after, n, swung, at_j) -> None:
-        """Where a contact meets its segment head-on, the chain gives instead of the segment.
+        """Where a contact meets its segment head-on, the chain gives instead of the segment
+        (with the Strands layer, whose substeps give alike: ``self._lifts``).
 
         Set back on its length on the tangent plane (``_onto_circle``), a point whose segment is
         within a few degrees of the surface's normal swings sideways by ``√(2 L δ)`` for a push
-        ``δ``: hair hanging onto a shoulder that rises 1 mm slides 8 mm in a frame, and back when
-        it sinks (issue 34 part 3). A hanging strand pushed at its end lifts instead. Gauss's
-        principle of least constraint (equal masses): the smallest displacement ``Δ`` of points
-        1…j that keeps every segment's length and puts point j on its surface,
-        ``min ‖Δ‖²`` s.t. ``u_i · (Δ_i − Δ_{i−1}) = L_i − |x_i − x_{i−1}|`` and
-        ``n · Δ_j = n · (after − x_j)``, solved by Gauss–Newton on the chain (three rounds: the
-        lengths to float32's rounding). Taken where it moves the strand less than the swing
-        moved its point (the swing is itself one such displacement) and leaves every point it
-        moved outside its collision surface; elsewhere the swing stands. Hair lying along a
-        surface (its segment on the tangent plane) is swung by no more than its push and is not
-        looked at: only a swing at least twice its push is."""
+        ``δ``: hair hanging onto a shoulder that rises 1 mm slid 8 mm in a frame (issue 34 part
+        3). A hanging strand pushed at its end lifts instead: ``chain.least_motion`` (Gauss's
+        principle of least constraint), points 1…j moved as little as keeps every segment's
+        length and puts point j on its contact's plane. Points ``before`` (3, K) were pushed to
+        ``after`` along ``n`` and swung to ``swung``; ``at``: their strands, ``at_j`` the wig's
+        points j.
+
+        Looked at only where the swing moved the point more than twice its push (hair lying
+        along a surface is swung by about its push and keeps it) and the push is resting
+        contact settling (under ``SETTLING`` of the segment). Taken where the lift moves the
+        strand less than the swing moved its point, no point farther than ``REACH`` pushes,
+        keeps the lengths (``KEPT``) and leaves every point it moved outside — a point it would
+        take inside becomes a contact of the chain too, sliding along its surface, and the
+        chain is solved again (three times at most). Elsewhere the swing stands."""
         d2 = np.einsum("ks,ks->s", swung - before, swung - before)
         p2 = np.einsum("ks,ks->s", after - before, after - before)
         seg = before - q[:, j - 1, at]
@@ -885,7 +894,14 @@ class Wig:
         inside = inside.any(axis=0)
         moved = x - x0
         cost = np.einsum("kis,kis->s", moved, moved)
-        take = (cost < d2[steep]) & ~inside
+        # contacts that cannot all hold with the lengths (two surfaces closing on a segment) are
+        # met only in the least-squares sense: such a lift would stretch hair, and is not taken
+        seg = np.diff(x, axis=1)
+        off = np.abs(np.sqrt(np.einsum("kis,kis->is", seg, seg)) - length).max(axis=0)
+        # and a lift is resting contact settling: no point goes farther than a few pushes (a lift
+        # that would carry the strand farther finds its way through a lip or past a seam)
+        far = np.einsum("kis,kis->is", moved, moved).max(axis=0) > (REACH * REACH) * p2[steep]
+        take = (cost < d2[steep]) & ~inside & ~far & (off <= KEPT * length.max(axis=0))
         if take.any():
             q[:, 1:j + 1, who[take]] = x[:, 1:, take].astype(np.float32)
 
@@ -1084,6 +1100,11 @@ _AROUND = _spread(128)
 # that moved a little (a strand thrown into a head): the walk's swing meets it, not a lift
 # (``Wig._lift_steep``), which would carry the points before it that far, through a lip or an ear.
 SETTLING = 0.05
+# a lift's lengths, relative: three Gauss–Newton rounds on a push under SETTLING of a segment
+# leave SETTLING⁸ (4e-11); float32 storage rounds them to 6e-8 after
+KEPT = 1e-9
+# how far a lift may move any point, in pushes
+REACH = 3.0
 
 
 def _arc(lo: np.ndarray, hi: np.ndarray, s: np.ndarray, across: np.ndarray) -> np.ndarray:
