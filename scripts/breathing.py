@@ -7,6 +7,7 @@ before, the 99th percentile of tip moves, and the strand of the largest; a pop i
 largest move is well above the ordinary motion.
 
     python scripts/breathing.py [--strands 784] [--points 24] [--frames 48] [--solver STRANDS]
+                                [--render sheet.png]
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ def main(argv=None) -> int:
     ap.add_argument("--frames", type=int, default=48)
     ap.add_argument("--solver", default="STRANDS")
     ap.add_argument("--friction", type=float)
+    ap.add_argument("--render", default="", help="a contact sheet of the bake, written to this .png")
     args = ap.parse_args(argv)
     addon.ensure_registered()
     g = build(args.strands, args.points, args.frames, args.solver, args.friction)
@@ -96,6 +98,13 @@ def main(argv=None) -> int:
     print(f"worst pop: strand {strand}'s tip at frame {frame} moved {ratio:.2f} times its larger move "
           f"in the frames either side")
     big = np.array([m[1] for m in moves])
+    if args.render:
+        from hair_wig_addon.operators import blender_io
+
+        blender_io.write_bake(g.hair, cache)
+        # from behind and to the left, where the hair rests on the shoulders
+        grooms.frame_sheet(g, Path(args.render), (1, 4, 5, 6, 12, 13, 14, 24), view=(-0.7, 1.0, 0.35))
+        print(f"wrote {args.render}")
     print(f"bake {seconds:.1f} s; largest {1e3 * big.max():.2f} mm at frame {moves[int(big.argmax())][0]}, "
           f"median of the frames' largest {1e3 * np.median(big):.2f} mm")
     return 0
