@@ -92,3 +92,37 @@ def least_motion(x: np.ndarray, fixed: int, length: np.ndarray, normal: np.ndarr
         step[:, touch] += n_touch * lam[r:]
         x[:, fixed:] += step
     return x
+
+
+# A segment a contact left this much of its length short met it head-on: the chain gives. A
+# push along a surface the segment lies on changes its length by the push's square over the
+# length, far below this for any push a substep makes.
+GIVE = 1e-3
+# A push of more than this share of its segment is no resting contact settling on a surface that
+# moved a little (a strand thrown into a head): the chain does not give for it.
+SETTLING = 0.05
+
+
+def give(x: np.ndarray, length: np.ndarray, push: np.ndarray, r2: np.ndarray, normal: np.ndarray,
+         fixed: int = 1) -> np.ndarray:
+    """A dynamics layer's contact, after its push: where the push left a segment of ``x``
+    (3, n, S), in place, more than ``GIVE`` of its ``length`` (n − 1, S) short — it met the
+    surface head-on — and no push on the strand is over ``SETTLING`` of a segment, the strand
+    gives as a chain (``least_motion``): every pushed point stays on its contact's plane (through
+    where it was pushed, along ``normal`` (3, n, S), unit where ``r2`` (n, S), the push's square,
+    is > 0) and every segment is set back on its length. Points ``0 … fixed − 1`` stay. Returns
+    the strands that gave (positions into S) and how far their points moved (3, n, K)."""
+    pushed = r2 > 0
+    seg = np.diff(x, axis=1)
+    now = np.sqrt(np.einsum("kns,kns->ns", seg, seg))
+    short = length - now > GIVE * length
+    settling = (r2 <= (SETTLING * SETTLING) * np.min(length, axis=0) ** 2).all(axis=0)
+    at = np.flatnonzero((short & (pushed[:-1] | pushed[1:])).any(axis=0) & settling)
+    if at.size == 0:
+        return at, np.zeros((3, x.shape[1], 0))
+    n = np.where(pushed[None, :, at], normal[:, :, at], 0.0)
+    chain = x[:, :, at]
+    reach = np.einsum("kns,kns->ns", n, chain)
+    moved = least_motion(chain, fixed, length[:, at], n, reach) - chain
+    x[:, :, at] += moved
+    return at, moved

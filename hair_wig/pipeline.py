@@ -19,7 +19,7 @@ from .errors import HairWigError
 from .hairset import HairSet
 from .magnets import FollowReach, Magnet, MagnetWeights
 from .profiles import Profile
-from .chain import least_motion
+from .chain import SETTLING, least_motion
 from .children import Children, neighbourhood, sag, transplant, turns
 from .collision import Collider, ColliderMesh
 from .refinement import LengthControl, compensate_compression_rows, compression_vectors
@@ -1096,10 +1096,6 @@ def _spread(n: int) -> np.ndarray:
 
 
 _AROUND = _spread(128)
-# A push of more than this share of its segment is no resting contact settling on a surface
-# that moved a little (a strand thrown into a head): the walk's swing meets it, not a lift
-# (``Wig._lift_steep``), which would carry the points before it that far, through a lip or an ear.
-SETTLING = 0.05
 # a lift's lengths, relative: three Gauss–Newton rounds on a push under SETTLING of a segment
 # leave SETTLING⁸ (4e-11); float32 storage rounds them to 6e-8 after
 KEPT = 1e-9

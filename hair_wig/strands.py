@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .collision import _dot, _take_rows
-from .chain import least_motion
+from .chain import give
 from .errors import HairWigError
 from .interaction import Contacts, link_forces, repulsion, static_links
 from .leader import follow_the_leader
@@ -35,10 +35,6 @@ from .profiles import Profile
 from .spaces import transform_rows
 
 METHODS = ("FTL", "JAKOBSEN")
-# A segment a contact left this much of its length short met it head-on: the chain gives
-# (``VerletStrands._give``). A push along a surface the segment lies on changes its length by
-# the push's square over the length, far below this for any push a substep makes.
-GIVE = 1e-3
 
 
 @dataclass
@@ -270,30 +266,19 @@ class VerletStrands:
 
     def _give(self, x: np.ndarray, prev: np.ndarray, push: np.ndarray) -> None:
         """Where a contact's push ``push`` (3, n, S) left a segment of ``x`` short — it met the
-        surface head-on — the strand gives as a chain (``chain.least_motion``): the least motion
-        of its free points that sets every segment back on its length with each pushed point on
-        its contact's plane (the push's direction through where it was pushed to). The next
-        substep's follow-the-leader then has nothing to set back: left to it, the short segment's
-        end swung sideways by ``√(2 L δ)`` against a leader that stays, and its correction's
-        velocity kick swung it back, two positions 4 mm apart substep after substep on a
-        breathing shoulder (issue 34 part 3). ``prev`` moves alike: the chain is set, not thrown."""
+        surface head-on — the strand gives as a chain (``chain.give``): the least motion of its
+        free points that sets every segment back on its length with each pushed point on its
+        contact's plane. The next substep's follow-the-leader then has nothing to set back: left
+        to it, the short segment's end swung sideways by ``√(2 L δ)`` against a leader that
+        stays, and its correction's velocity kick swung it back, two positions 4 mm apart
+        substep after substep on a breathing shoulder (issue 34 part 3). ``prev`` moves alike:
+        the chain is set, not thrown. An unpinned root is held too."""
         s = self.settings
         r2 = np.einsum("kns,kns->ns", push, push)
-        pushed = r2 > 0
-        seg = np.diff(x, axis=1)
-        now = np.sqrt(np.einsum("kns,kns->ns", seg, seg))
-        short = self.length - now > GIVE * self.length
-        at = np.flatnonzero((short & (pushed[:-1] | pushed[1:])).any(axis=0))
-        if at.size == 0:
-            return
-        # an unpinned root is held too: the give moves what lies between the root and the contact
-        fixed = 1 + bool(s.pinned and s.root_direction)
-        normal = push[:, :, at] / np.sqrt(np.where(pushed[:, at], r2[:, at], 1.0))
-        chain = x[:, :, at]
-        reach = np.einsum("kns,kns->ns", normal, chain)
-        moved = least_motion(chain, fixed, self.length[:, at], normal, reach) - chain
-        x[:, :, at] += moved
-        prev[:, :, at] += moved
+        normal = push / np.sqrt(np.where(r2 > 0, r2, 1.0))
+        at, moved = give(x, self.length, push, r2, normal, 1 + bool(s.pinned and s.root_direction))
+        if at.size:
+            prev[:, :, at] += moved
 
     def interaction(self, pos: np.ndarray, frame: np.ndarray | None = None) -> np.ndarray:
         """Hair–hair accelerations (3, n, S) at positions ``pos``: repulsion between segments of
