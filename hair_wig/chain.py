@@ -101,13 +101,15 @@ GIVE = 1e-3
 # A push of more than this share of its segment is no resting contact settling on a surface that
 # moved a little (a strand thrown into a head): the chain does not give for it.
 SETTLING = 0.05
+# cos 45°: a segment nearer its contact's normal than this meets it head-on
+HEAD_ON = np.sqrt(0.5)
 
 
 def give(x: np.ndarray, length: np.ndarray, push: np.ndarray, r2: np.ndarray, normal: np.ndarray,
          fixed: int = 1) -> np.ndarray:
     """A dynamics layer's contact, after its push: where the push left a segment of ``x``
-    (3, n, S), in place, more than ``GIVE`` of its ``length`` (n − 1, S) short — it met the
-    surface head-on — and no push on the strand is over ``SETTLING`` of a segment, the strand
+    (3, n, S), in place, more than ``GIVE`` of its ``length`` (n − 1, S) short and it meets a
+    pushed end's surface head-on (within 45° of its normal), and no push on the strand is over ``SETTLING`` of a segment, the strand
     gives as a chain (``least_motion``): every pushed point stays on its contact's plane (through
     where it was pushed, along ``normal`` (3, n, S), unit where ``r2`` (n, S), the push's square,
     is > 0) and every segment is set back on its length. Points ``0 … fixed − 1`` stay. Returns
@@ -116,8 +118,14 @@ def give(x: np.ndarray, length: np.ndarray, push: np.ndarray, r2: np.ndarray, no
     seg = np.diff(x, axis=1)
     now = np.sqrt(np.einsum("kns,kns->ns", seg, seg))
     short = length - now > GIVE * length
+    # head-on: the segment within 45° of its pushed end's normal (a swing then moves the end
+    # more than its push). A segment lying across a bar is pushed up at both ends by its middle's
+    # contact; those ends' planes are not the bar's, and giving along them slid it off
+    cos = np.abs(np.einsum("kns,kns->ns", seg, normal[:, 1:])) / np.maximum(now, 1e-300)
+    cos_lead = np.abs(np.einsum("kns,kns->ns", seg, normal[:, :-1])) / np.maximum(now, 1e-300)
+    short &= (pushed[1:] & (cos > HEAD_ON)) | (pushed[:-1] & (cos_lead > HEAD_ON))
     settling = (r2 <= (SETTLING * SETTLING) * np.min(length, axis=0) ** 2).all(axis=0)
-    at = np.flatnonzero((short & (pushed[:-1] | pushed[1:])).any(axis=0) & settling)
+    at = np.flatnonzero(short.any(axis=0) & settling)
     if at.size == 0:
         return at, np.zeros((3, x.shape[1], 0))
     n = np.where(pushed[None, :, at], normal[:, :, at], 0.0)

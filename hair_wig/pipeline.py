@@ -815,11 +815,12 @@ class Wig:
                 self._swing_out(q, j, at_j, at)
         view[...] = q.transpose(0, 2, 1)
 
-    def _push_round(self, q: np.ndarray, j: int, at: np.ndarray, at_j: np.ndarray) -> np.ndarray:
+    def _push_round(self, q: np.ndarray, j: int, at: np.ndarray, at_j: np.ndarray, lift: bool = True) -> np.ndarray:
         """One round of contacts for points j of the walked strands ``q`` (3, n, S), those of
         the strands ``at`` (wig points ``at_j[at]``): each pushed out of every collider, then set
-        back on its segment's length on the contact's tangent plane (``_onto_circle``). Returns
-        the strands pushed."""
+        back on its segment's length on the contact's tangent plane (``_onto_circle``) — or,
+        with ``lift`` and the Strands layer, the chain lifted where that meets it head-on
+        (``_lift_steep``). Returns the strands pushed."""
         qa = q[:, j, at]
         pushed = np.zeros(len(at), bool)
         normal = np.zeros((3, len(at)))
@@ -831,7 +832,7 @@ class Wig:
             after, n = qa[:, pushed], normal[:, pushed]
             swung = _onto_circle(q[:, j - 1, at], before, after, n)
             q[:, j, at] = swung
-            if j >= 2 and self._lifts:
+            if j >= 2 and lift and self._lifts:
                 self._lift_steep(q, j, at, before, after, n, swung, at_j)
         return at
 
@@ -879,7 +880,8 @@ class Wig:
             x = least_motion(x0, 1, length, np.concatenate([np.zeros((3, 1, k)), normal], axis=1),
                              np.concatenate([np.zeros((1, k)), reach]))
             lifted = np.ascontiguousarray(x[:, 1:j].reshape(3, -1), np.float32)
-            inside = (self._depth(lifted, where) > 0).reshape(j - 1, k)
+            depth = self._depth(lifted, where).reshape(j - 1, k)
+            inside = depth > 0
             if not inside.any():
                 break
             # the points the lift took inside: on their surfaces too, sliding along them
@@ -891,7 +893,10 @@ class Wig:
             normal[:, :-1] = np.where(hit[None], push.reshape(3, j - 1, k), normal[:, :-1])
             reach[:-1] = np.where(hit, np.einsum("kp,kp->p", push, out.astype(np.float64)).reshape(j - 1, k),
                                   reach[:-1])
-        inside = inside.any(axis=0)
+        # what is still inside after three rounds: a point slid along the surface it lay on (a
+        # micron into a curved scalp) the walk below sets out again; one a tenth of the push
+        # inside is no lift
+        inside = (depth > 0.1 * np.sqrt(p2[steep])).any(axis=0)
         moved = x - x0
         cost = np.einsum("kis,kis->s", moved, moved)
         # contacts that cannot all hold with the lengths (two surfaces closing on a segment) are
@@ -902,8 +907,18 @@ class Wig:
         # that would carry the strand farther finds its way through a lip or past a seam)
         far = np.einsum("kis,kis->is", moved, moved).max(axis=0) > (REACH * REACH) * p2[steep]
         take = (cost < d2[steep]) & ~inside & ~far & (off <= KEPT * length.max(axis=0))
-        if take.any():
-            q[:, 1:j + 1, who[take]] = x[:, 1:, take].astype(np.float32)
+        if not take.any():
+            return
+        cols = who[take]
+        q[:, 1:j + 1, cols] = x[:, 1:, take].astype(np.float32)
+        # the walk again over the points the lift moved, as it placed them the first time: each
+        # on its length from the one before (the lift's own, to float32) and out of every collider
+        rest = length[:, take].astype(np.float32)
+        for i in range(1, j + 1):
+            here = q[:, i, cols]
+            self.length.follow(q[:, i - 1, cols], here, rest[i - 1], here - q[:, i - 1, cols])
+            q[:, i, cols] = here
+            self._push_round(q, i, cols, at_j - (j - i), lift=False)
 
     def _bind_neighbourhood(self, children: Children, on_head: bool) -> None:
         """Each guide's samples of the children it leads (children.py): their roots' offsets
