@@ -105,32 +105,41 @@ SETTLING = 0.05
 HEAD_ON = np.sqrt(0.5)
 
 
-def give(x: np.ndarray, length: np.ndarray, push: np.ndarray, r2: np.ndarray, normal: np.ndarray,
-         fixed: int = 1) -> np.ndarray:
-    """A dynamics layer's contact, after its push: where the push left a segment of ``x``
-    (3, n, S), in place, more than ``GIVE`` of its ``length`` (n − 1, S) short and it meets a
-    pushed end's surface head-on (within 45° of its normal), and no push on the strand is over ``SETTLING`` of a segment, the strand
-    gives as a chain (``least_motion``): every pushed point stays on its contact's plane (through
-    where it was pushed, along ``normal`` (3, n, S), unit where ``r2`` (n, S), the push's square,
-    is > 0) and every segment is set back on its length. Points ``0 … fixed − 1`` stay. Returns
-    the strands that gave (positions into S) and how far their points moved (3, n, K)."""
+def give(x: np.ndarray, length: np.ndarray, push: np.ndarray, fixed: int = 1):
+    """A dynamics layer's contact, after its ``push`` (3, n, S) moved the points ``x``
+    (3, n, S): where it left a segment more than ``GIVE`` of its ``length`` (n − 1, S) short,
+    meeting a pushed end's surface head-on (within 45° of the push), and no push on the strand
+    is over ``SETTLING`` of a segment, the strand gives as a chain (``least_motion``), in place:
+    every pushed point stays on its contact's plane (through where it was pushed, across its
+    push) and every segment is set back on its length. Points ``0 … fixed − 1`` stay. Returns
+    the strands that gave (positions into S) and how far their points moved (3, n, K).
+
+    Only the strands pushed are looked at (a contact touches few)."""
+    none = np.zeros(0, np.int64), np.zeros((3, x.shape[1], 0))
+    r2 = np.einsum("kns,kns->ns", push, push)
+    hit = np.flatnonzero(r2.max(axis=0) > 0)
+    if hit.size == 0:
+        return none
+    r2, x_hit, lengths = r2[:, hit], x[:, :, hit], length[:, hit]
     pushed = r2 > 0
-    seg = np.diff(x, axis=1)
+    normal = push[:, :, hit] / np.sqrt(np.where(pushed, r2, 1.0))
+    seg = np.diff(x_hit, axis=1)
     now = np.sqrt(np.einsum("kns,kns->ns", seg, seg))
-    short = length - now > GIVE * length
+    short = lengths - now > GIVE * lengths
     # head-on: the segment within 45° of its pushed end's normal (a swing then moves the end
     # more than its push). A segment lying across a bar is pushed up at both ends by its middle's
     # contact; those ends' planes are not the bar's, and giving along them slid it off
     cos = np.abs(np.einsum("kns,kns->ns", seg, normal[:, 1:])) / np.maximum(now, 1e-300)
     cos_lead = np.abs(np.einsum("kns,kns->ns", seg, normal[:, :-1])) / np.maximum(now, 1e-300)
     short &= (pushed[1:] & (cos > HEAD_ON)) | (pushed[:-1] & (cos_lead > HEAD_ON))
-    settling = (r2 <= (SETTLING * SETTLING) * np.min(length, axis=0) ** 2).all(axis=0)
-    at = np.flatnonzero(short.any(axis=0) & settling)
-    if at.size == 0:
-        return at, np.zeros((3, x.shape[1], 0))
-    n = np.where(pushed[None, :, at], normal[:, :, at], 0.0)
-    chain = x[:, :, at]
+    settling = (r2 <= (SETTLING * SETTLING) * np.min(lengths, axis=0) ** 2).all(axis=0)
+    pick = np.flatnonzero(short.any(axis=0) & settling)
+    if pick.size == 0:
+        return none
+    n = np.where(pushed[None, :, pick], normal[:, :, pick], 0.0)
+    chain = x_hit[:, :, pick]
     reach = np.einsum("kns,kns->ns", n, chain)
-    moved = least_motion(chain, fixed, length[:, at], n, reach) - chain
+    moved = least_motion(chain, fixed, lengths[:, pick], n, reach) - chain
+    at = hit[pick]
     x[:, :, at] += moved
     return at, moved

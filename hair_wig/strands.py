@@ -274,9 +274,7 @@ class VerletStrands:
         substep after substep on a breathing shoulder (issue 34 part 3). ``prev`` moves alike:
         the chain is set, not thrown. An unpinned root is held too."""
         s = self.settings
-        r2 = np.einsum("kns,kns->ns", push, push)
-        normal = push / np.sqrt(np.where(r2 > 0, r2, 1.0))
-        at, moved = give(x, self.length, push, r2, normal, 1 + bool(s.pinned and s.root_direction))
+        at, moved = give(x, self.length, push, 1 + bool(s.pinned and s.root_direction))
         if at.size:
             prev[:, :, at] += moved
 
