@@ -911,14 +911,22 @@ class Wig:
             return
         cols = who[take]
         q[:, 1:j + 1, cols] = x[:, 1:, take].astype(np.float32)
-        # the walk again over the points the lift moved, as it placed them the first time: each
-        # on its length from the one before (the lift's own, to float32) and out of every collider
-        rest = length[:, take].astype(np.float32)
-        for i in range(1, j + 1):
-            here = q[:, i, cols]
-            self.length.follow(q[:, i - 1, cols], here, rest[i - 1], here - q[:, i - 1, cols])
-            q[:, i, cols] = here
-            self._push_round(q, i, cols, at_j - (j - i), lift=False)
+        # the walk again from the first point the lift left inside (a micron into the curved
+        # scalp it slid along), as it placed them the first time: each on its length from the
+        # one before (the lift's own, to float32) and out of every collider
+        deep = depth[:, take] > 0                                        # (j − 1, K')
+        again = np.flatnonzero(deep.any(axis=0))
+        if again.size == 0:
+            return
+        first = np.argmax(deep[:, again], axis=0) + 1                   # points 1…j − 1
+        rest = length[:, take][:, again].astype(np.float32)
+        for i in range(int(first.min()), j + 1):
+            on = np.flatnonzero(first <= i)
+            c = cols[again[on]]
+            here = q[:, i, c]
+            self.length.follow(q[:, i - 1, c], here, rest[i - 1, on], here - q[:, i - 1, c])
+            q[:, i, c] = here
+            self._push_round(q, i, c, at_j - (j - i), lift=False)
 
     def _bind_neighbourhood(self, children: Children, on_head: bool) -> None:
         """Each guide's samples of the children it leads (children.py): their roots' offsets
