@@ -19,7 +19,7 @@ from .errors import HairWigError
 from .hairset import HairSet
 from .magnets import FollowReach, Magnet, MagnetWeights
 from .profiles import Profile
-from .chain import SETTLING, least_motion
+from .chain import SETTLING, least_motion, settled
 from .children import Children, neighbourhood, sag, transplant, turns
 from .collision import Collider, ColliderMesh
 from .refinement import LengthControl, compensate_compression_rows, compression_vectors
@@ -851,9 +851,9 @@ class Wig:
 
         Looked at only where the swing moved the point more than twice its push (hair lying
         along a surface is swung by about its push and keeps it) and the push is resting
-        contact settling (under ``SETTLING`` of the segment). Taken where the lift moves the
-        strand less than the swing moved its point, no point farther than ``REACH`` pushes,
-        keeps the lengths (``KEPT``) and leaves every point it moved outside — a point it would
+        contact settling (under ``SETTLING`` of the segment). Taken where it is a give to take
+        (``chain.settled``: the lengths kept, the strand moved no more than the swing moved its
+        point) and leaves every point it moved outside — a point it would
         take inside becomes a contact of the chain too, sliding along its surface, and the
         chain is solved again (three times at most). Elsewhere the swing stands."""
         d2 = np.einsum("ks,ks->s", swung - before, swung - before)
@@ -897,16 +897,10 @@ class Wig:
         # micron into a curved scalp) the walk below sets out again; one a tenth of the push
         # inside is no lift
         inside = (depth > 0.1 * np.sqrt(p2[steep])).any(axis=0)
-        moved = x - x0
-        cost = np.einsum("kis,kis->s", moved, moved)
         # contacts that cannot all hold with the lengths (two surfaces closing on a segment) are
-        # met only in the least-squares sense: such a lift would stretch hair, and is not taken
-        seg = np.diff(x, axis=1)
-        off = np.abs(np.sqrt(np.einsum("kis,kis->is", seg, seg)) - length).max(axis=0)
-        # and a lift is resting contact settling: no point goes farther than a few pushes (a lift
-        # that would carry the strand farther finds its way through a lip or past a seam)
-        far = np.einsum("kis,kis->is", moved, moved).max(axis=0) > (REACH * REACH) * p2[steep]
-        take = (cost < d2[steep]) & ~inside & ~far & (off <= KEPT * length.max(axis=0))
+        # met only in the least-squares sense, and a chain nearly straight along the normal does
+        # not converge: such a lift would stretch hair or throw it, and is not taken (``settled``)
+        take = ~inside & settled(x0, x, length, np.sqrt(d2[steep]))
         if not take.any():
             return
         cols = who[take]
@@ -1119,11 +1113,6 @@ def _spread(n: int) -> np.ndarray:
 
 
 _AROUND = _spread(128)
-# a lift's lengths, relative: three Gauss–Newton rounds on a push under SETTLING of a segment
-# leave SETTLING⁸ (4e-11); float32 storage rounds them to 6e-8 after
-KEPT = 1e-9
-# how far a lift may move any point, in pushes
-REACH = 3.0
 
 
 def _arc(lo: np.ndarray, hi: np.ndarray, s: np.ndarray, across: np.ndarray) -> np.ndarray:
