@@ -853,9 +853,11 @@ class Wig:
         along a surface is swung by about its push and keeps it) and the push is resting
         contact settling (under ``SETTLING`` of the segment). Taken where it is a give to take
         (``chain.settled``: the lengths kept, the strand moved no more than the swing moved its
-        point) and leaves every point it moved outside — a point it would
-        take inside becomes a contact of the chain too, sliding along its surface, and the
-        chain is solved again (three times at most). Elsewhere the swing stands."""
+        point) and leaves no point it moved a tenth of the push inside: a point it would take
+        inside becomes a contact of the chain too, sliding along its surface, and the chain is
+        solved again (three times at most); what is left inside by a micron (a point that slid
+        along the curved scalp it lies on) the walk sets out again from there. Elsewhere the
+        swing stands."""
         d2 = np.einsum("ks,ks->s", swung - before, swung - before)
         p2 = np.einsum("ks,ks->s", after - before, after - before)
         seg = before - q[:, j - 1, at]
