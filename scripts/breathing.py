@@ -49,30 +49,29 @@ def build(strands=784, points=24, frames=48, solver="STRANDS", friction=None):
     return g
 
 
-def tip_moves(g, cache):
-    """Per frame from the second: (largest tip move, 99th percentile, strand of the largest), m."""
-    offsets = cache.hair.offsets
-    tips = offsets[1:] - 1
-    out = []
-    prev = None
-    for f in range(g.frames[0], g.frames[1] + 1):
-        p = grooms.world_points(g, cache, f)[tips]
-        if prev is not None:
-            d = np.linalg.norm(p - prev, axis=1)
-            out.append((f, float(d.max()), float(np.percentile(d, 99)), int(d.argmax())))
-        prev = p
-    return out
+def tip_steps(g, cache) -> np.ndarray:
+    """Every tip's move from the frame before, frame by frame from the second: (frames − 1,
+    strands), m — the baked tips read once (each frame is a ``frame_set`` and an evaluation)."""
+    tips = cache.hair.offsets[1:] - 1
+    p = np.stack([grooms.world_points(g, cache, f)[tips] for f in range(g.frames[0], g.frames[1] + 1)])
+    return np.linalg.norm(np.diff(p, axis=0), axis=2)
 
 
-def worst_pop(g, cache, floor=1e-3):
+def tip_moves(g, cache, move=None):
+    """Per frame from the second: (largest tip move, 99th percentile, strand of the largest), m.
+    ``move``: ``tip_steps``, when the caller has it."""
+    move = tip_steps(g, cache) if move is None else move
+    return [(g.frames[0] + i + 1, float(d.max()), float(np.percentile(d, 99)), int(d.argmax()))
+            for i, d in enumerate(move)]
+
+
+def worst_pop(g, cache, floor=1e-3, move=None):
     """The largest pop: over every strand and frame, a tip's move in one frame over the larger of
     its moves in the frames either side (at least ``floor`` m, the shoulders' own motion a frame,
     so a still tip that stirs is no pop); (ratio, frame, strand). Resting contact on a moving body
-    is stable when no tip jumps out of its own motion: 1.1 → 6.8 → 3.0 mm is a ratio of 2.3."""
-    offsets = cache.hair.offsets
-    tips = offsets[1:] - 1
-    p = np.stack([grooms.world_points(g, cache, f)[tips] for f in range(g.frames[0], g.frames[1] + 1)])
-    move = np.linalg.norm(np.diff(p, axis=0), axis=2)                  # (frames − 1, strands)
+    is stable when no tip jumps out of its own motion: 1.1 → 6.8 → 3.0 mm is a ratio of 2.3.
+    ``move``: ``tip_steps``, when the caller has it."""
+    move = tip_steps(g, cache) if move is None else move
     around = np.maximum(np.maximum(move[:-2], move[2:]), floor)
     ratio = move[1:-1] / around
     f, s = np.unravel_index(int(ratio.argmax()), ratio.shape)
@@ -91,10 +90,11 @@ def main(argv=None) -> int:
     addon.ensure_registered()
     g = build(args.strands, args.points, args.frames, args.solver, args.friction)
     cache, seconds = grooms.bake(g)
-    moves = tip_moves(g, cache)
+    steps = tip_steps(g, cache)
+    moves = tip_moves(g, cache, steps)
     for f, big, p99, s in moves:
         print(f"frame {f:3d}: largest tip move {1e3 * big:7.2f} mm (strand {s}), 99% {1e3 * p99:6.2f} mm")
-    ratio, frame, strand = worst_pop(g, cache)
+    ratio, frame, strand = worst_pop(g, cache, move=steps)
     print(f"worst pop: strand {strand}'s tip at frame {frame} moved {ratio:.2f} times its larger move "
           f"in the frames either side")
     big = np.array([m[1] for m in moves])
