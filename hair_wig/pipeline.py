@@ -870,17 +870,16 @@ class Wig:
         x0[:, j] = before[:, steep]
         seg = np.diff(x0, axis=1)
         length = np.sqrt(np.einsum("kis,kis->is", seg, seg))            # (j, K): kept as they are
-        # contacts of points 1…j: where each must reach along its normal (only j's at first; a
-        # point the lift would take inside its surface is added, and the chain solved again)
-        normal = np.zeros((3, j, k))
-        reach = np.zeros((j, k))
-        normal[:, -1] = n[:, steep]
-        reach[-1] = np.einsum("ks,ks->s", n[:, steep], after[:, steep])
-        index = at_j[who][None, :] - (j - np.arange(1, j + 1))[:, None]  # (j, K): wig points 1…j
-        where = index[:-1].ravel()
+        # contacts of points 0…j (the root's held, never one): where each must reach along its
+        # normal — only j's at first; a point the lift would take inside its surface is added,
+        # and the chain solved again
+        normal = np.zeros((3, j + 1, k))
+        reach = np.zeros((j + 1, k))
+        normal[:, j] = n[:, steep]
+        reach[j] = np.einsum("ks,ks->s", n[:, steep], after[:, steep])
+        where = (at_j[who][None, :] - (j - np.arange(1, j))[:, None]).ravel()  # wig points 1…j − 1
         for _ in range(3):
-            x = least_motion(x0, 1, length, np.concatenate([np.zeros((3, 1, k)), normal], axis=1),
-                             np.concatenate([np.zeros((1, k)), reach]))
+            x = least_motion(x0, 1, length, normal, reach)
             lifted = np.ascontiguousarray(x[:, 1:j].reshape(3, -1), np.float32)
             depth = self._depth(lifted, where).reshape(j - 1, k)
             inside = depth > 0
@@ -892,9 +891,9 @@ class Wig:
             for c in self.colliders:
                 c.project_at(out, where, push)
             hit = inside & np.isclose(np.einsum("kp,kp->p", push, push), 1.0).reshape(j - 1, k)
-            normal[:, :-1] = np.where(hit[None], push.reshape(3, j - 1, k), normal[:, :-1])
-            reach[:-1] = np.where(hit, np.einsum("kp,kp->p", push, out.astype(np.float64)).reshape(j - 1, k),
-                                  reach[:-1])
+            normal[:, 1:j] = np.where(hit[None], push.reshape(3, j - 1, k), normal[:, 1:j])
+            reach[1:j] = np.where(hit, np.einsum("kp,kp->p", push, out.astype(np.float64)).reshape(j - 1, k),
+                                  reach[1:j])
         # what is still inside after three rounds: a point slid along the surface it lay on (a
         # micron into a curved scalp) the walk below sets out again; one a tenth of the push
         # inside is no lift
