@@ -278,7 +278,7 @@ class AngularRods:
         return {"angles": angles, "last": angles.copy(), "e1": e1}
 
     def step(self, state: dict, goal: np.ndarray, dt: float, load, hold=None, contact=None,
-             friction: float = 0.0) -> np.ndarray:
+             friction: float = 0.0, style=None) -> np.ndarray:
         """One frame of ``dt`` seconds toward ``goal`` (S, n, 3) (its roots and root
         directions carry the strands; its shape is the style, through eq. 6's rest angles)
         under ``load`` (per unit length: gravity and forces; (3,), (S, 3) or (S, m, 3)); a
@@ -300,7 +300,7 @@ class AngularRods:
         # the root frame turns with the goal's root segment, carrying e₁ (no twist)
         e1 = state["e1"] - np.einsum("sk,sk->s", state["e1"], _unit(root_dir))[:, None] * _unit(root_dir)
         e1 = _unit(np.where(np.linalg.norm(e1, axis=1, keepdims=True) > 1e-6, e1, root_normal(root_dir)))
-        rest = self.rest_angles(goal, root_dir, e1, load if hold is None else hold, k)
+        rest = self.rest_angles(goal if style is None else style, root_dir, e1, load if hold is None else hold, k)
         a, last = state["angles"], state["last"]
         hb = h * h * self.beta
         pts, ax1, ax2 = build(goal[:, 0], root_dir, e1, a, self.seg)
@@ -382,7 +382,8 @@ class RodLayer:
     part, which needs the hair's own speed in the frame, is left out). Hair lags when the head
     starts or turns and overshoots when it stops. The style the rods keep is the goal's shape
     under gravity as the groom knew it: the rest gravity turned with the head (eq. 6 with
-    ``hold``), so a tilted head lets hair fall, a still one keeps every strand where it is.
+    ``hold``), so a tilted head lets hair fall, a still one keeps every strand where it is —
+    the goal walked out of the colliders where a magnet or key pose lays it inside (``_style``).
 
     The colliders are met as the Strands layer meets them: inside every substep
     (``bind_colliders``: ``strands.SurfaceContacts``, the same fast distances and the groom's
@@ -477,7 +478,8 @@ class RodLayer:
             if accel is not None:
                 load += self._field_load(rods, state, n, goal, e1, root - was, dt, accel)
             part = {"angles": state[f"{n}:angles"], "last": state[f"{n}:last"], "e1": e1}
-            shown = rods.step(part, goal, dt, load, hold, self._contact(g, now), self.friction)
+            style = goal if not self.contacts else self._style(g, np.eye(4) if now is None else now, goal, rods.seg)
+            shown = rods.step(part, goal, dt, load, hold, self._contact(g, now), self.friction, style=style)
             for name in ("angles", "last", "e1"):
                 state[f"{n}:{name}"] = part[name]
             state[f"{n}:root"] = root.copy()
@@ -489,6 +491,42 @@ class RodLayer:
         state["turn"] = turn.copy()
         state["head"] = np.stack([state["head"][1], head])
         return out
+
+    STYLE_ROUNDS = 4                       # pushes and length passes that walk the style out
+
+    def _style(self, g: int, head_inv, goal: np.ndarray, seg: np.ndarray) -> np.ndarray:
+        """Group ``g``'s style (S, n, 3): the ``goal`` walked out of the colliders as the
+        substeps meet them (their push, then every segment set back to its length ``seg`` root
+        to tip along the goal's own), ``STYLE_ROUNDS`` times at most — the goal itself where
+        nothing touches, so a groom at rest keeps its style exactly.
+
+        A magnet or a key pose may lay the goal through the head (measured on long hair over
+        Suzanne, Rods, after a 90° head turn: a head-parented magnet held one strand's goal
+        6-12 mm inside the upper lip). A joint's spring turns its strand most of the way to its
+        rest angle in one substep, so a style inside the lip drove the strand 20-44 mm into it
+        every substep, and the contact pushed it out to whichever side of the lip was nearer,
+        alternately: its tail flipped between two places 19 mm apart every frame, the head
+        standing still. A style outside is an equilibrium the strand can reach. (Walked out to
+        the surface on the strand's own side instead — which depends on where the strand is —
+        the style and the strand chased each other: tips cycled 86-117 mm a frame.)"""
+        from .leader import follow_the_leader
+
+        contacts = self.contacts[g]
+        contacts.move(head_inv, head_inv)
+        contacts.begin()
+        p = goal
+        along = np.diff(goal, axis=1).transpose(2, 1, 0)
+        for _ in range(self.STYLE_ROUNDS):
+            push = contacts(np.ascontiguousarray(p.transpose(2, 1, 0)), 1.0)
+            if push is None:
+                break
+            pos = np.ascontiguousarray(p.transpose(2, 1, 0) + push)
+            for j in range(1, pos.shape[1]):
+                pos[:, j] = follow_the_leader(pos[:, j - 1], pos[:, j], seg[:, j - 1], along[:, j - 1],
+                                              along[:, j - 1], turn_back=False)
+            p = np.ascontiguousarray(pos.transpose(2, 1, 0))
+        contacts.begin()
+        return p
 
     def _contact(self, g: int, head_inv):
         """Group ``g``'s contacts as ``AngularRods.step`` calls them — points (S, n, 3) world in,

@@ -112,6 +112,7 @@ def main(argv=None) -> int:
     p.add_argument("--solver", choices=("SPRINGS", "STRANDS", "RODS"), default="RODS")
     p.add_argument("--last", type=int, default=LAST)
     p.add_argument("--render", default="", help="a contact sheet of the bake, written to this .png")
+    p.add_argument("--frames", type=int, nargs="*", default=[], help="the frames the contact sheet shows")
     args = p.parse_args(argv)
     addon.ensure_registered()
     g = build(args.strands, args.points, args.solver, args.last)
@@ -132,7 +133,7 @@ def main(argv=None) -> int:
         from hair_wig_addon.operators import blender_io
 
         blender_io.write_bake(g.hair, cache)
-        grooms.frame_sheet(g, Path(args.render), (1, 8, 14, 21, 26, 31, 38, 48), view=(0.2, -1.0, 0.25))
+        grooms.frame_sheet(g, Path(args.render), tuple(args.frames) or (1, 8, 14, 21, 26, 31, 38, 48), view=(0.2, -1.0, 0.25))
         print(f"wrote {args.render}")
     return 0
 

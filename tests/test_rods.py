@@ -335,3 +335,48 @@ def test_a_contact_stops_a_rod_turning_and_friction_holds_it():
             free = slide
         else:
             assert slide < free                                # held back by the push times friction
+
+
+def test_the_rods_style_is_the_goal_walked_out_of_the_head():
+    """``RodLayer._style``: a goal laid into the head (a magnet pulling strands' tails through a
+    sphere) becomes a style outside it — every point out by the contacts' own fast distance
+    (the grid's trilinear value) to its tolerance, every segment its rest length
+    (follow-the-leader: rounding only), the roots where they were — and a goal that touches
+    nothing is the style itself, bit for bit (a groom at rest keeps its style)."""
+    from hair_wig.collision import Collider, ColliderMesh
+    from hair_wig.rods import RodLayer
+
+    n, num = 12, 40
+    rng = np.random.default_rng(3)
+    up = rng.normal(size=(num, 3)) * 0.3 + np.array([0.0, 0.0, 1.0])
+    up /= np.linalg.norm(up, axis=1, keepdims=True)
+    side = np.cross(up, rng.normal(size=(num, 3)))
+    side /= np.linalg.norm(side, axis=1, keepdims=True)
+    t = np.linspace(0.0, 1.0, n)[None, :, None]
+    rest = up[:, None] * 1.0 + 0.6 * t * side[:, None] + 0.02 * up[:, None]       # combed over the scalp
+    seg = np.linalg.norm(np.diff(rest, axis=1), axis=2)
+    offsets = np.arange(num + 1) * n
+    layer = RodLayer(np.ascontiguousarray(rest.reshape(-1, 3).T), offsets, RodSettings())
+    collider = Collider(ColliderMesh("Head", *sphere_mesh(1.0), resolution=96), np.eye(4), 0.0)
+    collider.bind(np.ascontiguousarray(rest.reshape(-1, 3).T))
+    layer.bind_colliders([collider])
+    rods = layer.groups[0][2]
+    assert np.array_equal(layer._style(0, np.eye(4), rest, rods.seg), rest)
+    # the tails bent down through the head, each segment keeping its length
+    bent = rest.copy()
+    for j in range(1, n):
+        d = rest[:, j] - rest[:, j - 1]
+        d = d - (0.08 * j) * up * np.linalg.norm(d, axis=1, keepdims=True)
+        bent[:, j] = bent[:, j - 1] + d / np.linalg.norm(d, axis=1, keepdims=True) * seg[:, j - 1:j]
+    assert (np.linalg.norm(bent, axis=2) < 0.99).sum() > num       # deep inside
+    style = layer._style(0, np.eye(4), bent, rods.seg)
+    assert np.array_equal(style[:, 0], bent[:, 0])
+    np.testing.assert_allclose(np.linalg.norm(np.diff(style, axis=1), axis=2), seg,
+                               rtol=rounding(1.0, FOLLOW * n, eps=EPS64))
+    room = collider.fast_distance(np.ascontiguousarray(style[:, 1:].reshape(-1, 3).T))
+    limit = np.minimum(0.0, collider.fast_distance(np.ascontiguousarray(rest[:, 1:].reshape(-1, 3).T), rest=True))
+    deep = (limit - collider.fast_distance(np.ascontiguousarray(bent[:, 1:].reshape(-1, 3).T))).max()
+    # out to the contacts' tolerance, give or take what the last length pass sets a point back
+    # in (a fraction of the last round's push, which is itself a fraction of the one before)
+    assert (room - limit).min() > -10 * collider.tolerance, ((room - limit).min(), collider.tolerance)
+    assert deep > 1e4 * collider.tolerance, deep
