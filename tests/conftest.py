@@ -23,3 +23,12 @@ def scene(addon):
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     return bpy.context.scene
+
+
+@pytest.fixture(scope="session")
+def packages(tmp_path_factory):
+    """The extension packages as ``./run package`` builds them (scripts/package.py: the wheels
+    fetched into ./wheels, Blender's own tool, one .zip a platform), built once a session."""
+    import package
+
+    return package.build(tmp_path_factory.mktemp("packages"))

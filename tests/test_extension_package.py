@@ -1,6 +1,7 @@
 """The manifest passes Blender's own extension validator, tells the truth about the Blender versions
-it runs on, and the built package holds the add-on and nothing else, whatever else lies in the
-folder."""
+it runs on, and each platform's package holds the add-on, that platform's compiled wheels for both
+Blender lines, and nothing else, whatever else lies in the folder; the Linux package installs into
+a clean profile through Blender's own installer and its bundled numba compiles kernels there."""
 
 import os
 import re
@@ -25,6 +26,21 @@ print("ENABLED", names, hasattr(bpy.types.Object, "hair_wig"), "hair_wig.bake" i
       [f"hair_wig.{o}" for o in dir(bpy.ops.hair_wig)])
 addon_utils.disable(names[0])
 print("DISABLED", hasattr(bpy.types.Object, "hair_wig"), dir(bpy.ops.hair_wig))
+# the wheels Blender unpacked for its Python: numba from there (first on the path, so not the test
+# environment's own), compiling a parallel kernel with this Blender's numpy
+import os
+local = os.path.join(bpy.utils.user_resource("EXTENSIONS"), ".local", "lib",
+                     "python{}.{}".format(*sys.version_info[:2]), "site-packages")
+sys.path.insert(0, local)
+import numpy as np, numba
+@numba.njit(parallel=True)
+def rows(a):
+    out = np.empty(a.shape[0])
+    for i in numba.prange(a.shape[0]):
+        out[i] = a[i].sum()
+    return out
+a = np.arange(3000.0).reshape(100, 30)
+print("NUMBA", numba.__version__, numba.__file__.startswith(local), bool(np.array_equal(rows(a), a.sum(axis=1))))
 """
 
 PACKAGES = ("hair_wig", "operators", "panels")
@@ -39,12 +55,6 @@ STRAYS = (".venv/bin/python", ".venv-5.2/lib/x.py", "venv/lib/site.py", "env311/
           "tests/extra_test.py", "scripts/more.py", "docs/big.png")
 
 
-def blender_ext() -> Path:
-    path = Path(bpy.utils.system_resource("SCRIPTS")) / "addons_core/bl_pkg/cli/blender_ext.py"
-    assert path.is_file(), f"bpy ships no extension command-line tool at {path}"
-    return path
-
-
 def addon_files(root: Path) -> set:
     """The files that make up the add-on: the manifest, the root module, the README and the
     modules of its packages."""
@@ -54,28 +64,49 @@ def addon_files(root: Path) -> set:
     return files
 
 
-def build(source: Path, out: Path) -> Path:
-    ext = blender_ext()
-    res = subprocess.run([sys.executable, str(ext), "validate", str(source)], capture_output=True, text=True)
-    assert res.returncode == 0 and "Success" in res.stdout, res.stdout + res.stderr
-    res = subprocess.run([sys.executable, str(ext), "build", "--source-dir", str(source),
-                          "--output-dir", str(out)], capture_output=True, text=True)
-    assert res.returncode == 0, res.stdout + res.stderr
-    (zipped,) = out.glob("hair_wig-*.zip")
-    return zipped
+def build(source: Path, out: Path) -> dict:
+    """Each platform's package built from ``source`` (whose ./wheels holds the manifest's wheels)."""
+    import package
+
+    return package.build(out, root=source)
 
 
-@pytest.fixture(scope="module")
-def package(tmp_path_factory):
-    return build(ROOT, tmp_path_factory.mktemp("build"))
+def wheels_in(platform: str) -> set:
+    """The wheels a platform's package holds: the manifest's for that platform (numba and
+    llvmlite, CPython 3.11 and 3.13)."""
+    import package
+
+    return {w.removeprefix("./") for w in package.wheels_for([platform])}
 
 
-def test_package_holds_the_addon_and_nothing_else(package):
-    names = set(zipfile.ZipFile(package).namelist())
-    assert names == addon_files(ROOT), sorted(names ^ addon_files(ROOT))
+def test_each_platform_package_holds_the_addon_its_wheels_and_nothing_else(packages):
+    assert sorted(packages) == ["linux-x64", "macos-arm64", "windows-x64"]
+    for platform, path in packages.items():
+        names = set(zipfile.ZipFile(path).namelist())
+        want = addon_files(ROOT) | wheels_in(platform)
+        assert names == want, (platform, sorted(names ^ want))
+        assert {Path(w).name.split("-")[0] for w in wheels_in(platform)} == {"numba", "llvmlite"}
+        assert {Path(w).name.split("-")[2] for w in wheels_in(platform)} == {"cp311", "cp313"}
 
 
-def test_stray_folders_and_files_stay_out_of_the_package(tmp_path):
+def test_the_bundled_wheels_are_the_versions_the_suite_runs():
+    """The manifest's numba and llvmlite are the ones requirements-<line>.txt pin (the suite
+    tests with those), for every platform and both Pythons."""
+    import package
+
+    pins = set()
+    for req in ROOT.glob("requirements-[0-9]*.txt"):
+        text = req.read_text()
+        for name in ("numba", "llvmlite"):
+            pin = re.search(rf"^{name}==(\S+)$", text, re.M)
+            assert pin, f"{req.name} pins no {name}"
+            pins.add((name, pin[1]))
+    assert len({n for n, _ in pins}) == len(pins) == 2, pins          # one version each, both lines
+    bundled = {tuple(Path(w).name.split("-")[:2]) for w in package.manifest()["wheels"]}
+    assert bundled == pins, (bundled, pins)
+
+
+def test_stray_folders_and_files_stay_out_of_the_package(tmp_path, packages):
     source = tmp_path / "hair_wig_checkout"
     source.mkdir()
     for name in addon_files(ROOT):
@@ -84,10 +115,16 @@ def test_stray_folders_and_files_stay_out_of_the_package(tmp_path):
     for name in STRAYS:
         (source / name).parent.mkdir(parents=True, exist_ok=True)
         (source / name).write_bytes(b"stray " * 1000)
+    (source / "wheels").mkdir()
+    for wheel in (ROOT / "wheels").glob("*.whl"):              # fetched by the packages fixture
+        (source / "wheels" / wheel.name).symlink_to(wheel)
+    (source / "wheels" / "numpy-9.9-cp313-cp313-win_amd64.whl").write_bytes(b"stray wheel")
     out = tmp_path / "out"
     out.mkdir()
-    names = set(zipfile.ZipFile(build(source, out)).namelist())
-    assert names == addon_files(ROOT), sorted(names ^ addon_files(ROOT))
+    for platform, path in build(source, out).items():
+        names = set(zipfile.ZipFile(path).namelist())
+        want = addon_files(ROOT) | wheels_in(platform)
+        assert names == want, (platform, sorted(names ^ want))
 
 
 def oldest_tested_line() -> tuple:
@@ -109,12 +146,16 @@ def test_manifest_minimum_is_the_oldest_line_the_suite_runs_on():
     assert tuple(bpy.app.version) >= (major, minor, 0)
 
 
-def test_package_installs_enables_and_disables_as_an_extension(package, tmp_path):
+def test_package_installs_enables_and_disables_as_an_extension(packages, tmp_path):
     env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path))   # a user folder of its own
-    res = subprocess.run([sys.executable, "-c", INSTALL, str(package)], capture_output=True,
-                         text=True, env=env, timeout=120)
+    res = subprocess.run([sys.executable, "-c", INSTALL, str(packages["linux-x64"])], capture_output=True,
+                         text=True, env=env, timeout=300)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     enabled = next(l for l in res.stdout.splitlines() if l.startswith("ENABLED"))
     assert enabled == "ENABLED ['bl_ext.user_default.hair_wig'] True True", enabled
     disabled = next(l for l in res.stdout.splitlines() if l.startswith("DISABLED"))
     assert disabled == "DISABLED False []", disabled
+    import package
+    (version,) = {Path(w).name.split("-")[1] for w in package.wheels_for(["linux-x64"]) if "/numba-" in w}
+    used = next(l for l in res.stdout.splitlines() if l.startswith("NUMBA"))
+    assert used == f"NUMBA {version} True True", used

@@ -141,7 +141,7 @@ bpy.ops.wm.save_userpref()
 """
 
 
-def test_a_farm_with_only_the_installed_extension_bakes_the_job(addon, tmp_path):
+def test_a_farm_with_only_the_installed_extension_bakes_the_job(addon, packages, tmp_path):
     """Issue 34 part 7: the extension built by Blender's own tool and installed into a clean
     profile; the job compiled with no bake script runs the extension's own baker on each worker
     (`--python-expr`, the repository nowhere on the path): parts, then the merge, as the README
@@ -150,13 +150,10 @@ def test_a_farm_with_only_the_installed_extension_bakes_the_job(addon, tmp_path)
     import os
     import sys
 
-    from test_extension_package import build
-
     from hair_wig_addon.operators import batch
 
     profile = tmp_path / "profile"
-    (tmp_path / "build").mkdir()
-    package = build(ROOT, tmp_path / "build")
+    package = packages["linux-x64"]                # numba and llvmlite bundled (scripts/package.py)
     env = dict(os.environ, BLENDER_USER_RESOURCES=str(profile))
     env.pop("PYTHONPATH", None)
     res = subprocess.run([sys.executable, "-c", INSTALL_AND_SAVE, str(package)], capture_output=True, text=True,

@@ -1,0 +1,109 @@
+"""Build the extension packages an artist installs: one .zip a platform, each holding the add-on and
+the compiled wheels its kernels need (numba and llvmlite, for both Blender lines' Pythons), so
+Blender's *Install from Disk* — or a render-farm node — needs nothing else.
+
+    ./run package [--output DIR]
+
+The wheels ``blender_manifest.toml`` lists are downloaded into ``./wheels`` (once: later builds
+reuse them), each by its exact file name; Blender's own extension tool then validates the
+manifest and builds with ``--split-platforms``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MANIFEST = "blender_manifest.toml"
+
+# a wheel's platform tag -> Blender's platform name (as Blender's own tool maps them)
+_PLATFORMS = ((re.compile(r"manylinux_\d+_\d+_x86_64"), "linux-x64"),
+              (re.compile(r"win_amd64"), "windows-x64"),
+              (re.compile(r"macosx_\d+_\d+_arm64"), "macos-arm64"))
+
+
+def manifest(root: Path = ROOT) -> dict:
+    return tomllib.loads((root / MANIFEST).read_text())
+
+
+def platform_of(wheel: str) -> str:
+    """Blender's platform name for a wheel's file name."""
+    tag = Path(wheel).stem.split("-")[-1]
+    for pattern, name in _PLATFORMS:
+        if pattern.fullmatch(tag.split(".")[-1]) or pattern.fullmatch(tag.split(".")[0]):
+            return name
+    raise ValueError(f"{Path(wheel).name}: no Blender platform for the wheel's tag {tag!r}")
+
+
+def wheels_for(platforms, root: Path = ROOT) -> list[str]:
+    """The manifest's wheels (paths relative to ``root``) for ``platforms``."""
+    return [w for w in manifest(root)["wheels"] if platform_of(w) in platforms]
+
+
+def fetch(wheels, root: Path = ROOT) -> None:
+    """Download the ``wheels`` (manifest paths) not yet on disk, each by its exact file name:
+    name, version, CPython version and platform tag from the name, nothing else (``--no-deps``:
+    numpy is Blender's own)."""
+    for rel in wheels:
+        path = root / rel
+        if path.is_file():
+            continue
+        name, version, python = Path(rel).name.split("-")[:3]
+        tag = Path(rel).stem.split("-")[-1]
+        with tempfile.TemporaryDirectory() as tmp:
+            cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+                   "--implementation", "cp", "--python-version", f"{python[2]}.{python[3:]}", "--abi", python,
+                   "--dest", tmp, f"{name}=={version}"]
+            for t in tag.split("."):
+                cmd[-1:-1] = ["--platform", t]
+            res = subprocess.run(cmd, capture_output=True, text=True)
+            got = Path(tmp) / Path(rel).name
+            if res.returncode != 0 or not got.is_file():
+                found = ", ".join(p.name for p in Path(tmp).iterdir()) or "nothing"
+                raise RuntimeError(f"could not download {Path(rel).name} (pip got {found}):\n{res.stderr[-2000:]}")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(got), path)
+
+
+def blender_ext() -> Path:
+    """Blender's own extension command-line tool, as the bpy module ships it."""
+    import bpy
+    path = Path(bpy.utils.system_resource("SCRIPTS")) / "addons_core/bl_pkg/cli/blender_ext.py"
+    if not path.is_file():
+        raise RuntimeError(f"bpy ships no extension command-line tool at {path}")
+    return path
+
+
+def build(out: Path, root: Path = ROOT) -> dict[str, Path]:
+    """Fetch the wheels and build one package a platform into ``out``: each platform's .zip."""
+    every = manifest(root)["platforms"]
+    fetch(manifest(root)["wheels"], root)
+    out.mkdir(parents=True, exist_ok=True)
+    ext = blender_ext()
+    for args in (["validate", str(root)],
+                 ["build", "--source-dir", str(root), "--output-dir", str(out), "--split-platforms"]):
+        res = subprocess.run([sys.executable, str(ext), *args], capture_output=True, text=True)
+        if res.returncode != 0:
+            raise RuntimeError(f"blender_ext {args[0]} failed:\n{res.stdout[-3000:]}{res.stderr[-3000:]}")
+    version = manifest(root)["version"]
+    return {p: out / f"hair_wig-{version}-{p.replace('-', '_')}.zip" for p in every}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--output", default="package_output", help="where the .zip files go")
+    args = p.parse_args(argv)
+    for path in build(Path(args.output).resolve()).values():
+        print(f"{path} ({path.stat().st_size / 2**20:.1f} MiB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
