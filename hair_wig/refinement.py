@@ -7,6 +7,7 @@ import numpy as np
 
 from .errors import HairWigError
 from .hairset import HairSet
+from .kernels import follow_chains
 from .leader import follow_the_leader
 
 
@@ -52,6 +53,9 @@ def compensate_compression_rows(rest: np.ndarray, p: np.ndarray, centre: np.ndar
     return p
 
 
+_NO_GUIDE = np.empty((0, 3))           # follow_chains: each point guided by its segment as it came in
+
+
 class LengthControl:
     """Length control (seed 000, "Refinement": ``elasticity + ratio · (1 − elasticity)``; SPEC §6.2).
 
@@ -75,10 +79,6 @@ class LengthControl:
         self.roots = hair.offsets[:-1]
         counts = hair.counts
         self.uniform = int(counts[0]) if np.all(counts == counts[0]) else 0
-        # Padded (N, n_max) point index table for the root-to-tip sweep of SEGMENT mode.
-        n_max = int(counts.max())
-        j = np.arange(n_max)
-        self.table = np.where(j[None, :] < counts[:, None], hair.offsets[:-1, None] + j[None, :], -1)
         self._columns = None
         self._rest_rows = None           # the rest pose as rows (3, P), once a squashed segment asks
 
@@ -175,21 +175,23 @@ class LengthControl:
         Chentanez 2012): ``p'_j = p'_{j−1} + ℓ_j u_j`` with ``ℓ_j = e |d| + (1 − e) L_j`` — with
         ``e = 0`` every segment ends exactly its rest length in one pass — and ``u_j`` the
         conditioned direction of ``leader.follow_the_leader`` (guided by the segment as it came
-        in, then the rest segment of ``base``). The block is turned point-major once, so each of
-        the strand's few steps is one pass over contiguous rows."""
+        in, then the rest segment of ``base``): the one kernel, ``kernels.follow_chains``."""
         n = self.uniform
         count = p.shape[1] // n
-        view = p.reshape(3, count, n)
-        sel = slice(None) if strands is None else strands
-        q = np.ascontiguousarray(view[:, sel].transpose(0, 2, 1))          # (3, n, S)
-        rest = self.rest_columns(first, count)[:, sel]                      # (n, S)
-        rest_rows = self._rest_rows_of(base, first * n, count * n).reshape(3, count, n)[:, sel]
-        for _ in self.steps(q, rest, rest_rows):
-            pass
+        return self._follow(p, np.arange(count + 1, dtype=np.int64) * n, strands, count,
+                            self.rest_segments[first * n:(first + count) * n],
+                            self._rest_rows_of(base, first * n, count * n))
+
+    def _follow(self, p, offsets, strands, count, length, rest_rows) -> np.ndarray:
+        """``kernels.follow_chains`` on rows ``p`` (3, P), in place: the ``strands`` (indices or a
+        mask; None: all ``count``) root to tip, each point guided by its segment as it came in."""
         if strands is None:
-            view[...] = q.transpose(0, 2, 1)
+            strands = np.arange(count, dtype=np.int64)
         else:
-            view[:, strands] = q.transpose(0, 2, 1)
+            strands = np.asarray(strands)
+            strands = np.flatnonzero(strands) if strands.dtype == bool else strands.astype(np.int64)
+        follow_chains(p.T, offsets, strands, length, _NO_GUIDE, rest_rows.T, self.elasticity, True, 1,
+                      4 * float(np.finfo(p.dtype).eps))
         return p
 
     def _strand_uniform_all(self, p: np.ndarray, first: int, work: np.ndarray | None,
@@ -258,21 +260,9 @@ class LengthControl:
         return p
 
     def _segment(self, p: np.ndarray, strands, base=None) -> np.ndarray:
-        """Follow-the-leader over strands of different point counts, one column of the padded
-        table a step, in float64 (``_segment_uniform``)."""
-        table = self.table if strands is None else self.table[strands]
-        came = p.astype(np.float64)                  # as the points came in
-        rest_rows = self._rest_rows_of(base, 0, p.shape[1])
-        for j in range(1, table.shape[1]):
-            idx = table[:, j]
-            live = idx >= 0
-            cur, prev = idx[live], table[live, j - 1]
-            placed = follow_the_leader(p[:, prev].astype(np.float64), came[:, cur], self.rest_segments[cur],
-                                       came[:, cur] - came[:, prev],
-                                       lambda: rest_rows[:, cur].astype(np.float64) - rest_rows[:, prev],
-                                       self.elasticity)
-            p[:, cur] = placed
-        return p
+        """Follow-the-leader over strands of different point counts (``_segment_uniform``)."""
+        return self._follow(p, self.hair.offsets.astype(np.int64), strands, len(self.hair.offsets) - 1,
+                            self.rest_segments, self._rest_rows_of(base, 0, p.shape[1]))
 
 
 class RadiusMap:

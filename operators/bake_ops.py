@@ -3,7 +3,7 @@
 import bpy
 from bpy.props import BoolProperty, EnumProperty, IntProperty
 
-from ..hair_wig import HairWigError
+from ..hair_wig import HairWigError, kernels
 from . import baking, blender_io, polls, profile_curves, scene_reader
 
 
@@ -41,6 +41,7 @@ class HAIRWIG_OT_bake(bpy.types.Operator):
 
     _job = None
     _timer = None
+    _warming = None
 
     @classmethod
     def poll(cls, context):
@@ -66,6 +67,8 @@ class HAIRWIG_OT_bake(bpy.types.Operator):
     def execute(self, context):
         try:
             job = self._start(context)
+            for _ in kernels.warm_up():
+                pass
             job.advance(job.total + 1)
             return self._done(job)
         except HairWigError as err:
@@ -82,6 +85,12 @@ class HAIRWIG_OT_bake(bpy.types.Operator):
             return {"CANCELLED"}
         wm = context.window_manager
         wm.progress_begin(0, self._job.total)
+        # the first bake after installing compiles the kernels (later ones load them): one at a
+        # time between timer events, saying so in the status bar
+        self._warming = None if kernels.warmed() else kernels.warm_up()
+        if self._warming is not None:
+            context.workspace.status_text_set("Hair Wig: preparing hair kernels (compiled once after "
+                                              "installing, then kept) — Esc to cancel")
         self._timer = wm.event_timer_add(0.001, window=context.window)
         wm.modal_handler_add(self)
         return {"RUNNING_MODAL"}
@@ -101,6 +110,15 @@ class HAIRWIG_OT_bake(bpy.types.Operator):
             return {"CANCELLED"}
         if event.type != "TIMER":
             return {"PASS_THROUGH"}
+        if self._warming is not None:
+            step = next(self._warming, None)
+            if step is None:
+                self._warming = None
+            else:
+                done, total, name = step
+                context.workspace.status_text_set(
+                    f"Hair Wig: preparing hair kernels, {done}/{total} ({name}) — compiled once after installing")
+            return {"RUNNING_MODAL"}
         try:
             finished = job.advance(4)
         except HairWigError as err:

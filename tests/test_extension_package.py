@@ -26,24 +26,30 @@ print("ENABLED", names, hasattr(bpy.types.Object, "hair_wig"), "hair_wig.bake" i
       [f"hair_wig.{o}" for o in dir(bpy.ops.hair_wig)])
 addon_utils.disable(names[0])
 print("DISABLED", hasattr(bpy.types.Object, "hair_wig"), dir(bpy.ops.hair_wig))
-# the wheels Blender unpacked for its Python: numba from there (first on the path, so not the test
-# environment's own), compiling a parallel kernel with this Blender's numpy
-import os
-local = os.path.join(bpy.utils.user_resource("EXTENSIONS"), ".local", "lib",
-                     "python{}.{}".format(*sys.version_info[:2]), "site-packages")
-sys.path.insert(0, local)
-import numpy as np, numba
-@numba.njit(parallel=True)
-def rows(a):
-    out = np.empty(a.shape[0])
-    for i in numba.prange(a.shape[0]):
-        out[i] = a[i].sum()
-    return out
-a = np.arange(3000.0).reshape(100, 30)
-print("NUMBA", numba.__version__, numba.__file__.startswith(local), bool(np.array_equal(rows(a), a.sum(axis=1))))
 """
 
-PACKAGES = ("hair_wig", "operators", "panels")
+# A later session of the same profile: the wheels Blender unpacked when it enabled the extension put
+# first on the path (before the test environment's own numba, which a Blender installation does
+# not have), then the add-on enabled: its kernels load from them and run.
+BUNDLED = """
+import bpy, os, sys
+import addon_utils
+local = os.path.join(bpy.utils.user_resource("EXTENSIONS"), ".local", "lib",
+                     "python{}.{}".format(*sys.version_info[:2]), "site-packages")
+assert os.path.isdir(local) and "numba" not in sys.modules, local
+sys.path.insert(0, local)
+addon_utils.enable("bl_ext.user_default.hair_wig", default_set=True)
+import numba, numpy as np
+kernels = sys.modules["bl_ext.user_default.hair_wig.hair_wig.kernels"]
+for _ in kernels.warm_up():
+    pass
+p = np.array([[0.0, 0, 0], [0, 0, 2.0]])
+kernels.follow_chains(p, np.array([0, 2]), np.array([0]), np.array([0.0, 1.0]), np.empty((0, 3)),
+                      np.empty((0, 3)), 0.0, True, 1, 1e-15)
+print("NUMBA", numba.__version__, numba.__file__.startswith(local), p[1].tolist() == [0.0, 0.0, 1.0])
+"""
+
+PACKAGES = ("hair_wig", "hair_wig/kernels", "operators", "panels")
 
 # What a working copy gathers besides the add-on: virtual environments under any name, demo and
 # bench output, caches, editor droppings, a .blend left in a package folder, a sub-folder.
@@ -51,6 +57,7 @@ STRAYS = (".venv/bin/python", ".venv-5.2/lib/x.py", "venv/lib/site.py", "env311/
           "demo_out/demo.blend", "demo_output/demo_contact_sheet.png", "bench_output/bench.png",
           "shot.blend", "shot.blend1", "notes.txt", "todo.py", ".DS_Store", ".hypothesis/x",
           "hair_wig/__pycache__/cache.cpython-311.pyc", "hair_wig/cache.pyc", "hair_wig/scratch.blend",
+          "hair_wig/kernels/__pycache__/leader.follow_chains-1.py313.nbi", "hair_wig/kernels/notes.txt",
           "operators/.#baking.py", "operators/old/baking.py", "panels/sidebar.py~", "panels/.DS_Store",
           "tests/extra_test.py", "scripts/more.py", "docs/big.png")
 
@@ -157,5 +164,7 @@ def test_package_installs_enables_and_disables_as_an_extension(packages, tmp_pat
     assert disabled == "DISABLED False []", disabled
     import package
     (version,) = {Path(w).name.split("-")[1] for w in package.wheels_for(["linux-x64"]) if "/numba-" in w}
+    res = subprocess.run([sys.executable, "-c", BUNDLED], capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     used = next(l for l in res.stdout.splitlines() if l.startswith("NUMBA"))
     assert used == f"NUMBA {version} True True", used
