@@ -147,17 +147,17 @@ try:
 except RuntimeError as e:
     print("PLAIN refused:", e)
 from hair_wig.kernels import follow_chains
-from numba.core import config
 p = np.array([[0.0, 0, 0], [0, 0, 2.0]])
 follow_chains(p, np.array([0, 2]), np.array([0]), np.array([0.0, 1.0]), np.empty((0, 3)), np.empty((0, 3)),
               0.0, True, 1, 1e-15)
-print("CACHE", config.CACHE_DIR, p[1].tolist())
+print("CACHE", follow_chains._cache._cache_path, p[1].tolist())
 """
 
 
 def test_kernels_load_where_nothing_of_theirs_can_be_written(tmp_path):
     """Installed read-only (a farm node), with a read-only home: numba on its own refuses to load a
-    module of cached kernels there; ours load, caching in the temporary folder."""
+    module of cached kernels there; ours load, caching in the temporary folder, in a folder of the
+    name the package was imported under."""
     import os
     import shutil
     import subprocess
@@ -189,7 +189,10 @@ def test_kernels_load_where_nothing_of_theirs_can_be_written(tmp_path):
                 path.chmod(path.stat().st_mode | 0o200)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert "PLAIN refused: cannot cache function 'f': no locator available" in res.stdout, res.stdout
-    assert f"CACHE {tmp / 'hair_wig_kernels'} [0.0, 0.0, 1.0]" in res.stdout, res.stdout
+    cache = next(line for line in res.stdout.splitlines() if line.startswith("CACHE"))
+    assert cache.startswith(f"CACHE {tmp / 'hair_wig_kernels' / 'hair_wig.kernels'}/"), res.stdout
+    assert cache.endswith(" [0.0, 0.0, 1.0]"), res.stdout
+    assert any((tmp / "hair_wig_kernels").rglob("leader.follow_chains-*.nbi"))      # cached there
 
 
 def test_after_warm_up_a_length_pass_compiles_nothing():
@@ -213,3 +216,34 @@ def test_after_warm_up_a_length_pass_compiles_nothing():
     wide[:, :64] = pts.T
     length.apply_rows(wide[:, :64], base=wide[:, :64])
     assert len(kernels.follow_chains.signatures) == compiled
+
+
+def test_the_same_kernels_imported_under_two_names_keep_apart_caches(tmp_path):
+    """numba's cached code imports the module it was compiled in by name: the core's tests import
+    the kernels as ``hair_wig``, the add-on as ``bl_ext.….hair_wig`` (the scripts as
+    ``hair_wig_addon.hair_wig``). Each name caches in a folder of its own, so a process where
+    ``hair_wig`` is not importable loads the add-on's kernels (before: "No module named
+    'hair_wig'" in the batch bake once the core's tests had cached them)."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    core = ("import sys; sys.path.insert(0, sys.argv[1]); from hair_wig import kernels; "
+            "[0 for _ in kernels.warm_up()]; print(kernels.follow_chains._cache._cache_path)")
+    addon = ("import sys, importlib.util as u; s = u.spec_from_file_location('other_name', sys.argv[1] + "
+             "'/hair_wig/__init__.py', submodule_search_locations=[sys.argv[1] + '/hair_wig']); "
+             "m = u.module_from_spec(s); sys.modules['other_name'] = m; s.loader.exec_module(m); "
+             "from other_name import kernels; [0 for _ in kernels.warm_up()]; "
+             "assert 'hair_wig' not in sys.modules; print(kernels.follow_chains._cache._cache_path)")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path)
+    paths = []
+    for code in (core, addon, addon):
+        res = subprocess.run([sys.executable, "-c", code, str(ROOT)], capture_output=True, text=True, env=env,
+                             cwd=tmp_path, timeout=300)
+        assert res.returncode == 0, res.stderr[-3000:]
+        paths.append(res.stdout.split()[-1])
+    assert paths[0].startswith(str(tmp_path / "hair_wig.kernels"))
+    assert paths[1] == paths[2] and paths[1].startswith(str(tmp_path / "other_name.kernels"))

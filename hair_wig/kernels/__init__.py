@@ -24,28 +24,62 @@ def _writable(folder: Path) -> bool:
         return False
 
 
-def _cache_folder() -> None:
-    """Where compiled kernels are cached: beside this module (``__pycache__``), else in the
-    user's cache folder (numba's own order); where neither can be written — an add-on installed
-    read-only on a farm node whose home is read-only too — numba refuses to load the module at
-    all, so there the system's temporary folder is used (a process compiles again when it is
-    emptied). Set ``NUMBA_CACHE_DIR`` to choose."""
+def _cache_folder() -> str:
+    """Where this package's compiled kernels are cached: a folder of its own for the name it is
+    imported under, beside it (``__pycache__/numba/<name>``), else in the user's cache folder,
+    else — both read-only: an add-on installed read-only on a farm node whose home is read-only
+    too, where numba alone refuses to load the module — in the system's temporary folder (a
+    process then compiles again when that is emptied); under ``NUMBA_CACHE_DIR`` when it is set.
+
+    Per name because numba's cached code names the module it was compiled in and imports it
+    again to load: the same files imported as ``hair_wig`` (the core's tests) and as the add-on
+    (``bl_ext.….hair_wig``, or the scripts' ``hair_wig_addon.hair_wig``) must not share a cache —
+    measured: a batch bake loading the core tests' cache failed with "No module named 'hair_wig'"."""
     from numba.core import config
 
+    name = __name__
     if config.CACHE_DIR:
-        return
+        return os.path.join(config.CACHE_DIR, name)
     here = Path(__file__).resolve().parent
-    user = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "numba"
-    if _writable(here / "__pycache__") or _writable(user):
-        return
-    config.CACHE_DIR = os.path.join(tempfile.gettempdir(), "hair_wig_kernels")
+    user = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hair_wig"
+    for folder in (here / "__pycache__" / "numba" / name, user / name):
+        if _writable(folder):
+            return str(folder)
+    return os.path.join(tempfile.gettempdir(), "hair_wig_kernels", name)
 
 
-_cache_folder()
+def _threading_layer() -> None:
+    """A threading layer that may be entered from several threads at once (tbb — which Blender
+    ships and loads — or OpenMP): the wig's blocks call kernels from a pool of threads, and
+    numba's fallback layer (workqueue) aborts the process when used so. Set
+    ``NUMBA_THREADING_LAYER`` to choose."""
+    from numba.core import config
+
+    if config.THREADING_LAYER == "default":
+        config.THREADING_LAYER = "threadsafe"
+
+
+_threading_layer()
+
+
+def _import_kernels():
+    """Import the kernel modules with numba caching into ``_cache_folder()``: a kernel's cache
+    folder is fixed when it is decorated, and the setting is numba's one for the whole process
+    (other add-ons' kernels keep theirs)."""
+    from numba.core import config
+
+    was = config.CACHE_DIR
+    config.CACHE_DIR = _cache_folder()
+    try:
+        from . import leader
+    finally:
+        config.CACHE_DIR = was
+    return leader
+
+
+follow_chains = _import_kernels().follow_chains
 
 import numpy as np  # noqa: E402
-
-from .leader import follow_chains  # noqa: E402
 
 __all__ = ["follow_chains", "warm_up", "warmed"]
 
