@@ -7,7 +7,7 @@ import numpy as np
 
 from .errors import HairWigError
 from .hairset import HairSet
-from .kernels import follow_chains
+from .kernels import follow_chains, strand_major
 from .leader import follow_the_leader
 
 
@@ -190,7 +190,7 @@ class LengthControl:
         else:
             strands = np.asarray(strands)
             strands = np.flatnonzero(strands) if strands.dtype == bool else strands.astype(np.int64)
-        follow_chains(p.T, offsets, strands, length, _NO_GUIDE, rest_rows.T, self.elasticity, True, 1,
+        follow_chains(p.T, *strand_major(offsets), strands, length, _NO_GUIDE, rest_rows.T, self.elasticity, True, 1,
                       4 * float(np.finfo(p.dtype).eps))
         return p
 

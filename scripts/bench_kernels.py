@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numba  # noqa: E402
 
 from hair_wig import leader  # noqa: E402
-from hair_wig.kernels import follow_chains  # noqa: E402
+from hair_wig.kernels import follow_chains, strand_major  # noqa: E402
 
 EPS32 = float(np.finfo(np.float32).eps)
 
@@ -141,7 +141,7 @@ def main(argv=None) -> int:
 
         def run_kernel():
             rows = rows0.copy()
-            follow_chains(rows.T, offsets, strands, length, np.empty((0, 3)), rest_rows.T, 0.0, True, 1, 4 * EPS32)
+            follow_chains(rows.T, *strand_major(offsets), strands, length, np.empty((0, 3)), rest_rows.T, 0.0, True, 1, 4 * EPS32)
             work["k"] = rows
 
         _, t_np = _time(run_numpy, args.runs)

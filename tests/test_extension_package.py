@@ -44,7 +44,7 @@ kernels = sys.modules["bl_ext.user_default.hair_wig.hair_wig.kernels"]
 for _ in kernels.warm_up():
     pass
 p = np.array([[0.0, 0, 0], [0, 0, 2.0]])
-kernels.follow_chains(p, np.array([0, 2]), np.array([0]), np.array([0.0, 1.0]), np.empty((0, 3)),
+kernels.follow_chains(p, np.array([0]), np.array([2]), 1, np.array([0]), np.array([0.0, 1.0]), np.empty((0, 3)),
                       np.empty((0, 3)), 0.0, True, 1, 1e-15)
 print("NUMBA", numba.__version__, numba.__file__.startswith(local), p[1].tolist() == [0.0, 0.0, 1.0])
 """

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from hair_wig import leader
-from hair_wig.kernels import follow_chains
+from hair_wig.kernels import follow_chains, point_major, strand_major
 from tolerance import EPS32, EPS64, FOLLOW, magnitude, rounding
 
 NONE = np.empty((0, 3))
@@ -50,7 +50,7 @@ def _reference(p, offsets, length, guide, rest, e, turn_back, first):
         came = p[a + first - 1].copy()
         for j in range(a + first, b):
             point = p[j].copy()
-            g = point - came if guide is None else guide[j]
+            g = point - came if guide is None else guide[j] - guide[j - 1]
             came = point
             r = None if rest is None else (rest[j] - rest[j - 1])[:, None]
             p[j] = leader.follow_the_leader(p[j - 1][:, None], point[:, None], length[j:j + 1], g[:, None],
@@ -66,12 +66,11 @@ def test_follow_chains_is_the_numpy_follow_the_leader(seed, turn_back, explicit,
     rest, asked, offsets, length = _chains(seed)
     rng = np.random.default_rng(100 + seed)
     guide = None
-    if explicit:            # a dynamics layer's guide: where the segment was a substep ago
-        guide = np.zeros_like(asked)
-        guide[1:] = np.diff(rest, axis=0) + rng.normal(size=(len(rest) - 1, 3)) * 0.01
+    if explicit:            # a dynamics layer's guide: where the strand was a substep ago
+        guide = rest + rng.normal(size=rest.shape) * 0.01
     want = _reference(asked, offsets, length, guide, rest if with_rest else None, e, turn_back, first)
     got = asked.copy()
-    follow_chains(got, offsets, np.arange(len(offsets) - 1), length, NONE if guide is None else guide,
+    follow_chains(got, *strand_major(offsets), np.arange(len(offsets) - 1), length, NONE if guide is None else guide,
                   rest if with_rest else NONE, e, turn_back, first, 4 * EPS64)
     # float64 both: a strand's walk carries each point's roundings on to the next, FOLLOW each
     # (its conditioning included), n points, values up to the coordinates' magnitude
@@ -95,10 +94,10 @@ def test_follow_chains_in_float32_and_a_groom_at_rest_comes_back_bit_for_bit():
     length[offsets[:-1]] = 0.0
     strands = np.arange(len(offsets) - 1)
     at_rest = rest.copy()
-    follow_chains(at_rest, offsets, strands, length, NONE.astype(np.float32), rest, 0.0, True, 1, 4 * EPS32)
+    follow_chains(at_rest, *strand_major(offsets), strands, length, NONE.astype(np.float32), rest, 0.0, True, 1, 4 * EPS32)
     assert np.array_equal(at_rest, rest)
     got = asked.copy()
-    follow_chains(got, offsets, strands, length, NONE.astype(np.float32), rest, 0.0, True, 1, 4 * EPS32)
+    follow_chains(got, *strand_major(offsets), strands, length, NONE.astype(np.float32), rest, 0.0, True, 1, 4 * EPS32)
     want = _reference(asked, offsets, length, None, rest, 0.0, True, 1)
     # numpy places float32 rows in float32, the kernel in float64 rounded once: float32 roundings
     # of the inputs, FOLLOW a step, carried over the strand's n points
@@ -113,9 +112,9 @@ def test_follow_chains_a_transposed_view_of_rows_and_a_subset_of_strands():
     rest, asked, offsets, length = _chains(3)
     rows = np.ascontiguousarray(asked.T)
     some = np.arange(0, len(offsets) - 1, 2)
-    follow_chains(rows.T, offsets, some, length, NONE, rest, 0.0, True, 1, 4 * EPS64)
+    follow_chains(rows.T, *strand_major(offsets), some, length, NONE, rest, 0.0, True, 1, 4 * EPS64)
     whole = asked.copy()
-    follow_chains(whole, offsets, some, length, NONE, rest, 0.0, True, 1, 4 * EPS64)
+    follow_chains(whole, *strand_major(offsets), some, length, NONE, rest, 0.0, True, 1, 4 * EPS64)
     assert np.array_equal(rows.T, whole)
     untouched = np.concatenate([np.arange(offsets[s], offsets[s + 1]) for s in range(1, len(offsets) - 1, 2)])
     assert np.array_equal(whole[untouched], asked[untouched])
@@ -130,7 +129,7 @@ def test_follow_chains_same_bits_with_one_and_two_threads():
         numba.set_num_threads(threads)
         try:
             p = asked.copy()
-            follow_chains(p, offsets, np.arange(len(offsets) - 1), length, NONE, rest, 0.0, True, 1, 4 * EPS64)
+            follow_chains(p, *strand_major(offsets), np.arange(len(offsets) - 1), length, NONE, rest, 0.0, True, 1, 4 * EPS64)
         finally:
             numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
         runs.append(p)
@@ -146,9 +145,9 @@ try:
     print("PLAIN loaded")
 except RuntimeError as e:
     print("PLAIN refused:", e)
-from hair_wig.kernels import follow_chains
+from hair_wig.kernels import follow_chains, point_major, strand_major
 p = np.array([[0.0, 0, 0], [0, 0, 2.0]])
-follow_chains(p, np.array([0, 2]), np.array([0]), np.array([0.0, 1.0]), np.empty((0, 3)), np.empty((0, 3)),
+follow_chains(p, np.array([0]), np.array([2]), 1, np.array([0]), np.array([0.0, 1.0]), np.empty((0, 3)), np.empty((0, 3)),
               0.0, True, 1, 1e-15)
 print("CACHE", follow_chains._cache._cache_path, p[1].tolist())
 """
@@ -230,13 +229,16 @@ def test_the_same_kernels_imported_under_two_names_keep_apart_caches(tmp_path):
 
     from conftest import ROOT
 
-    core = ("import sys; sys.path.insert(0, sys.argv[1]); from hair_wig import kernels; "
-            "[0 for _ in kernels.warm_up()]; print(kernels.follow_chains._cache._cache_path)")
+    # one small call (one compiled version) rather than the whole warm-up: each cold compile here
+    # costs seconds
+    run = ("import numpy as np; p = np.array([[0.0, 0, 0], [0, 0, 2.0]]); kernels.follow_chains(p, "
+           "np.array([0]), np.array([2]), 1, np.array([0]), np.array([0.0, 1.0]), np.empty((0, 3)), np.empty((0, 3)), 0.0, True, "
+           "1, 1e-15); assert p[1].tolist() == [0.0, 0.0, 1.0]; print(kernels.follow_chains._cache._cache_path)")
+    core = "import sys; sys.path.insert(0, sys.argv[1]); from hair_wig import kernels; " + run
     addon = ("import sys, importlib.util as u; s = u.spec_from_file_location('other_name', sys.argv[1] + "
              "'/hair_wig/__init__.py', submodule_search_locations=[sys.argv[1] + '/hair_wig']); "
              "m = u.module_from_spec(s); sys.modules['other_name'] = m; s.loader.exec_module(m); "
-             "from other_name import kernels; [0 for _ in kernels.warm_up()]; "
-             "assert 'hair_wig' not in sys.modules; print(kernels.follow_chains._cache._cache_path)")
+             "from other_name import kernels; assert 'hair_wig' not in sys.modules; " + run)
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
     env["NUMBA_CACHE_DIR"] = str(tmp_path)
     paths = []
@@ -247,3 +249,27 @@ def test_the_same_kernels_imported_under_two_names_keep_apart_caches(tmp_path):
         paths.append(res.stdout.split()[-1])
     assert paths[0].startswith(str(tmp_path / "hair_wig.kernels"))
     assert paths[1] == paths[2] and paths[1].startswith(str(tmp_path / "other_name.kernels"))
+
+
+def test_follow_chains_on_point_major_groups_is_the_strand_major_walk_bit_for_bit():
+    """A dynamics layer's group ``(3, n, S)`` seen as ``rows.reshape(3, -1).T`` with
+    ``point_major`` addressing: each strand is placed exactly as the same strand stored one after
+    another (the same arithmetic in the same order), a guide of the layer's own included."""
+    rng = np.random.default_rng(5)
+    n, num = 9, 300
+    rest = np.cumsum(rng.normal(size=(num, n, 3)) * 0.05, axis=1)
+    asked = rest + rng.normal(size=rest.shape) * 0.02
+    guide = rest + rng.normal(size=rest.shape) * 0.01
+    L = np.linalg.norm(np.diff(rest, axis=1), axis=2)
+    length = np.concatenate([np.zeros((num, 1)), L], axis=1)          # (S, n): the segment into each point
+    offsets = np.arange(num + 1) * n
+    flat = asked.reshape(-1, 3).copy()
+    follow_chains(flat, *strand_major(offsets), np.arange(num), length.ravel(), guide.reshape(-1, 3),
+                  rest.reshape(-1, 3), 0.0, False, 2, 4 * EPS64)
+    group = np.ascontiguousarray(asked.transpose(2, 1, 0))              # (3, n, S)
+    rows = group.reshape(3, -1)
+    follow_chains(rows.T, *point_major(n, num), np.arange(num), np.ascontiguousarray(length.T).ravel(),
+                  np.ascontiguousarray(guide.transpose(2, 1, 0)).reshape(3, -1).T,
+                  np.ascontiguousarray(rest.transpose(2, 1, 0)).reshape(3, -1).T, 0.0, False, 2, 4 * EPS64)
+    assert np.array_equal(group.transpose(2, 1, 0), flat.reshape(num, n, 3))
+    assert not np.array_equal(flat, asked.reshape(-1, 3))

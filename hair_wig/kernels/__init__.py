@@ -52,11 +52,16 @@ def _threading_layer() -> None:
     """A threading layer that may be entered from several threads at once (tbb — which Blender
     ships and loads — or OpenMP): the wig's blocks call kernels from a pool of threads, and
     numba's fallback layer (workqueue) aborts the process when used so. Set
-    ``NUMBA_THREADING_LAYER`` to choose."""
+    ``NUMBA_THREADING_LAYER`` (and ``OMP_WAIT_POLICY``) to choose."""
     from numba.core import config
 
     if config.THREADING_LAYER == "default":
         config.THREADING_LAYER = "threadsafe"
+    # OpenMP's threads otherwise spin for a while after each kernel, on the cores the numpy passes
+    # between kernels need: measured with follow_chains inside the Strands layer's substeps (10k x
+    # 16, no bpy), a frame took 291 ms against 210 with one thread, 236 passive (read when OpenMP
+    # starts, at the first parallel kernel)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 _threading_layer()
@@ -77,25 +82,26 @@ def _import_kernels():
     return leader
 
 
-follow_chains = _import_kernels().follow_chains
+_leader = _import_kernels()
+follow_chains, strand_major, point_major = _leader.follow_chains, _leader.strand_major, _leader.point_major
 
 import numpy as np  # noqa: E402
 
-__all__ = ["follow_chains", "warm_up", "warmed"]
+__all__ = ["follow_chains", "point_major", "strand_major", "warm_up", "warmed"]
 
 
 def _follow_chains_as_called():
-    """``follow_chains`` with the argument types refinement passes: float32 rows as ``rows.T``
-    views — of whole rows (Fortran-ordered to numba) or of a block of them (strided) — and its
-    rest pose the same way (numba compiles one version for each)."""
-    offsets, strands = np.array([0, 3], np.int64), np.array([0], np.int64)
+    """``follow_chains`` with the argument types refinement passes (numba compiles one version
+    for each): float32 rows as ``rows.T`` views — of whole rows (Fortran-ordered to numba) or of
+    a block of them (strided) — and its rest pose the same way."""
+    chains, strands = strand_major(np.array([0, 3])), np.array([0], np.int64)
     length, none = np.array([0.0, 1.0, 1.0]), np.empty((0, 3))
     rows = np.zeros((3, 6), np.float32)
     rows[2] = (0.0, 0.5, 3.0, 0.0, 0.5, 3.0)
     whole, block = (lambda: rows[:, :3].copy()), (lambda: rows.copy()[:, :3])
     for p in (whole, block):
         for rest in (whole, block):
-            follow_chains(p().T, offsets, strands, length, none, rest().T, 0.0, True, 1, 4e-7)
+            follow_chains(p().T, *chains, strands, length, none, rest().T, 0.0, True, 1, 4e-7)
 
 
 # (what an artist reads while it runs, the call that compiles it as the core calls it)

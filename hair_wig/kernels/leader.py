@@ -130,23 +130,28 @@ def place(lx, ly, lz, px, py, pz, length, gx, gy, gz, rx, ry, rz, elasticity, tu
 
 
 @njit(cache=True, parallel=True)
-def follow_chains(p, offsets, strands, length, guide, rest, elasticity, turn_back, first, keep):
-    """Follow-the-leader root to tip on the ``strands`` (K,) (indices into ``offsets``), in place.
+def follow_chains(p, first_row, count, step, strands, length, guide, rest, elasticity, turn_back, first, keep):
+    """Follow-the-leader root to tip on the ``strands`` (K,), in place. Point ``i`` of strand
+    ``s`` is row ``first_row[s] + i step`` of ``p``: ``step`` 1 for strands one after another
+    (``first_row`` their offsets), the strands' count for point-major groups ``(3, n, S)`` seen as
+    ``rows.reshape(3, -1).T`` (``first_row`` 0…S−1).
 
     Parameters
     ----------
     p : (P, 3) float32 or float64
         The points, placed in place from each strand's point ``first`` on (those before it hold).
-    offsets : (S + 1,) int64
-        Where each strand starts in ``p``.
+    first_row, count : (S,) int64
+        Each strand's root row and point count.
+    step : int
+        Rows from one point of a strand to the next.
     strands : (K,) int64
         The strands to place.
     length : (P,) float
         Each point's segment's length to keep (its segment from the point before; a root's
         entry is not read).
     guide : (P, 3) float, or (0, 3)
-        Each point's guide segment; empty: the segment as it came in (the point less its leader
-        as they were before this pass) — refinement's rule.
+        Points whose segments guide (a dynamics layer's: where the strand was a substep ago);
+        empty: the segments as they came in (``p`` before this pass) — refinement's rule.
     rest : (P, 3) float, or (0, 3)
         The rest pose: where a guide is (nearly) zero the rest segment's direction is taken.
     elasticity : float
@@ -173,33 +178,47 @@ def follow_chains(p, offsets, strands, length, guide, rest, elasticity, turn_bac
         longest = 0
         for k in range(k0, k1):
             s = strands[k]
-            a = offsets[s]
-            longest = max(longest, offsets[s + 1] - a)
-            if offsets[s + 1] - a > first:
-                c = a + first - 1
+            longest = max(longest, count[s])
+            if count[s] > first:
+                c = first_row[s] + (first - 1) * step
                 cx[k - k0], cy[k - k0], cz[k - k0] = float(p[c, 0]), float(p[c, 1]), float(p[c, 2])
         for i in range(first, longest):
             for k in range(k0, k1):
                 s = strands[k]
-                j = offsets[s] + i
-                if j >= offsets[s + 1]:
+                if i >= count[s]:
                     continue
+                j = first_row[s] + i * step
+                b = j - step
                 px, py, pz = float(p[j, 0]), float(p[j, 1]), float(p[j, 2])
                 if came:
                     gx, gy, gz = px - cx[k - k0], py - cy[k - k0], pz - cz[k - k0]
                     cx[k - k0], cy[k - k0], cz[k - k0] = px, py, pz
                 else:
-                    gx, gy, gz = float(guide[j, 0]), float(guide[j, 1]), float(guide[j, 2])
+                    gx = float(guide[j, 0]) - float(guide[b, 0])
+                    gy = float(guide[j, 1]) - float(guide[b, 1])
+                    gz = float(guide[j, 2]) - float(guide[b, 2])
                 if has_rest:
-                    rx = float(rest[j, 0]) - float(rest[j - 1, 0])
-                    ry = float(rest[j, 1]) - float(rest[j - 1, 1])
-                    rz = float(rest[j, 2]) - float(rest[j - 1, 2])
+                    rx = float(rest[j, 0]) - float(rest[b, 0])
+                    ry = float(rest[j, 1]) - float(rest[b, 1])
+                    rz = float(rest[j, 2]) - float(rest[b, 2])
                 else:
                     rx, ry, rz = 0.0, 0.0, 0.0
-                ox, oy, oz, moved = place(float(p[j - 1, 0]), float(p[j - 1, 1]), float(p[j - 1, 2]),
+                ox, oy, oz, moved = place(float(p[b, 0]), float(p[b, 1]), float(p[b, 2]),
                                           px, py, pz, float(length[j]), gx, gy, gz, rx, ry, rz,
                                           elasticity, turn_back, keep)
                 if moved:
                     p[j, 0] = ox
                     p[j, 1] = oy
                     p[j, 2] = oz
+
+
+def strand_major(offsets: np.ndarray):
+    """``(first_row, count, step)`` for strands one after another, from their ``offsets``."""
+    offsets = np.asarray(offsets, np.int64)
+    return offsets[:-1], np.diff(offsets), 1
+
+
+def point_major(n: int, num: int):
+    """``(first_row, count, step)`` for ``num`` strands of ``n`` points stored point-major,
+    ``(3, n, num)`` seen as ``rows.reshape(3, -1).T``."""
+    return np.arange(num, dtype=np.int64), np.full(num, n, np.int64), num
