@@ -35,23 +35,10 @@ from __future__ import annotations
 
 import numpy as np
 
-# |d| / L below R0: the way to the point is not trusted at all (the guide's direction); above
-# R1: fully. Between, a smoothstep. R0 bounds the rounding's amplification by 1 / R0.
-R0, R1 = 0.25, 0.75
-# cos of the angle between d and the guide: below C0 (90°) d turns back, the guide's direction;
-# above C1 (60°) d's own.
-C0, C1 = 0.0, 0.5
-# |guide| / L below G0: the rest segment's direction; above G1: the guide's own.
-G0, G1 = 1e-3, 1e-2
-# The guide's length over L (the segment as it came in, squashed below 1): below K0 its
-# direction is taken, above K1 the way to the point (refinement and relays, where the guide is
-# the segment as it came in). A squashed strand's leaders overshoot their points, more with every
-# segment, and a point followed from a leader that far off takes its direction from the leader's
-# error, not the shape: a squashed curl wound out into a spiral with turns of 60° where it had
-# 23°. Where the two directions agree (a leader where it was asked to be) the blend changes
-# nothing, so its slope costs no digits. (A leader far from its point because collision pushed
-# it out is not a squash: there the way to the point is what slides the strand over the head.)
-K0, K1 = 0.5, 0.8
+# The rules' constants (R0, R1, C0, C1, G0, G1, K0, K1, and what each means) live with the compiled
+# kernel, in its own file: numba's cache is keyed on that file alone, so a constant changed
+# anywhere else would leave the cached kernel on the old one (kernels/leader.py).
+from .kernels.leader import C0, C1, G0, G1, K0, K1, R0, R1  # noqa: E402
 
 
 def _smoothstep(x: np.ndarray) -> np.ndarray:

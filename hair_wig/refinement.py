@@ -189,7 +189,16 @@ class LengthControl:
             strands = np.arange(count, dtype=np.int64)
         else:
             strands = np.asarray(strands)
-            strands = np.flatnonzero(strands) if strands.dtype == bool else strands.astype(np.int64)
+            if strands.dtype == bool:
+                if strands.shape != (count,):
+                    raise IndexError(f"length control: a mask of {strands.size} strands for {count}")
+                strands = np.flatnonzero(strands)
+            # the kernel writes where it is told, each strand once: out of range or twice would
+            # write other points' memory, or one strand from two threads
+            strands = np.unique(strands.astype(np.int64))
+            if strands.size and (strands[0] < 0 or strands[-1] >= count):
+                raise IndexError(f"length control: strand {strands[0] if strands[0] < 0 else strands[-1]} "
+                                 f"out of 0..{count - 1}")
         follow_chains(p.T, *strand_major(offsets), strands, length, _NO_GUIDE, rest_rows.T, self.elasticity, True, 1,
                       4 * float(np.finfo(p.dtype).eps))
         return p

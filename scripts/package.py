@@ -69,7 +69,9 @@ def fetch(wheels, root: Path = ROOT) -> None:
                 found = ", ".join(p.name for p in Path(tmp).iterdir()) or "nothing"
                 raise RuntimeError(f"could not download {Path(rel).name} (pip got {found}):\n{res.stderr[-2000:]}")
             path.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(got), path)
+            part = path.with_name(path.name + ".part")      # a wheel is there whole or not at all
+            shutil.copyfile(got, part)
+            part.replace(path)
 
 
 def blender_ext() -> Path:
@@ -92,8 +94,12 @@ def build(out: Path, root: Path = ROOT) -> dict[str, Path]:
         res = subprocess.run([sys.executable, str(ext), *args], capture_output=True, text=True)
         if res.returncode != 0:
             raise RuntimeError(f"blender_ext {args[0]} failed:\n{res.stdout[-3000:]}{res.stderr[-3000:]}")
-    version = manifest(root)["version"]
-    return {p: out / f"hair_wig-{version}-{p.replace('-', '_')}.zip" for p in every}
+    m = manifest(root)
+    built = {p: out / f"{m['id']}-{m['version']}-{p.replace('-', '_')}.zip" for p in every}
+    missing = [str(path) for path in built.values() if not path.is_file()]
+    if missing:
+        raise RuntimeError(f"blender_ext build made no {', '.join(missing)}")
+    return built
 
 
 def main(argv=None) -> int:

@@ -136,6 +136,13 @@ def test_follow_chains_same_bits_with_one_and_two_threads():
     assert np.array_equal(runs[0], runs[1])
 
 
+def _tag(name: str) -> str:
+    """The cache folder of kernels imported under package ``name`` (kernels._cache_folder)."""
+    import hashlib
+
+    return "numba-" + hashlib.sha1(name.encode()).hexdigest()[:8]
+
+
 READ_ONLY = """
 import sys
 sys.path.insert(0, sys.argv[1])
@@ -189,7 +196,7 @@ def test_kernels_load_where_nothing_of_theirs_can_be_written(tmp_path):
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert "PLAIN refused: cannot cache function 'f': no locator available" in res.stdout, res.stdout
     cache = next(line for line in res.stdout.splitlines() if line.startswith("CACHE"))
-    assert cache.startswith(f"CACHE {tmp / 'hair_wig_kernels' / 'hair_wig.kernels'}/"), res.stdout
+    assert cache.startswith(f"CACHE {tmp / 'hair_wig_kernels' / _tag('hair_wig.kernels')}/"), res.stdout
     assert cache.endswith(" [0.0, 0.0, 1.0]"), res.stdout
     assert any((tmp / "hair_wig_kernels").rglob("leader.follow_chains-*.nbi"))      # cached there
 
@@ -247,8 +254,8 @@ def test_the_same_kernels_imported_under_two_names_keep_apart_caches(tmp_path):
                              cwd=tmp_path, timeout=300)
         assert res.returncode == 0, res.stderr[-3000:]
         paths.append(res.stdout.split()[-1])
-    assert paths[0].startswith(str(tmp_path / "hair_wig.kernels"))
-    assert paths[1] == paths[2] and paths[1].startswith(str(tmp_path / "other_name.kernels"))
+    assert paths[0].startswith(str(tmp_path / _tag("hair_wig.kernels")))
+    assert paths[1] == paths[2] and paths[1].startswith(str(tmp_path / _tag("other_name.kernels")))
 
 
 def test_follow_chains_on_point_major_groups_is_the_strand_major_walk_bit_for_bit():
@@ -273,3 +280,23 @@ def test_follow_chains_on_point_major_groups_is_the_strand_major_walk_bit_for_bi
                   np.ascontiguousarray(rest.transpose(2, 1, 0)).reshape(3, -1).T, 0.0, False, 2, 4 * EPS64)
     assert np.array_equal(group.transpose(2, 1, 0), flat.reshape(num, n, 3))
     assert not np.array_equal(flat, asked.reshape(-1, 3))
+
+
+def test_a_length_pass_refuses_strands_it_does_not_have():
+    """The kernel writes where it is told: a strand index out of range, or a mask of another
+    size, is refused before it runs (it wrote into other points' memory and the process
+    aborted), and a strand named twice is placed once."""
+    from hair_wig import HairSet
+    from hair_wig.refinement import LengthControl
+
+    rng = np.random.default_rng(2)
+    pts = np.cumsum(rng.normal(size=(40, 3)), axis=0).astype(np.float32)
+    length = LengthControl(HairSet(pts, [10] * 4), 0.0, "SEGMENT")
+    rows = np.ascontiguousarray(pts.T) * np.float32(1.1)
+    for bad in ([4], [-1], np.ones(5, bool)):
+        with pytest.raises(IndexError):
+            length.apply_rows(rows.copy(), np.asarray(bad))
+    twice, once = rows.copy(), rows.copy()
+    length.apply_rows(twice, np.array([1, 1, 1, 3]))
+    length.apply_rows(once, np.array([1, 3]))
+    assert np.array_equal(twice, once)

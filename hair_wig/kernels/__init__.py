@@ -8,6 +8,7 @@ too, so clients that keep rows pass them without a copy — with strands given b
 plain numpy code it replaces (tests/test_kernels.py).
 """
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -24,28 +25,57 @@ def _writable(folder: Path) -> bool:
         return False
 
 
+def _user_cache() -> Path | None:
+    """The user's cache folder (``$XDG_CACHE_HOME`` or ``~/.cache``), or None where there is no
+    home to find (a farm container's user missing from its passwd file)."""
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"])
+    home = os.path.expanduser("~")
+    return None if home == "~" else Path(home) / ".cache"
+
+
 def _cache_folder() -> str:
     """Where this package's compiled kernels are cached: a folder of its own for the name it is
-    imported under, beside it (``__pycache__/numba/<name>``), else in the user's cache folder,
-    else — both read-only: an add-on installed read-only on a farm node whose home is read-only
-    too, where numba alone refuses to load the module — in the system's temporary folder (a
-    process then compiles again when that is emptied); under ``NUMBA_CACHE_DIR`` when it is set.
+    imported under, beside it (``__pycache__/numba-<name's hash>``), else in the user's cache
+    folder, else — both read-only: an add-on installed read-only on a farm node whose home is
+    read-only too, where numba alone refuses to load the module — in the system's temporary
+    folder (a process then compiles again when that is emptied); under ``NUMBA_CACHE_DIR`` when
+    it is set.
 
     Per name because numba's cached code names the module it was compiled in and imports it
     again to load: the same files imported as ``hair_wig`` (the core's tests) and as the add-on
     (``bl_ext.….hair_wig``, or the scripts' ``hair_wig_addon.hair_wig``) must not share a cache —
-    measured: a batch bake loading the core tests' cache failed with "No module named 'hair_wig'"."""
+    measured: a batch bake loading the core tests' cache failed with "No module named 'hair_wig'".
+    The name is hashed to 8 characters: numba adds a folder of 48 and file names of 30 under it,
+    and Windows refuses paths over 260."""
     from numba.core import config
 
-    name = __name__
+    tag = "numba-" + hashlib.sha1(__name__.encode()).hexdigest()[:8]
     if config.CACHE_DIR:
-        return os.path.join(config.CACHE_DIR, name)
-    here = Path(__file__).resolve().parent
-    user = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hair_wig"
-    for folder in (here / "__pycache__" / "numba" / name, user / name):
+        return os.path.join(config.CACHE_DIR, tag)
+    folders = [Path(__file__).resolve().parent / "__pycache__" / tag]
+    user = _user_cache()
+    if user is not None:
+        folders.append(user / "hair_wig" / tag)
+    for folder in folders:
         if _writable(folder):
             return str(folder)
-    return os.path.join(tempfile.gettempdir(), "hair_wig_kernels", name)
+    return os.path.join(tempfile.gettempdir(), "hair_wig_kernels", tag)
+
+
+def _safe_layer_loads() -> bool:
+    """Whether numba's tbb or OpenMP layer loads here (a numba wheel may lack one, or the system
+    the library it needs: the macOS wheel's OpenMP layer wants a libomp it does not ship). Where
+    neither does numba's own fallback stays, rather than no layer at all."""
+    import importlib
+
+    for name in ("numba.np.ufunc.tbbpool", "numba.np.ufunc.omppool"):
+        try:
+            importlib.import_module(name)
+            return True
+        except (ImportError, OSError):
+            continue
+    return False
 
 
 def _threading_layer() -> None:
@@ -55,7 +85,7 @@ def _threading_layer() -> None:
     ``NUMBA_THREADING_LAYER`` (and ``OMP_WAIT_POLICY``) to choose."""
     from numba.core import config
 
-    if config.THREADING_LAYER == "default":
+    if config.THREADING_LAYER == "default" and _safe_layer_loads():
         config.THREADING_LAYER = "threadsafe"
     # OpenMP's threads otherwise spin for a while after each kernel, on the cores the numpy passes
     # between kernels need: measured with follow_chains inside the Strands layer's substeps (10k x
