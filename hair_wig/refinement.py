@@ -178,13 +178,15 @@ class LengthControl:
         in, then the rest segment of ``base``): the one kernel, ``kernels.follow_chains``."""
         n = self.uniform
         count = p.shape[1] // n
-        return self._follow(p, np.arange(count + 1, dtype=np.int64) * n, strands, count,
+        return self._follow(p, np.arange(count + 1, dtype=np.int64) * n, strands,
                             self.rest_segments[first * n:(first + count) * n],
                             self._rest_rows_of(base, first * n, count * n))
 
-    def _follow(self, p, offsets, strands, count, length, rest_rows) -> np.ndarray:
+    def _follow(self, p, offsets, strands, length, rest_rows) -> np.ndarray:
         """``kernels.follow_chains`` on rows ``p`` (3, P), in place: the ``strands`` (indices or a
-        mask; None: all ``count``) root to tip, each point guided by its segment as it came in."""
+        mask; None: all the ``offsets`` give) root to tip, each point guided by its segment as it
+        came in."""
+        count = len(offsets) - 1
         if strands is None:
             strands = np.arange(count, dtype=np.int64)
         else:
@@ -270,8 +272,8 @@ class LengthControl:
 
     def _segment(self, p: np.ndarray, strands, base=None) -> np.ndarray:
         """Follow-the-leader over strands of different point counts (``_segment_uniform``)."""
-        return self._follow(p, self.hair.offsets.astype(np.int64), strands, len(self.hair.offsets) - 1,
-                            self.rest_segments, self._rest_rows_of(base, 0, p.shape[1]))
+        return self._follow(p, self.hair.offsets.astype(np.int64), strands, self.rest_segments,
+                            self._rest_rows_of(base, 0, p.shape[1]))
 
 
 class RadiusMap:

@@ -101,6 +101,18 @@ def _no_faster(last: np.ndarray, angles: np.ndarray, turned: np.ndarray) -> np.n
     return after * scale[..., None]
 
 
+def _relength(pos: np.ndarray, seg: np.ndarray, guide: np.ndarray, rest: np.ndarray) -> None:
+    """Every segment of strands ``pos`` (3, n, K) set back to its length ``seg`` (K, n − 1), root to
+    tip, in place, by the one follow-the-leader (``leader.follow_the_leader``; a dynamics layer's
+    rule, no fold test), guided by the segments ``guide`` (3, n − 1, K) and, where those are
+    (nearly) zero, ``rest`` (3, n − 1, K)."""
+    from .leader import follow_the_leader
+
+    for j in range(1, pos.shape[1]):
+        pos[:, j] = follow_the_leader(pos[:, j - 1], pos[:, j], seg[:, j - 1], guide[:, j - 1], rest[:, j - 1],
+                                      turn_back=False)
+
+
 def _per_segment(seg: np.ndarray, m: int) -> np.ndarray:
     """Segment lengths (S,) (one per strand) or (S, m) as (S, m)."""
     seg = np.asarray(seg, np.float64)
@@ -321,7 +333,7 @@ class AngularRods:
         along the surface up to ``friction`` times the push (Coulomb's friction in positions: a
         strand pressed on a collider slides only where its pull along the surface beats
         friction times its pressure); each segment is set back to its length root to tip by the
-        one follow-the-leader (``leader.follow_the_leader``, guided by where the segment was a
+        one follow-the-leader (``_relength``, guided by where the segment was a
         substep ago, as in the Strands layer's substeps), and inverse kinematics turns the
         points back into angles.
 
@@ -339,8 +351,6 @@ class AngularRods:
         Only the strands pushed are touched; ``pts``, ``ax1``, ``ax2`` (this substep's build)
         are rebuilt for them in place. Returns the angles and the last angles (S, m, 2), new
         arrays where changed."""
-        from .leader import follow_the_leader
-
         hit = np.flatnonzero(np.abs(push).max(axis=(1, 2)) > 0)
         if hit.size == 0:
             return angles, last
@@ -358,9 +368,7 @@ class AngularRods:
         size = np.sqrt(np.einsum("kns,kns->ns", slid, slid))
         pos += push
         pos -= slid * (np.minimum(friction * np.sqrt(r2), size) / np.where(size > 0, size, 1.0))
-        for j in range(1, self.n):
-            pos[:, j] = follow_the_leader(pos[:, j - 1], pos[:, j], seg[:, j - 1], was[:, j - 1],
-                                          along[:, j - 1], turn_back=False)
+        _relength(pos, seg, was, along)
         now = angles_of(pos.transpose(2, 1, 0), rd, frame)
         angles, last = angles.copy(), last.copy()
         angles[hit] = last[hit] = now
@@ -509,8 +517,6 @@ class RodLayer:
         standing still. A style outside is an equilibrium the strand can reach. (Walked out to
         the surface on the strand's own side instead — which depends on where the strand is —
         the style and the strand chased each other: tips cycled 86-117 mm a frame.)"""
-        from .leader import follow_the_leader
-
         contacts = self.contacts[g]
         contacts.move(head_inv, head_inv)
         contacts.begin()
@@ -521,9 +527,7 @@ class RodLayer:
             if push is None:
                 break
             pos = np.ascontiguousarray(p.transpose(2, 1, 0) + push)
-            for j in range(1, pos.shape[1]):
-                pos[:, j] = follow_the_leader(pos[:, j - 1], pos[:, j], seg[:, j - 1], along[:, j - 1],
-                                              along[:, j - 1], turn_back=False)
+            _relength(pos, seg, along, along)
             p = np.ascontiguousarray(pos.transpose(2, 1, 0))
         contacts.begin()
         return p

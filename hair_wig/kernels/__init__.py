@@ -3,8 +3,9 @@ segments, ``prange`` over strands, each strand written only by its own iteration
 same bit for bit with 1 or N threads (../shared/DESIGN.md, "Hot loops are kernels").
 
 Positions are ``(P, 3)`` arrays, float32 or float64 — a view ``rows.T`` of rows ``(3, P)`` is one
-too, so clients that keep rows pass them without a copy — with strands given by their ``offsets``
-``(S + 1,)``: strands of any point counts share one kernel. Each kernel is tested against the
+too, so clients that keep rows pass them without a copy — with each strand's points addressed by
+its first row, its count and a step (``strand_major`` from offsets, ``point_major`` for groups
+``(3, n, S)``): strands of any point counts share one kernel. Each kernel is tested against the
 plain numpy code it replaces (tests/test_kernels.py).
 """
 
