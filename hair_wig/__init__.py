@@ -1,4 +1,4 @@
-"""hair_wig core: the wig system's deformation and bake data, numpy only.
+"""hair_wig core: the wig system's deformation and bake data, numpy with numba kernels.
 
 This package never imports ``bpy`` or ``mathutils``; it runs under plain Python and is what
 the Blender operators feed with arrays read from the scene.
@@ -9,18 +9,22 @@ from .dynamics import DynamicMagnet, SecondarySprings, ForceField, spring_step_c
 from .errors import HairWigError
 from .hairset import HairSet
 from .magnets import Magnet, MagnetWeights
-from .pipeline import FrameInput, SecondarySettings, Wig, WigSettings, WigState
+from .pipeline import FrameInput, Wig, WigSettings, WigState
+from .dynamics_layer import DynamicsLayer, HairModel, LayerFrame
+from .layers import LAYERS, layer_for
+from .springs import SpringLayer, SpringSettings
 from .profiles import Profile
 from .collision import Collider, ColliderMesh, MeshField
 from .refinement import LengthControl, RadiusMap, compensate_compression
 from .scalp import ScalpSpace, locate_uv
 from .spaces import transform_points, transform_rows
-from .rods import AngularRods, RodSettings
-from .strands import StrandSettings, VerletStrands
+from .rods import AngularRods, RodLayer, RodSettings
+from .strands import StrandLayer, StrandSettings, VerletStrands
 
 __all__ = [
     "BakeCache", "DynamicMagnet", "FrameInput", "HairSet", "HairWigError", "LengthControl",
-    "Collider", "ColliderMesh", "Magnet", "MagnetWeights", "MeshField", "Profile", "RadiusMap", "SecondarySettings", "ScalpSpace", "SecondarySprings", "locate_uv",
-    "StrandSettings", "VerletStrands", "AngularRods", "RodSettings", "Wig", "WigSettings", "WigState", "ForceField", "compensate_compression",
+    "Collider", "ColliderMesh", "Magnet", "MagnetWeights", "MeshField", "Profile", "RadiusMap", "ScalpSpace", "SecondarySprings", "locate_uv",
+    "StrandSettings", "VerletStrands", "AngularRods", "RodSettings", "StrandLayer", "RodLayer",
+    "SpringLayer", "SpringSettings", "DynamicsLayer", "HairModel", "LayerFrame", "LAYERS", "layer_for", "Wig", "WigSettings", "WigState", "ForceField", "compensate_compression",
     "check_memory", "spring_step_coefficients", "transform_points", "transform_rows",
 ]

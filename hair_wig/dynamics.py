@@ -293,15 +293,18 @@ class SecondarySprings:
             self.blend = (np.float32(dynablend) * self._profile_blend).astype(np.float32)
 
     def coefficients(self, dt: float):
-        """Per-vertex step coefficients (4 × (P,) float32), computed once per frame length."""
+        """Per-vertex step coefficients (4 × (P,) float32), computed once per frame length, and
+        the force's share ``c1`` (``forced``)."""
         if self._dt != dt:
-            self._coef = [c.astype(np.float32) for c in spring_step_coefficients(self.k, self.r, self.mass, dt)]
+            e = spring_step_coefficients(self.k, self.r, self.mass, dt)
+            self._coef = [c.astype(np.float32) for c in e]
+            self._forced = forced_coefficient(self.k, self.r, self.mass, dt, e[0], e[1]).astype(np.float32)
             self._dt = dt
         return self._coef
 
     def follow(self, pos: np.ndarray, vel: np.ndarray, p: np.ndarray, head: np.ndarray,
                head_inv: np.ndarray, dt: float, first: bool, work: np.ndarray, spare: np.ndarray,
-               row: np.ndarray, span: slice = slice(None)) -> np.ndarray:
+               row: np.ndarray, span: slice = slice(None), accel: np.ndarray | None = None) -> np.ndarray:
         """Advance the springs towards this frame's targets and move ``p`` to what is shown.
 
         ``p`` holds the primary positions (3, C) float32 in head-local space, which the head
@@ -311,7 +314,10 @@ class SecondarySprings:
         ``p + blend · A⁻¹ y'`` (``A`` the head's linear part), so ``T`` itself never comes back.
         ``pos`` and ``vel`` are the world-space state (3, C) for the block ``span``, updated in
         place; ``work``, ``spare`` (3, C) and ``row`` (C,) are scratch. ``first``: the springs
-        start at rest on their targets.
+        start at rest on their targets. ``accel`` (3, C): an acceleration held over the step (the
+        force fields' push per unit mass), which adds ``c1 · a`` to ``y'`` and ``e12 · a`` to
+        ``v'`` (``forced_coefficient``): exact for a force held constant, so a steady wind holds a
+        spring ``a · m / k`` downwind.
         """
         target = transform_rows(head, p, work)
         if first:
@@ -328,7 +334,29 @@ class SecondarySprings:
             vel[k] += row
         y *= e11
         y += spare                                  # y'
+        if accel is not None:
+            c1 = self._forced[span]
+            for k in range(3):
+                np.multiply(accel[k], c1, out=row)
+                y[k] += row
+                np.multiply(accel[k], e12, out=row)
+                vel[k] += row
         pos += y
         y *= self.blend[span]
         p += transform_rows(head_inv, y, spare, translate=False)
         return p
+
+
+def forced_coefficient(stiffness, damping, mass, dt, e11, e12):
+    """How far a constant unit acceleration moves a spring over ``dt`` from rest: ``c1 =
+    ∫₀^dt e12(s) ds``, the position entry of ``∫ exp(A s) ds · (0, 1)``; its velocity entry is
+    ``e12`` itself. From ``A ∫ exp(A s) ds = exp(A dt) − I``: ``c1 = (1 − e11) / (k/m)``; where
+    ``k/m · dt²`` is below 1e-9 (a free mass: that quotient's digits would be rounding) the free
+    mass's ``(dt − e12) / (R/m)``, and ``dt² / 2`` without damping."""
+    a = np.asarray(stiffness, np.float64) / mass
+    b = np.broadcast_to(np.asarray(damping, np.float64) / mass, a.shape)
+    sprung = a * dt * dt > 1e-9
+    damped = b * dt > 1e-9
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(sprung, (1.0 - e11) / np.where(sprung, a, 1.0),
+                        np.where(damped, (dt - e12) / np.where(damped, b, 1.0), 0.5 * dt * dt))

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .dynamics import DynamicMagnets, SecondarySprings, ForceField
+from .dynamics import DynamicMagnets, ForceField
+from .dynamics_layer import HairModel, LayerFrame
+from .layers import layer_for
 from .errors import HairWigError
 from .hairset import HairSet
 from .magnets import FollowReach, Magnet, MagnetWeights
@@ -25,23 +27,7 @@ from .collision import Collider, ColliderMesh
 from .refinement import LengthControl, compensate_compression_rows, compression_vectors
 from .scalp import ScalpSpace
 from .spaces import as_matrix, rotation_of, scale_of, transform_points, transform_rows
-from .rods import RodLayer, RodSettings
-from .strands import StrandLayer, StrandSettings
 
-
-@dataclass
-class SecondarySettings:
-    """Secondary dynamics of a wig (SPEC §5)."""
-
-    stiffness: float = 120.0
-    damping: float = 8.0
-    mass: float = 1.0
-    random: float = 0.2
-    seed: int = 0
-    dynablend: float = 1.0
-    stiffness_profile: Profile | None = None
-    # pinned at the root, full lag from a fifth of the strand on (the patent's dynablend is uniform)
-    blend_profile: Profile = field(default_factory=lambda: Profile.pinned_root(0.2, "secondary blend"))
 
 
 @dataclass
@@ -53,11 +39,10 @@ class WigSettings:
     # Roots stay on the scalp, tips follow fully (seed 000, FIG. 9A).
     flex: Profile = field(default_factory=lambda: Profile.linear(0.0, 1.0, "flex"))
     length_profile: Profile = field(default_factory=lambda: Profile.constant(1.0, "length"))
-    secondary: SecondarySettings | None = None
-    # the Strands dynamics layer (seed 004, SPEC §8) in place of the secondary springs
-    strands: StrandSettings | None = None
-    # the Rods dynamics layer (seed 003, SPEC §8): angular chains that keep the style
-    rods: RodSettings | None = None
+    # the dynamics layer's settings (SPEC §8): which layer steps the wig is the settings' type,
+    # one of ``layers.LAYERS`` (SpringSettings, StrandSettings, RodSettings); None: no dynamics
+    # besides the dynamic magnets
+    dynamics: object | None = None
     compression: Profile | None = None       # α(t); None: no compensation
     use_length: bool = True
     elasticity: float = 0.0
@@ -85,9 +70,8 @@ class FrameInput:
     forces: list[ForceField] = field(default_factory=list)
     magnet_strength: np.ndarray | None = None       # (M,) keyed weight / bound weight per magnet
     magnet_dynablend: np.ndarray | None = None      # (D,) keyed dynablend of each dynamic magnet
-    secondary_dynablend: float | None = None        # keyed secondary dynablend, if it changed
-    strands_dynablend: float | None = None          # keyed dynablend of the Strands or Rods layer
-    strands_stiffness: float | None = None          # keyed goal stiffness of the Strands (Hold) or Rods layer
+    keyed: dict | None = None                       # the dynamics layer's keyed settings at this frame,
+                                                    # by its settings' names (``DynamicsLayer.KEYED``)
     surface_positions: np.ndarray | None = None     # (V, 3) head-local, for scalp space
     surface_normals: np.ndarray | None = None       # (C, 3) face-corner normals, head-local
     rest_points: np.ndarray | None = None           # (P, 3) this frame's rest pose (a keyed style), hair space
@@ -98,22 +82,18 @@ class FrameInput:
 
 @dataclass
 class WigState:
-    """Dynamics state carried from frame to frame (SPEC §4, §5): the dynamic magnets' spring
-    positions, velocities and last keyed targets (D, 3) (world, float64), and every vertex's
-    spring position and velocity as rows (3, P) (float32, world axes from where the wig was at
-    rest: ``Wig._spring_frame``). Copy it to save; compare
-    with ``==``."""
+    """Dynamics state carried from frame to frame (SPEC §4, §8): the dynamic magnets' spring
+    positions, velocities and last keyed targets (D, 3) (world, float64), and the dynamics
+    layer's own named arrays. Copy it to save; compare with ``==``."""
 
     magnet_pos: np.ndarray
     magnet_vel: np.ndarray
     magnet_target: np.ndarray
-    strand_pos: np.ndarray | None
-    strand_vel: np.ndarray | None
     magnet_shown: np.ndarray | None = None      # (D, 3) where each dynamic magnet acted this frame
     # (H, J, 4, 4) head-local matrices of the magnets whose reach follows them, oldest first,
     # this frame last: their trails (FollowReach)
     magnet_history: np.ndarray | None = None
-    # the dynamics layer's own named arrays (the Strands layer: StrandLayer.initial_state)
+    # the dynamics layer's own named arrays (``DynamicsLayer.initial_state``)
     layer: dict | None = None
 
     def copy(self) -> "WigState":
@@ -121,8 +101,7 @@ class WigState:
         return WigState(*(None if a is None else a.copy() for a in self._arrays()), layer=layer)
 
     def _arrays(self):
-        return (self.magnet_pos, self.magnet_vel, self.magnet_target, self.strand_pos, self.strand_vel,
-                self.magnet_shown, self.magnet_history)
+        return (self.magnet_pos, self.magnet_vel, self.magnet_target, self.magnet_shown, self.magnet_history)
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, WigState) or (self.layer is None) != (other.layer is None):
@@ -201,12 +180,6 @@ class Wig:
         self.dynamics = DynamicMagnets([self.magnets[i].name for i in self.dynamic_index],
                                        [self.magnets[i].dynamic for i in self.dynamic_index])
         t = hair.vertex_t()
-        self.secondary = None
-        if settings.secondary is not None:
-            s = settings.secondary
-            self.secondary = SecondarySprings(
-                hair.strand_of_point(), hair.num_strands, t, s.stiffness, s.damping, s.mass,
-                s.random, s.seed, s.stiffness_profile, s.blend_profile, s.dynablend)
         if head_centre is not None:
             centre = np.asarray(head_centre, dtype=np.float64)
         elif head_mesh is not None:
@@ -219,29 +192,22 @@ class Wig:
         self.extra_colliders = 0
         # The hot path keeps points as rows (3, P): every pass is over contiguous memory.
         self.rest_rows = np.ascontiguousarray(rest_local.T)
-        # the dynamics layer that steps the whole wig between primary movement and refinement
-        self.strands = None
-        layers = [n for n, v in (("Springs", settings.secondary), ("Strands", settings.strands),
-                                 ("Rods", settings.rods)) if v is not None]
-        if len(layers) > 1:
-            raise HairWigError(f"'{hair.name}': one dynamics layer at a time, not {' and '.join(layers)}")
-        if settings.strands is not None or settings.rods is not None:
-            world = transform_rows(self.head_rest, self.rest_rows.astype(np.float64), np.empty((3, hair.num_points)))
+        # the dynamics layer (SPEC §8) that steps the whole wig between primary movement and
+        # refinement, bound on the hair at rest in head-local space
+        self.layer = None
+        if settings.dynamics is not None:
             try:
-                if settings.strands is not None:
-                    self.strands = StrandLayer(world, hair.offsets, settings.strands)
-                else:
-                    self.strands = RodLayer(world, hair.offsets, settings.rods)
+                self.layer = layer_for(settings.dynamics)(
+                    HairModel(hair.name, self.rest_rows, hair.offsets, self.head_rest), settings.dynamics)
             except HairWigError as err:             # the layer's own words, with the wig named
                 raise HairWigError(f"'{hair.name}': {err}") from None
-            self._friction = (settings.strands or settings.rods).friction
-            # refinement moves below this (squared, head-local) are float32 rounding, not contact
-            self._contact_tolerance = (1e-5 * float(np.ptp(self.rest_rows, axis=1).max())) ** 2
+        # refinement moves below this (squared, head-local) are float32 rounding, not contact
+        self._contact_tolerance = (1e-5 * float(np.ptp(self.rest_rows, axis=1).max())) ** 2
         # refinement's walk meets a head-on contact as the wig's dynamics layer does: where the
         # Strands layer's chain gives (``VerletStrands._give``), the walk lifts the chain too
         # (``_lift_steep``), so the two agree and what the walk did is no new motion to the layer;
         # Rods meet contacts in their angles and Springs not at all, and keep the walk's swing
-        self._lifts = isinstance(self.strands, StrandLayer)
+        self._lifts = self.layer is not None and self.layer.LIFTS
         counts = hair.counts
         # strands of one point count under per-segment length: collision walks them point-major
         self._uniform = int(counts[0]) if (settings.use_length and settings.length_mode == "SEGMENT"
@@ -268,8 +234,8 @@ class Wig:
                 self._bind_neighbourhood(children, head_mesh is not None)
             for c in self.colliders:
                 self._bind_children(c, self.rest_rows)
-            if self.strands is not None:           # every layer meets them inside its substeps
-                self.strands.bind_colliders(self.colliders)
+            if self.layer is not None:             # a layer may meet them inside its substeps
+                self.layer.bind_colliders(self.colliders)
         self.residual = 0.0          # the deepest point left inside a collision surface, last frame
         self.alpha = None if settings.compression is None else settings.compression(t)
         self.length = LengthControl(hair, settings.elasticity, settings.length_mode) if settings.use_length else None
@@ -355,10 +321,9 @@ class Wig:
         name = self.hair.name
         if not 0 <= start < stop <= self.hair.num_strands:
             raise HairWigError(f"'{name}': strands {start}:{stop} are not a part of its 0:{self.hair.num_strands}")
-        if self.strands is not None:
-            kind = "Strands" if isinstance(self.strands, StrandLayer) else "Rods"
-            raise HairWigError(f"'{name}': its {kind} dynamics layer steps the whole wig at once; split this "
-                               "bake by object, not by strands")
+        if self.layer is not None and not self.layer.SPLITS:
+            raise HairWigError(f"'{name}': its {self.layer.LABEL} dynamics layer steps the whole wig at once; "
+                               "split this bake by object, not by strands")
         if self.length is not None and not self.length.blockable:
             raise HairWigError(f"'{name}': its strand-length control works on all its strands together "
                                "(its strands have different point counts); split this bake by object, not by "
@@ -386,13 +351,13 @@ class Wig:
     @property
     def has_dynamics(self) -> bool:
         """Whether frames depend on earlier frames (and must be stepped in order)."""
-        return bool(self.dynamic_index) or self.secondary is not None or self.strands is not None
+        return bool(self.dynamic_index) or self.layer is not None
 
     def initial_state(self, inp: FrameInput) -> WigState:
         """The state of a first frame: at rest on its targets."""
         targets = self._magnet_targets(inp)
         d = len(self.dynamic_index)
-        return WigState(targets.copy(), np.zeros((d, 3)), targets.copy(), None, None, targets.copy())
+        return WigState(targets.copy(), np.zeros((d, 3)), targets.copy(), magnet_shown=targets.copy())
 
     def _magnet_targets(self, inp: FrameInput) -> np.ndarray:
         if not self.dynamic_index:
@@ -483,15 +448,8 @@ class Wig:
                 if follow is not None:
                     centres, trail = follow
                     follow = centres, eye + (trail - eye) * strength[self.follow.index, None, None]
-        if self.secondary is not None and inp.secondary_dynablend is not None:
-            self.secondary.set_dynablend(inp.secondary_dynablend)
-        if self.strands is not None and inp.strands_dynablend is not None:
-            self.strands.set_dynablend(inp.strands_dynablend)
-        if self.strands is not None and inp.strands_stiffness is not None:
-            self.strands.set_goal_stiffness(inp.strands_stiffness)
-        if self.secondary is not None and first:
-            state.strand_pos = np.empty_like(self.rest_rows)
-            state.strand_vel = np.zeros_like(self.rest_rows)
+        if self.layer is not None and inp.keyed:
+            self.layer.key(inp.keyed)
         to_object = np.linalg.solve(hair_now, head)       # head-local -> hair object now: H_f⁻¹ · L_f
         if np.allclose(to_object, np.eye(4), rtol=0.0, atol=1e-9):
             to_object = None
@@ -516,7 +474,7 @@ class Wig:
         self._residuals = []
 
         layered = None
-        if self.strands is not None:
+        if self.layer is not None:
             # The whole wig's goal first (the strands interact), then the layer, then refinement;
             # its buffers are the wig's, reused frame after frame
             if self._layered is None:
@@ -529,14 +487,14 @@ class Wig:
             self._step_block(span, first_strand, scalp, motions, head, head_inv, inp.dt, state,
                              first, to_object, out, timings, rest, follow, layered)
 
-        if self.secondary is not None:
-            self.secondary.coefficients(inp.dt)       # once, before the blocks share them
         self._run_blocks(run)
         if layered is not None:
-            self._step_strands(layered, inp, head, head_inv, state, first, timings)
+            frame = LayerFrame(inp.dt, inp.time, np.asarray(inp.gravity, np.float64), inp.forces, head, head_inv,
+                               self.head_rest, self._points())
+            self._step_layer(layered, frame, state, first, timings)
             layered.phase = "refine"
             self._run_blocks(run)
-            self._strands_feel_refinement(layered, head, state)
+            self._layer_feels_refinement(layered, frame, state)
         self.residual = max(self._residuals, default=0.0)
         return out, state
 
@@ -550,45 +508,34 @@ class Wig:
             for block in self.blocks:
                 run(block)
 
-    def _step_strands(self, layered: "_Layered", inp: FrameInput, head, head_inv, state: WigState,
-                      first: bool, timings: dict | None) -> None:
-        """The Strands layer on the whole wig: the goal (head-local rows) into the world, one
-        frame of the strands, and back; the first frame starts at rest on the goal. The style's
-        hold is kept in the head's frame at rest (``head_rest``)."""
-        clock = _Clock(timings)
-        goal = transform_rows(head, layered.goal.astype(np.float64), np.empty(layered.goal.shape))
-        if first or state.layer is None:
-            state.layer = self.strands.initial_state(goal, inp.gravity, rotation_of(self.head_rest), head_inv)
-            clock.lap("dynamics")
-            return                                     # at rest on the goal: shown as it is
-        accel = None
-        if inp.forces:
-            forces, now = inp.forces, inp.time
+    def _points(self) -> slice:
+        """The wig's points this wig steps (all, or a split bake's part: ``restrict``)."""
+        lo, hi = getattr(self, "strand_range", (0, self.hair.num_strands))
+        return slice(int(self.hair.offsets[lo]), int(self.hair.offsets[hi]))
 
-            def accel(x, v):
-                pts, vel = np.moveaxis(x, 0, -1), np.moveaxis(v, 0, -1)
-                return np.moveaxis(sum(f.force(pts, now, vel) for f in forces), -1, 0)
-        turn = rotation_of(head)
-        rigid = np.eye(4)                              # world → the head's frame, without its scale
-        rigid[:3, :3] = turn.T
-        rigid[:3, 3] = -turn.T @ head[:3, 3]
-        shown = self.strands.step(state.layer, goal, inp.dt, inp.gravity, turn, accel,
-                                  head_inv=head_inv, frame=rigid)
-        layered.shown = shown
-        transform_rows(head_inv, shown, layered.goal)
+    def _step_layer(self, layered: "_Layered", frame: LayerFrame, state: WigState, first: bool,
+                    timings: dict | None) -> None:
+        """The dynamics layer on the whole wig's goal (head-local rows), into the same rows; the
+        first frame starts at rest on the goal and shows it as it is."""
+        clock = _Clock(timings)
+        if first or state.layer is None:
+            state.layer = self.layer.initial_state(layered.goal, frame)
+            clock.lap("dynamics")
+            return
+        self.layer.step(state.layer, layered.goal, frame, layered.goal)
+        layered.shown = True
         clock.lap("dynamics")
 
-    def _strands_feel_refinement(self, layered: "_Layered", head, state: WigState) -> None:
+    def _layer_feels_refinement(self, layered: "_Layered", frame: LayerFrame, state: WigState) -> None:
         """Where refinement moved the layer's pose — collision pushed a point out of a collider,
-        length set it back on its segment — the strands' own state moves with it, so they
-        feel the head (SPEC §8: the layer reads the same colliders)."""
-        if layered.shown is None or state.layer is None:
+        length set it back on its segment — the layer's own state moves with it, so it feels the
+        head (SPEC §8: the layer reads the same colliders)."""
+        if not layered.shown or state.layer is None or not self.layer.ABSORBS:
             return
         # in head-local rows; float32 rounding (a length pass re-placing every point) is no contact
         moved = (layered.refined - layered.goal).astype(np.float64)
         moved[:, np.einsum("kp,kp->p", moved, moved) <= self._contact_tolerance] = 0.0
-        delta = transform_rows(head, moved, np.empty(moved.shape), translate=False)
-        self.strands.absorb(state.layer, delta, self._friction)
+        self.layer.absorb(state.layer, moved, frame)
 
     def _set_colliders(self, inp: FrameInput, head: np.ndarray) -> None:
         """Where each collider is this frame, relative to the head (SPEC §6.3): the head's own
@@ -660,11 +607,6 @@ class Wig:
                     layered.goal[:, span] = p
                     layered.base[:, span] = base
                     return
-            # Secondary movement: per-vertex springs in world space.
-            if self.secondary is not None:
-                self.secondary.follow(state.strand_pos[:, span], state.strand_vel[:, span], p,
-                                      self._spring_frame(head), head_inv, dt, first, work, spare, row, span)
-            clock.lap("dynamics")
             self.refine(p, base, span, first_strand, scalp is None and bound_rest, clock, ws)
             if layered is not None:
                 layered.refined[:, span] = p           # what refinement made of the layer's pose
@@ -699,14 +641,6 @@ class Wig:
             q = transform_rows(np.linalg.inv(to_object), q, np.empty_like(q))
         at += span.start
         return max(c.held_depth(q, at) for c in self.colliders)
-
-    def _spring_frame(self, head: np.ndarray) -> np.ndarray:
-        """Head-local -> the springs' space: world axes, its origin where the wig's was at rest
-        (a frame that does not move is as inertial as the world's, and float32 positions there
-        keep the hair's digits wherever the scene places it)."""
-        m = head.copy()
-        m[:3, 3] -= self.head_rest[:3, 3]
-        return m
 
     def refine(self, p: np.ndarray, base: np.ndarray, span: slice = slice(None),
                first_strand: int = 0, at_rest: bool = False, clock=None, ws=None) -> np.ndarray:
@@ -1219,4 +1153,4 @@ class _Layered:
         self.goal = np.empty((3, points), np.float32)
         self.base = np.empty((3, points), np.float32)
         self.refined = np.empty((3, points), np.float32)
-        self.shown = None            # the layer's pose, world rows (3, P) float64 (None: first frame)
+        self.shown = None            # whether ``goal`` holds the layer's pose (None: the first frame's goal)

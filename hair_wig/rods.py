@@ -25,13 +25,14 @@ state is its angles now and a substep ago, and the root frame's normal ``e₁``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, profile, setting
 from .errors import FROM_ZERO, HairWigError
 from .profiles import Profile
-from .spaces import rotation_of
+from .spaces import rotation_of, transform_rows
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -188,18 +189,37 @@ class RodSettings:
     The style is a stable equilibrium only while the stiffness outweighs what the load's moment
     gains as the strand bends (about ``|load| L²`` for a strand of length ``L``): softer rods
     held up against gravity flop over, as a strand would."""
-    stiffness: float = 10.0
-    beta: float = 100.0
+    stiffness: float = field(default=10.0, metadata=setting(
+        "rods_stiffness", "Stiffness", "How firmly each strand bends back to its style (as Rod Stiffness "
+        "Along Strand draws it, root to tip): lower swings and droops more in a move; too low and upswept "
+        "hair cannot hold itself up. Key it to let a style loose for a move", keyed=True, min=1e-4,
+        max=1e5, soft_min=0.1, soft_max=1000.0))
+    beta: float = field(default=100.0, metadata=setting(
+        "rods_response", "Response", "How quickly strands answer a load (the rods' inverse inertia, the "
+        "seed's β, growing to the tip): higher is lighter, quicker hair; with Stiffness it sets how many "
+        "steps a frame takes", min=1e-3, max=1e6, soft_min=1.0, soft_max=10000.0))
     beta_profile: Profile | None = None
-    stiffness_profile: Profile | None = None
-    damping: float = 4.0
-    wobble: float = 0.25
+    stiffness_profile: Profile | None = field(default=None, metadata=profile(
+        "rods_stiffness", "Rod Stiffness Along Strand", "How stiff Rods bend, root (left) to tip (right), "
+        "times Stiffness", "HOLD"))
+    damping: float = field(default=4.0, metadata=setting(
+        "rods_damping", "Settle", "How quickly strands stop swinging (per second)", min=0.0, max=1e4,
+        soft_max=50.0))
+    wobble: float = field(default=0.25, metadata=setting(
+        "rods_wobble", "Damp Wiggles", "How quickly each joint's own quick wiggle dies, as a share of what "
+        "stops it without overshoot: 0 lets stiff hair buzz after a jolt, higher bends it smoothly under "
+        "the head's moves", min=0.0, max=1.0, subtype="FACTOR"))
     courant: float = 1.0
-    max_substeps: int = 64
+    max_substeps: int = field(default=64, metadata=setting(
+        "rods_max_substeps", "Steps Limit", "The most steps a frame may take: the steps needed grow with "
+        "√(Stiffness × Response); past the limit the stiffness is softened (the bake says so) so it stays "
+        "stable", min=1, max=1024))
     # as a wig's dynamics layer: how much of the rods' motion shows (0: the goal exactly), and
     # the Coulomb friction of their contacts (``VerletStrands.collide``)
-    dynablend: float = 1.0
-    friction: float = 0.3
+    dynablend: float = field(default=1.0, metadata=setting(
+        "rods_dynablend", "Dynablend", "How much of the rods' own motion shows: 0 none (exactly the "
+        "magnets' pose), 1 all of it. Key it per shot", keyed=True, min=0.0, max=1.0, subtype="FACTOR"))
+    friction: float = field(default=0.3, metadata=FRICTION)
 
     def __post_init__(self):
         for name in ("stiffness", "beta", "courant"):
@@ -376,7 +396,7 @@ class AngularRods:
         return angles, last
 
 
-class RodLayer:
+class RodLayer(DynamicsLayer):
     """The Rods dynamics layer of a wig (SPEC §8, seed 003): its strands grouped by point count,
     one ``AngularRods`` per group, stepped on the whole wig toward the wig's pose (the goal).
     Rows (3, P) cross in and out in the wig's point order, world space — the same interface as
@@ -402,10 +422,19 @@ class RodLayer:
     treats it, setting no joint turning faster), so strands resting on the scalp stay on it and
     slide with friction."""
 
-    def __init__(self, rest_rows: np.ndarray, offsets: np.ndarray, settings: RodSettings):
+    KEY = "RODS"
+    LABEL = "Rods"
+    DESCRIPTION = ("Each strand is a chain of stiff segments that bend at their joints and spring back to "
+                   "the style (Kim, Lee and Ko's angular rods): styled, curled or upswept hair that must "
+                   "keep its shape while it moves")
+    SETTINGS = RodSettings
+    KEYED = ("dynablend", "stiffness")
+
+    def __init__(self, model: HairModel, settings: RodSettings):
+        super().__init__(model, settings)
+        offsets = model.offsets
         counts = np.diff(offsets)
-        rest_rows = np.asarray(rest_rows, np.float64)
-        self.settings = settings
+        rest_rows = model.world_rest()
         self.friction = settings.friction
         self.dynablend = settings.dynablend
         self.groups = []
@@ -434,6 +463,31 @@ class RodLayer:
         """Whether the last step softened a stiffness to stay within ``max_substeps``."""
         return any(rods.clamped for _, _, rods in self.groups)
 
+    def warnings(self) -> list[str]:
+        if not self.clamped:
+            return []
+        return [f"Rods Stiffness × Response needs more steps a frame than the Steps Limit "
+                f"({self.settings.max_substeps}): it was softened to stay stable, so the hair may not hold "
+                f"its style; raise Steps Limit or lower Stiffness or Response"]
+
+    def key(self, values: dict) -> None:
+        if values.get("dynablend") is not None:
+            self.set_dynablend(values["dynablend"])
+        if values.get("stiffness") is not None:
+            self.set_goal_stiffness(values["stiffness"])
+
+    def initial_state(self, goal: np.ndarray, frame: LayerFrame) -> dict:
+        return self._initial_world(_world(goal, frame), frame.gravity, rotation_of(frame.head_rest), frame.head_inv)
+
+    def step(self, state: dict, goal: np.ndarray, frame: LayerFrame, out: np.ndarray) -> None:
+        shown = self._step_world(state, _world(goal, frame), frame.dt, frame.gravity, frame.head_turn(),
+                                 frame.accel(), head_inv=frame.head_inv)
+        transform_rows(frame.head_inv, shown, out)
+
+    def absorb(self, state: dict, moved: np.ndarray, frame: LayerFrame) -> None:
+        self._absorb_world(state, transform_rows(frame.head, moved, np.empty(moved.shape), translate=False),
+                           self.settings.friction)
+
     def set_dynablend(self, dynablend: float) -> None:
         self.dynablend = float(np.clip(dynablend, 0.0, 1.0))
 
@@ -443,7 +497,7 @@ class RodLayer:
         for _, _, rods in self.groups:
             rods.set_stiffness(stiffness)
 
-    def initial_state(self, goal_rows: np.ndarray, gravity, head_turn, head_inv=None) -> dict:
+    def _initial_world(self, goal_rows: np.ndarray, gravity, head_turn, head_inv=None) -> dict:
         """Every group at rest on the goal (``head_turn``: the head's rotation at rest;
         ``head_inv``: world → head-local now): ``'<n>:angles'``, ``'<n>:last'``, ``'<n>:e1'``, its
         roots and root directions (``'<n>:root'``, ``'<n>:root_dir'``); ``'turn'`` the head's
@@ -462,8 +516,8 @@ class RodLayer:
             state[f"{n}:root_dir"] = goal[:, 1] - goal[:, 0]
         return state
 
-    def step(self, state: dict, goal_rows: np.ndarray, dt: float, gravity, head_turn, accel=None,
-             out: np.ndarray | None = None, head_inv=None, frame=None) -> np.ndarray:
+    def _step_world(self, state: dict, goal_rows: np.ndarray, dt: float, gravity, head_turn, accel=None,
+                    out: np.ndarray | None = None, head_inv=None) -> np.ndarray:
         """One frame of every group toward ``goal_rows`` (3, P) world; the shown rows (3, P).
         ``accel(x, v)``: the force fields' acceleration at rows ``x`` moving at ``v`` (3, ...)."""
         out = np.array(goal_rows, np.float64) if out is None else out
@@ -562,7 +616,7 @@ class RodLayer:
         a = accel(np.ascontiguousarray(mid.transpose(2, 1, 0)), np.ascontiguousarray(vel.transpose(2, 1, 0)))
         return np.asarray(a, np.float64).transpose(2, 1, 0)
 
-    def absorb(self, state: dict, delta_rows: np.ndarray, friction: float) -> None:
+    def _absorb_world(self, state: dict, delta_rows: np.ndarray, friction: float) -> None:
         """Carry what refinement did to the shown pose (``delta_rows`` (3, P) world: a
         collider's push) into the rods: the touched strands' points now and a substep ago, as
         built from their angles, meet the push as a contact (``VerletStrands.collide``: no
@@ -590,3 +644,8 @@ class RodLayer:
             state[f"{n}:angles"][hit] = now
             state[f"{n}:last"][hit] = now - _no_faster(angles_of(prev.transpose(2, 1, 0), root_dir, e1), now,
                                                        angles - last)
+
+
+def _world(goal: np.ndarray, frame: LayerFrame) -> np.ndarray:
+    """Head-local rows (3, P) into the world, float64."""
+    return transform_rows(frame.head, goal.astype(np.float64), np.empty(goal.shape))

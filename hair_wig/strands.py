@@ -28,11 +28,12 @@ import numpy as np
 
 from .collision import _dot, _take_rows
 from .chain import give
+from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, profile, setting
 from .errors import HairWigError
 from .interaction import Contacts, link_forces, repulsion, static_links
 from .leader import follow_the_leader
 from .profiles import Profile
-from .spaces import transform_rows
+from .spaces import rotation_of, transform_rows
 
 METHODS = ("FTL", "JAKOBSEN")
 
@@ -42,19 +43,50 @@ class StrandSettings:
     """How the strands move. Rates are per second; stiffness is an acceleration per unit of
     distance from the goal (1/s²)."""
 
-    substeps: int = 8
-    goal_stiffness: float = 400.0
+    substeps: int = field(default=8, metadata=setting(
+        "strands_substeps", "Substeps", "Steps per frame: more follow fast motion more faithfully and cost more",
+        min=1, max=64))
+    goal_stiffness: float = field(default=400.0, metadata=setting(
+        "strands_stiffness", "Hold", "How strongly each strand is pulled back to the groomed, magnet-posed "
+        "shape (along the strand as Hold Along Strand draws it): lower swings more freely and takes longer "
+        "to come back (below about 100, long hair stays off its groom for seconds after a move); higher "
+        "follows the head more stiffly. Key it to let hair loose for a move", keyed=True, default=150.0,
+        min=0.0, max=1e6, soft_max=2000.0))
     # how the goal's pull varies root (left) to tip (right): held at the root, free-er at the tip
-    goal_profile: Profile = field(default_factory=lambda: Profile.linear(1.0, 0.25, "goal stiffness"))
-    goal_damping: float = 10.0           # damps motion relative to the goal (not following it)
+    goal_profile: Profile = field(default_factory=lambda: Profile.linear(1.0, 0.25, "goal stiffness"),
+                                  metadata=profile("hold", "Hold Along Strand", "How strongly Strands pull "
+                                                   "each point back to the groom, root (left) to tip (right), "
+                                                   "times Hold", "HOLD"))
+    # damps motion relative to the goal (not following it)
+    goal_damping: float = field(default=10.0, metadata=setting(
+        "strands_goal_damping", "Settle", "How quickly strands stop swinging about the groomed shape (does "
+        "not slow them following the head)", min=0.0, max=1e4, soft_max=50.0))
     # bending stiffness: each segment is pulled towards the goal's bend from the one before it
     # (its direction turned as the segment before turned), so strands keep their groomed curve
     # along their length however far they swing
-    bend: float = 1000.0
-    drag: float = 0.5                    # air drag on the motion itself
-    dynablend: float = 1.0               # 0: exactly the goal, 1: the strands' own motion
-    method: str = "FTL"                  # FTL (follow-the-leader) or JAKOBSEN (the seed's)
-    iterations: int = 20                 # Jakobsen's relaxation rounds per substep
+    bend: float = field(default=1000.0, metadata=setting(
+        "strands_bend", "Keep Curve", "How firmly each strand keeps its groomed curve along its length "
+        "while it swings: keeps kinks out of fast moves; 0 lets every joint fold freely", min=0.0, max=1e6,
+        soft_max=20000.0))
+    # air drag on the motion itself
+    drag: float = field(default=0.5, metadata=setting(
+        "strands_drag", "Air Drag", "How much the air slows every motion of the hair", min=0.0, max=1e4,
+        soft_max=10.0))
+    # 0: exactly the goal, 1: the strands' own motion
+    dynablend: float = field(default=1.0, metadata=setting(
+        "strands_dynablend", "Dynablend", "How much of the strands' own motion shows: 0 none (exactly the "
+        "magnets' pose), 1 all of it. Key it per shot", keyed=True, min=0.0, max=1.0, subtype="FACTOR"))
+    # FTL (follow-the-leader) or JAKOBSEN (the seed's)
+    method: str = field(default="FTL", metadata=setting(
+        "strands_method", "Keep Length", "How each strand keeps its segments at their groomed length",
+        items=[("FTL", "Follow the Leader", "Root to tip in one pass, every segment exactly its length "
+                                            "(fast, the default)"),
+               ("JAKOBSEN", "Relaxation", "Every segment nudged towards its length a number of times, as "
+                                          "the strand paper does; softer, less exact with few iterations")]))
+    # Jakobsen's relaxation rounds per substep
+    iterations: int = field(default=20, metadata=setting(
+        "strands_iterations", "Iterations", "Relaxation rounds per step (Relaxation only): more keep lengths "
+        "closer", when=("method", "JAKOBSEN"), min=1, max=500))
     # Müller et al.'s s_damping: how much of each point's length correction is taken off its
     # leader's velocity. 1 keeps a chain's energy from growing (measured: without it a swinging
     # chain gains energy from the corrections, 0.9 still overshoots its start by 7 %)
@@ -64,14 +96,25 @@ class StrandSettings:
     hold_style: bool = True              # the groom is the equilibrium under gravity
     # Coulomb friction against the colliders: a contact's sliding speed loses friction times the
     # speed it had into the surface
-    friction: float = 0.3
+    friction: float = field(default=0.3, metadata=FRICTION)
     # hair–hair (seed 004): segments of different strands closer than a hair's diameter repel
     # with repulsion · (diameter − d); static links join each strand to its nearest neighbours
-    hair_hair: bool = False
-    diameter: float = 0.005
-    repulsion: float = 2000.0
-    links: int = 0                       # neighbours each strand is linked to (0: none)
-    link_stiffness: float = 50.0
+    hair_hair: bool = field(default=False, metadata=setting(
+        "strands_hair_hair", "Hair Against Hair", "Strands closer than the hair diameter push each other "
+        "apart (costly with many strands: use on guides)"))
+    diameter: float = field(default=0.005, metadata=setting(
+        "strands_diameter", "Diameter", "How close two strands may come before they push apart",
+        when=("hair_hair", True), min=0.0, max=1.0, soft_max=0.05, subtype="DISTANCE"))
+    repulsion: float = field(default=2000.0, metadata=setting(
+        "strands_repulsion", "Push", "How hard strands push apart once closer than the diameter",
+        when=("hair_hair", True), min=0.0, max=1e6, soft_max=10000.0))
+    # neighbours each strand is linked to (0: none)
+    links: int = field(default=0, metadata=setting(
+        "strands_links", "Links", "Each strand is tied to this many of its nearest neighbours (by their "
+        "roots), point to point, which holds a hairstyle's volume; 0: none", min=0, max=8))
+    link_stiffness: float = field(default=50.0, metadata=setting(
+        "strands_link_stiffness", "Link Stiffness", "How firmly linked strands keep their groomed distance",
+        when=("links", True), min=0.0, max=1e5, soft_max=1000.0))
 
     def check(self) -> None:
         if int(self.substeps) < 1:
@@ -570,12 +613,23 @@ class SurfaceContacts:
         return transform_rows(back, q.reshape(3, -1), np.empty((3, n * num)), translate=False).reshape(shape)
 
 
-class StrandLayer:
+class StrandLayer(DynamicsLayer):
     """The Strands dynamics layer of a wig (SPEC §8): its strands grouped by point count, one
-    ``VerletStrands`` per group, stepped on the whole wig at once (hair–hair needs every strand).
-    Positions cross in and out as rows (3, P) in the wig's point order, world space."""
+    ``VerletStrands`` per group, stepped on the whole wig at once (hair–hair needs every strand),
+    in the world. State: each group's named arrays ``'<n>:<name>'`` and ``'head_inv'`` (4, 4):
+    world → head-local at the last frame, where the colliders were."""
 
-    def __init__(self, rest_rows: np.ndarray, offsets: np.ndarray, settings: StrandSettings):
+    KEY = "STRANDS"
+    LABEL = "Strands"
+    DESCRIPTION = ("Each strand is a chain that keeps its length, swings under gravity and wind and comes "
+                   "back to the groom; strands can push each other apart: long hair")
+    SETTINGS = StrandSettings
+    KEYED = ("dynablend", "goal_stiffness")
+    LIFTS = True          # refinement's walk lifts a chain at a head-on contact as ``_give`` does
+
+    def __init__(self, model: HairModel, settings: StrandSettings):
+        super().__init__(model, settings)
+        rest_rows, offsets = model.world_rest(), model.offsets
         counts = np.diff(offsets)
         self.groups = []
         for n in np.unique(counts):
@@ -598,40 +652,39 @@ class StrandLayer:
         """Points and midpoints the colliders pushed in the last substep."""
         return sum(c.touched for c in self.contacts) if self.contacts else 0
 
-    def set_dynablend(self, dynablend: float) -> None:
-        for _, _, layer in self.groups:
-            layer.set_dynablend(dynablend)
+    def key(self, values: dict) -> None:
+        for name, call in (("dynablend", "set_dynablend"), ("goal_stiffness", "set_goal_stiffness")):
+            if values.get(name) is not None:
+                for _, _, layer in self.groups:
+                    getattr(layer, call)(values[name])
 
-    def set_goal_stiffness(self, stiffness: float) -> None:
-        for _, _, layer in self.groups:
-            layer.set_goal_stiffness(stiffness)
-
-    def absorb(self, state: dict, delta_rows: np.ndarray, friction: float) -> None:
-        """``VerletStrands.absorb`` on every group; ``delta_rows`` (3, P)."""
+    def absorb(self, state: dict, moved: np.ndarray, frame: LayerFrame) -> None:
+        """``VerletStrands.absorb`` on every group: refinement's moves, in the world."""
+        delta_rows = transform_rows(frame.head, moved, np.empty(moved.shape), translate=False)
         for n, index, layer in self.groups:
             if layer._h is None:
                 continue
             part = {name: state[f"{n}:{name}"] for name in ("pos", "prev")}
-            layer.absorb(part, delta_rows[:, index], friction)
+            layer.absorb(part, delta_rows[:, index], self.settings.friction)
 
-    def initial_state(self, goal_rows: np.ndarray, gravity, head_turn, head_inv=None) -> dict:
-        """Every group at rest on the goal; named arrays ``'<n>:<name>'``, and ``'head_inv'``
-        (4, 4): world → head-local at the last frame, where the colliders were."""
-        state = {"head_inv": np.eye(4) if head_inv is None else np.array(head_inv, np.float64)}
+    def initial_state(self, goal: np.ndarray, frame: LayerFrame) -> dict:
+        """Every group at rest on the goal, the style held as the head was at rest."""
+        goal_rows = _world(goal, frame)
+        state = {"head_inv": np.array(frame.head_inv, np.float64)}
         for n, index, layer in self.groups:
-            for name, a in layer.initial_state(goal_rows[:, index], gravity, head_turn).items():
+            for name, a in layer.initial_state(goal_rows[:, index], frame.gravity,
+                                               rotation_of(frame.head_rest)).items():
                 state[f"{n}:{name}"] = a
         return state
 
-    def step(self, state: dict, goal_rows: np.ndarray, dt: float, gravity, head_turn, accel=None,
-             out: np.ndarray | None = None, head_inv: np.ndarray | None = None,
-             frame: np.ndarray | None = None) -> np.ndarray:
-        """One frame of every group towards ``goal_rows`` (3, P); the shown rows (3, P).
-        ``head_inv`` (4, 4): world → head-local now, where the colliders are; ``frame``: its
-        rigid part (``VerletStrands.step``)."""
-        out = np.empty(goal_rows.shape, np.float64) if out is None else out
-        now = np.eye(4) if head_inv is None else np.asarray(head_inv, np.float64)
+    def step(self, state: dict, goal: np.ndarray, frame: LayerFrame, out: np.ndarray) -> None:
+        """One frame of every group toward the goal (``VerletStrands.step``); the colliders are
+        where the head is now (``head_inv``), moved from where they were."""
+        goal_rows = _world(goal, frame)
+        shown = np.empty(goal_rows.shape, np.float64)
+        now = np.asarray(frame.head_inv, np.float64)
         was = state.get("head_inv", now)
+        turn, accel, rigid = frame.head_turn(), frame.accel(), frame.rigid()
         for k, (n, index, layer) in enumerate(self.groups):
             part = {name: state[f"{n}:{name}"] for name in ("pos", "prev", "goal", "hold")}
             contact = None
@@ -639,7 +692,13 @@ class StrandLayer:
                 contact = self.contacts[k]
                 contact.move(was, now)
                 contact.begin()
-            out[:, index] = layer.step(part, goal_rows[:, index], dt, gravity, head_turn, accel, contact, frame)
+            shown[:, index] = layer.step(part, goal_rows[:, index], frame.dt, frame.gravity, turn, accel,
+                                         contact, rigid)
             state[f"{n}:goal"] = part["goal"]
         state["head_inv"] = now.copy()
-        return out
+        transform_rows(frame.head_inv, shown, out)
+
+
+def _world(goal: np.ndarray, frame: LayerFrame) -> np.ndarray:
+    """Head-local rows (3, P) into the world, float64."""
+    return transform_rows(frame.head, goal.astype(np.float64), np.empty(goal.shape))

@@ -62,7 +62,7 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
         total = cache.num_frames + preroll
         state = None
         flat = set()                 # magnets already reported scaled to nothing
-        softened = False             # the Rods' stiffness said to be clamped
+        noted = set()                # the dynamics layer's warnings already given
         scratch = np.empty_like(wig.hair.points)
         for done, f in enumerate(range(first - preroll, last + 1), start=1):
             scene.frame_set(f)
@@ -75,12 +75,10 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
                     f"tell how it is turned and its pull loses its turn; hide it with Disable in "
                     f"Viewports instead of scaling it (or its parent) to zero")
             _, state = wig.step(inp, state, out=out, keep_state=False)
-            if getattr(wig.strands, "clamped", False) and not softened:
-                softened = True
-                cache.warnings.append(
-                    f"'{ob.name}': Rods Stiffness × Response needs more steps a frame than the Steps Limit "
-                    f"({wig.settings.rods.max_substeps}) from frame {f}: it was softened to stay stable, so "
-                    f"the hair may not hold its style; raise Steps Limit or lower Stiffness or Response")
+            for note in (wig.layer.warnings() if wig.layer is not None else ()):
+                if note not in noted:            # once a bake, from the frame it first came
+                    noted.add(note)
+                    cache.warnings.append(f"'{ob.name}': {note} (from frame {f})")
             if f >= first and cache.skin is not None and not wig.scalp.at_rest(inp.surface_positions,
                                                                                 inp.surface_normals):
                 rot, o0, o1 = wig.scalp.transforms(inp.surface_positions, inp.surface_normals)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
-from ..hair_wig import Profile
+from ..hair_wig import LAYERS, Profile
+from ..hair_wig.dynamics_layer import settings_fields
 from .properties import HairWigMagnet
 
 # name: (label, what it maps, default preset)
@@ -23,11 +24,6 @@ WIG_PROFILES = {
     "attachment": ("Attachment", "How much each vertex follows the skin, root to tip", "CONSTANT"),
     "compression": ("Compression", "Where along the strand compression is held back, root to tip", "CONSTANT"),
     "gravity": ("Gravity", "Sag of dynamic magnets by head tilt: upright (left) to upside down (right)", "LINEAR"),
-    "secondary_blend": ("Secondary Blend", "How much each vertex lags, root to tip", "PINNED"),
-    "hold": ("Hold Along Strand", "How strongly Strands pull each point back to the groom, root (left) "
-                                  "to tip (right), times Hold", "HOLD"),
-    "rods_stiffness": ("Rod Stiffness Along Strand", "How stiff Rods bend, root (left) to tip (right), "
-                                                     "times Stiffness", "HOLD"),
     "style_stiffness": ("Stiffness Along Strand", "Style Hair's stiffness, root (left) to tip (right), "
                                                   "times Stiffness", "CONSTANT"),
     "curl_radius": ("Curl Radius Along Strand", "The curls' radius, root to tip, times Curl Radius "
@@ -35,8 +31,14 @@ WIG_PROFILES = {
     "curl_turns": ("Curl Turns Along Strand", "Where the turns come, root to tip: higher winds tighter",
                    "CONSTANT"),
 }
-# drawn beside their own settings (the Dynamics panel), not among the wig's shaping profiles
-DYNAMICS_PROFILES = ("hold", "rods_stiffness")
+# the dynamics layers' own profiles, drawn beside their settings (the Dynamics panel), not among
+# the wig's shaping profiles: from the layers' settings (``hair_wig.dynamics_layer.profile``)
+DYNAMICS_PROFILES = tuple(dict.fromkeys(
+    f.metadata["profile"] for layer in LAYERS.values() for f in settings_fields(layer.SETTINGS)
+    if "profile" in f.metadata))
+WIG_PROFILES.update({
+    f.metadata["profile"]: (f.metadata["ui"]["name"], f.metadata["ui"]["description"], f.metadata["ui"]["preset"])
+    for layer in LAYERS.values() for f in settings_fields(layer.SETTINGS) if "profile" in f.metadata})
 # drawn in the Style Hair panel
 STYLE_PROFILES = ("style_stiffness", "curl_radius", "curl_turns")
 MAGNET_PROFILES = {

@@ -4,6 +4,9 @@ import bpy
 from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty,
                        FloatVectorProperty, IntProperty, PointerProperty, StringProperty)
 
+from ..hair_wig import LAYERS
+from ..hair_wig.dynamics_layer import default_of, settings_fields
+
 
 def _is_mesh(_self, ob):
     return ob.type == "MESH"
@@ -303,120 +306,11 @@ class HairWigSettings(bpy.types.PropertyGroup):
         name="Secondary Dynamics", description="Every strand lags behind the motion and settles on its "
                                                "own, a little differently from its neighbours",
         default=False, options=set())
-    secondary_stiffness: FloatProperty(
-        name="Stiffness", description="How quickly the strands catch up with the motion: lower is looser, "
-                                       "floppier hair", default=120.0,
-        min=0.0, max=1e4, soft_max=1000.0, options=set())
-    secondary_damping: FloatProperty(
-        name="Damping", description="How quickly the strands stop swinging", default=8.0, min=0.0,
-        max=1e4, soft_max=100.0, options=set())
-    secondary_random: FloatProperty(
-        name="Variation", description="How differently strands move: each gets its own stiffness and "
-                                       "damping, up to this fraction off the settings", default=0.2,
-        min=0.0, max=0.95, subtype="FACTOR", options=set())
-    secondary_seed: IntProperty(name="Seed", description="Seed of the per-strand variation (the same seed "
-                                                         "gives the same bake)", default=0, min=0, options=set())
-    secondary_dynablend: FloatProperty(
-        name="Dynablend", description="How much of the strands' lag shows: 0 none (the hair sits exactly "
-                                       "on the magnets' pose), 1 all of it. Key it per shot", default=1.0,
-        min=0.0, max=1.0, subtype="FACTOR")
     dynamics_layer: EnumProperty(
         name="Solver", description="How the strands move on top of the magnets",
-        items=[("SPRINGS", "Springs", "Every point lags on its own spring and settles back: light, "
-                                      "good for fur and short hair"),
-               ("STRANDS", "Strands", "Each strand is a chain that keeps its length, swings under gravity "
-                                      "and wind and comes back to the groom; strands can push each other "
-                                      "apart: long hair"),
-               ("RODS", "Rods", "Each strand is a chain of stiff segments that bend at their joints and "
-                                "spring back to the style (Kim, Lee and Ko's angular rods): styled, "
-                                "curled or upswept hair that must keep its shape while it moves")],
-        default="SPRINGS", options=set())
-    strands_stiffness: FloatProperty(
-        name="Hold", description="How strongly each strand is pulled back to the groomed, magnet-posed "
-                                 "shape (along the strand as Hold Along Strand draws it): lower swings more "
-                                 "freely and takes longer to come back (below about 100, long hair stays "
-                                 "off its groom for seconds after a move); higher follows the head more "
-                                 "stiffly. Key it to let hair loose for a move", default=150.0, min=0.0,
-        max=1e6, soft_max=2000.0)
-    strands_goal_damping: FloatProperty(
-        name="Settle", description="How quickly strands stop swinging about the groomed shape (does not "
-                                   "slow them following the head)", default=10.0, min=0.0, max=1e4,
-        soft_max=50.0, options=set())
-    strands_bend: FloatProperty(
-        name="Keep Curve", description="How firmly each strand keeps its groomed curve along its length "
-                                       "while it swings: keeps kinks out of fast moves; 0 lets every "
-                                       "joint fold freely", default=1000.0, min=0.0, max=1e6, soft_max=20000.0,
-        options=set())
-    strands_drag: FloatProperty(
-        name="Air Drag", description="How much the air slows every motion of the hair", default=0.5,
-        min=0.0, max=1e4, soft_max=10.0, options=set())
-    strands_substeps: IntProperty(
-        name="Substeps", description="Steps per frame: more follow fast motion more faithfully and cost more",
-        default=8, min=1, max=64, options=set())
-    strands_method: EnumProperty(
-        name="Keep Length", description="How each strand keeps its segments at their groomed length",
-        items=[("FTL", "Follow the Leader", "Root to tip in one pass, every segment exactly its length "
-                                            "(fast, the default)"),
-               ("JAKOBSEN", "Relaxation", "Every segment nudged towards its length a number of times, as "
-                                          "the strand paper does; softer, less exact with few iterations")],
-        default="FTL", options=set())
-    strands_iterations: IntProperty(
-        name="Iterations", description="Relaxation rounds per step (Relaxation only): more keep lengths "
-                                       "closer", default=20, min=1, max=500, options=set())
-    strands_friction: FloatProperty(
-        name="Friction", description="How much hair sliding over the head or a collider is slowed by "
-                                     "pressing on it (Coulomb friction): 0 slides freely, higher stops it "
-                                     "sooner", default=0.3, min=0.0, max=1.0,
-        subtype="FACTOR", options=set())
-    strands_hair_hair: BoolProperty(
-        name="Hair Against Hair", description="Strands closer than the hair diameter push each other apart "
-                                              "(costly with many strands: use on guides)",
-        default=False, options=set())
-    strands_diameter: FloatProperty(
-        name="Diameter", description="How close two strands may come before they push apart",
-        default=0.005, min=0.0, max=1.0, soft_max=0.05, subtype="DISTANCE", options=set())
-    strands_repulsion: FloatProperty(
-        name="Push", description="How hard strands push apart once closer than the diameter",
-        default=2000.0, min=0.0, max=1e6, soft_max=10000.0, options=set())
-    strands_links: IntProperty(
-        name="Links", description="Each strand is tied to this many of its nearest neighbours (by their "
-                                  "roots), point to point, which holds a hairstyle's volume; 0: none",
-        default=0, min=0, max=8, options=set())
-    strands_link_stiffness: FloatProperty(
-        name="Link Stiffness", description="How firmly linked strands keep their groomed distance",
-        default=50.0, min=0.0, max=1e5, soft_max=1000.0, options=set())
-    strands_dynablend: FloatProperty(
-        name="Dynablend", description="How much of the strands' own motion shows: 0 none (exactly the "
-                                      "magnets' pose), 1 all of it. Key it per shot", default=1.0,
-        min=0.0, max=1.0, subtype="FACTOR")
-    rods_stiffness: FloatProperty(
-        name="Stiffness", description="How firmly each strand bends back to its style (as Rod Stiffness "
-                                      "Along Strand draws it, root to tip): lower swings and droops more "
-                                      "in a move; too low and upswept hair cannot hold itself up. Key "
-                                      "it to let a style loose for a move",
-        default=10.0, min=1e-4, max=1e5, soft_min=0.1, soft_max=1000.0)
-    rods_response: FloatProperty(
-        name="Response", description="How quickly strands answer a load (the rods' inverse inertia, the "
-                                     "seed's β, growing to the tip): higher is lighter, quicker hair; "
-                                     "with Stiffness it sets how many steps a frame takes",
-        default=100.0, min=1e-3, max=1e6, soft_min=1.0, soft_max=10000.0, options=set())
-    rods_damping: FloatProperty(
-        name="Settle", description="How quickly strands stop swinging (per second)", default=4.0,
-        min=0.0, max=1e4, soft_max=50.0, options=set())
-    rods_wobble: FloatProperty(
-        name="Damp Wiggles", description="How quickly each joint's own quick wiggle dies, as a share of "
-                                         "what stops it without overshoot: 0 lets stiff hair buzz after a "
-                                         "jolt, higher bends it smoothly under the head's moves",
-        default=0.25, min=0.0, max=1.0, subtype="FACTOR", options=set())
-    rods_max_substeps: IntProperty(
-        name="Steps Limit", description="The most steps a frame may take: the steps needed grow with "
-                                        "√(Stiffness × Response); past the limit the stiffness is "
-                                        "softened (the bake says so) so it stays stable",
-        default=64, min=1, max=1024, options=set())
-    rods_dynablend: FloatProperty(
-        name="Dynablend", description="How much of the rods' own motion shows: 0 none (exactly the "
-                                      "magnets' pose), 1 all of it. Key it per shot", default=1.0,
-        min=0.0, max=1.0, subtype="FACTOR")
+        items=[(layer.KEY, layer.LABEL, layer.DESCRIPTION) for layer in LAYERS.values()],
+        default=next(iter(LAYERS)), options=set())
+    # every layer's own settings are added below from its settings' fields (layer_properties)
     compression: FloatProperty(
         name="Compression", description="Keeps magnets from squashing hair into the scalp: 0 lets hair be "
                                         "pushed in towards the head, 1 keeps all of it at its groomed "
@@ -495,6 +389,31 @@ class HairWigSettings(bpy.types.PropertyGroup):
         name="Key Leaders Only", description="Only the leader curves (marked by Make Wisps or Mark Leaders) "
                                              "follow the key poses; every other curve follows its leader",
         default=False, options=set())
+
+
+def layer_properties() -> dict:
+    """Every dynamics layer's settings an artist sets, as the wig's Blender properties: made from
+    the layers' settings fields (``hair_wig.dynamics_layer.setting``), so a new layer needs nothing
+    here. A keyed setting is animatable; the rest are not (a bake reads them once). A setting two
+    layers share (Friction) is one property."""
+    made = {}
+    for layer in LAYERS.values():
+        for f in settings_fields(layer.SETTINGS):
+            if "prop" not in f.metadata or f.metadata["prop"] in made:
+                continue
+            ui = dict(f.metadata["ui"])
+            ui.setdefault("default", default_of(f))
+            if not f.metadata["keyed"]:
+                ui["options"] = set()
+            kind = "enum" if "items" in ui else f.type
+            prop = {"float": FloatProperty, "int": IntProperty, "bool": BoolProperty, "enum": EnumProperty}.get(kind)
+            if prop is None:
+                raise TypeError(f"{layer.LABEL}: setting {f.name} of type {f.type} has no Blender property kind")
+            made[f.metadata["prop"]] = prop(**ui)
+    return made
+
+
+HairWigSettings.__annotations__.update(layer_properties())
 
 
 def active_magnet(settings):

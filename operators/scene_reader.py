@@ -14,8 +14,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..hair_wig import (ColliderMesh, DynamicMagnet, FrameInput, HairSet, HairWigError, Magnet, MeshField, Profile, ScalpSpace,
-                        RodSettings, SecondarySettings, StrandSettings, Wig, WigSettings)
+from ..hair_wig import (LAYERS, ColliderMesh, DynamicMagnet, FrameInput, HairSet, HairWigError, Magnet, MeshField,
+                        Profile, ScalpSpace, Wig, WigSettings)
+from ..hair_wig.dynamics_layer import settings_fields
 from ..hair_wig import styling
 from ..hair_wig.spaces import scale_of
 from ..hair_wig.keyposes import (KeyedStyle, KeyPose, LeaderFollow, StyleSettings, curve_point_index,
@@ -273,35 +274,39 @@ def read_magnets(ob, empties, head_rest, depsgraph, selection, gravity: float, c
     return magnets
 
 
+def layer_settings(s):
+    """The settings of the wig's dynamics layer (``s.dynamics_layer``, one of ``hair_wig.LAYERS``)
+    from its properties and profile curves, as the layer's settings name them."""
+    layer = LAYERS[s.dynamics_layer]
+    values = {}
+    for f in settings_fields(layer.SETTINGS):
+        if "profile" in f.metadata:
+            values[f.name] = profile_curves.read(s, f.metadata["profile"])
+        else:
+            values[f.name] = getattr(s, f.metadata["prop"])
+    try:
+        return layer.SETTINGS(**values)
+    except HairWigError as err:
+        raise HairWigError(f"'{s.id_data.name}': {err}") from None
+
+
+def keyed_settings(s, key: str) -> dict:
+    """The keyable settings of the dynamics layer ``key`` (the one the wig was bound with) as the
+    animation has them now, by the settings' names (``FrameInput.keyed``)."""
+    layer = LAYERS[key]
+    return {f.name: getattr(s, f.metadata["prop"]) for f in settings_fields(layer.SETTINGS)
+            if f.metadata.get("keyed")}
+
+
 def read_settings(s, dynamics: bool = True) -> WigSettings:
-    secondary = strands = rods = None
-    if s.use_secondary and dynamics and s.dynamics_layer == "RODS":
-        rods = RodSettings(stiffness=s.rods_stiffness, beta=s.rods_response, damping=s.rods_damping,
-                           wobble=s.rods_wobble,
-                           max_substeps=s.rods_max_substeps, dynablend=s.rods_dynablend,
-                           friction=s.strands_friction,
-                           stiffness_profile=profile_curves.read(s, "rods_stiffness"))
-    elif s.use_secondary and dynamics and s.dynamics_layer == "STRANDS":
-        strands = StrandSettings(
-            substeps=s.strands_substeps, goal_stiffness=s.strands_stiffness,
-            goal_profile=profile_curves.read(s, "hold"), bend=s.strands_bend,
-            goal_damping=s.strands_goal_damping, drag=s.strands_drag, dynablend=s.strands_dynablend,
-            method=s.strands_method, iterations=s.strands_iterations, friction=s.strands_friction,
-            hair_hair=s.strands_hair_hair,
-            diameter=s.strands_diameter, repulsion=s.strands_repulsion, links=s.strands_links,
-            link_stiffness=s.strands_link_stiffness)
-    elif s.use_secondary and dynamics:
-        secondary = SecondarySettings(stiffness=s.secondary_stiffness, damping=s.secondary_damping,
-                                      random=s.secondary_random, seed=s.secondary_seed,
-                                      dynablend=s.secondary_dynablend,
-                                      blend_profile=profile_curves.read(s, "secondary_blend"))
+    layer = layer_settings(s) if s.use_secondary and dynamics else None
     compression = None
     if s.compression > 0:     # α(t) = 1 − amount · c(t): 1 keeps the inward motion, 0 holds it all
         c = profile_curves.read(s, "compression")
         compression = Profile(np.stack([np.linspace(0, 1, len(c.lut)), 1.0 - s.compression * c.lut], 1),
                               "LINEAR", "compression")
     return WigSettings(
-        normalisation=s.normalisation, secondary=secondary, strands=strands, rods=rods, compression=compression,
+        normalisation=s.normalisation, dynamics=layer, compression=compression,
         flex=profile_curves.read(s, "flex"), length_profile=profile_curves.read(s, "length"),
         attachment=profile_curves.read(s, "attachment"),
         use_length=s.use_length, elasticity=s.elasticity, length_mode=s.length_mode,
@@ -455,12 +460,8 @@ def frame_input(context, ob, head, empties, surface, frame: int, depsgraph=None,
         if not np.array_equal(bound, now):
             inp.magnet_strength = np.divide(now, bound, out=np.zeros_like(now), where=bound > 0)
         inp.magnet_dynablend = np.array([empties[i].hair_wig_magnet.dynablend for i in wig.dynamic_index])
-        inp.secondary_dynablend = ob.hair_wig.secondary_dynablend
-        s = ob.hair_wig
-        if s.dynamics_layer == "RODS":
-            inp.strands_dynablend, inp.strands_stiffness = s.rods_dynablend, s.rods_stiffness
-        else:
-            inp.strands_dynablend, inp.strands_stiffness = s.strands_dynablend, s.strands_stiffness
+        if wig.layer is not None:
+            inp.keyed = keyed_settings(ob.hair_wig, wig.layer.KEY)
     if surface is not None:
         inp.surface_positions, inp.surface_normals = surface.now(depsgraph)
     if wig is not None and wig.colliders:

@@ -3,6 +3,8 @@
 import bpy
 
 from ..operators import baking, blender_io, preview, profile_curves, scene_reader
+from ..hair_wig import LAYERS
+from ..hair_wig.dynamics_layer import settings_fields
 from ..operators.properties import active_magnet
 
 
@@ -149,33 +151,24 @@ class VIEW3D_PT_hair_wig_dynamics(_WigSubPanel, bpy.types.Panel):
         layout.use_property_split = True
         layout.active = s.use_secondary
         layout.prop(s, "dynamics_layer")
-        if s.dynamics_layer == "SPRINGS":
-            for name in ("secondary_stiffness", "secondary_damping", "secondary_random",
-                         "secondary_seed", "secondary_dynablend"):
-                layout.prop(s, name)
+        layer = LAYERS.get(s.dynamics_layer)
+        if layer is None:
             return
-        if s.dynamics_layer == "RODS":
-            for name in ("rods_stiffness", "rods_response", "rods_damping", "rods_wobble", "rods_dynablend",
-                         "rods_max_substeps", "strands_friction"):
-                layout.prop(s, name)
-            draw_profile(layout, s, "rods_stiffness")
-            layout.label(text="Shows in a bake; the live preview has no dynamics", icon="INFO")
-            return
-        for name in ("strands_stiffness", "strands_goal_damping", "strands_bend", "strands_drag",
-                     "strands_dynablend", "strands_substeps", "strands_method"):
-            layout.prop(s, name)
-        if s.strands_method == "JAKOBSEN":
-            layout.prop(s, "strands_iterations")
-        layout.prop(s, "strands_friction")
-        layout.prop(s, "strands_hair_hair")
-        col = layout.column()
-        col.active = s.strands_hair_hair
-        col.prop(s, "strands_diameter")
-        col.prop(s, "strands_repulsion")
-        layout.prop(s, "strands_links")
-        if s.strands_links:
-            layout.prop(s, "strands_link_stiffness")
-        draw_profile(layout, s, "hold")
+        curves = []
+        for f in settings_fields(layer.SETTINGS):
+            if "profile" in f.metadata:
+                curves.append(f.metadata["profile"])
+                continue
+            row = layout
+            when = f.metadata.get("when")
+            if when is not None:
+                other, value = when
+                now = getattr(s, next(g.metadata["prop"] for g in settings_fields(layer.SETTINGS) if g.name == other))
+                row = layout.column()
+                row.active = bool(now) if value is True else now == value
+            row.prop(s, f.metadata["prop"])
+        for name in curves:
+            draw_profile(layout, s, name)
         layout.label(text="Shows in a bake; the live preview has no dynamics", icon="INFO")
 
 

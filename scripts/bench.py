@@ -51,7 +51,7 @@ def one(strands: int, frames: int, length_mode: str = "SEGMENT", method: str = "
     sys.path.insert(0, str(ROOT))
     import numpy as np
 
-    from hair_wig import (DynamicMagnet, FrameInput, HairSet, Magnet, Profile, SecondarySettings,
+    from hair_wig import (DynamicMagnet, FrameInput, HairSet, Magnet, Profile, SpringSettings,
                           Wig, WigSettings)
 
     rng = np.random.default_rng(0)
@@ -69,7 +69,7 @@ def one(strands: int, frames: int, length_mode: str = "SEGMENT", method: str = "
         m[:3, 3] = (1.2 * np.cos(a), 1.2 * np.sin(a), 0.8)
         dyn = DynamicMagnet(stiffness=40, damping=4) if k < 2 else None
         magnets.append(Magnet(f"M{k}", m, radius=1.0, dynamic=dyn))
-    settings = WigSettings(secondary=SecondarySettings(), compression=Profile.linear(1.0, 0.5),
+    settings = WigSettings(dynamics=SpringSettings(), compression=Profile.linear(1.0, 0.5),
                            elasticity=0.0, length_mode=length_mode, collision_method=method)
     t0 = time.perf_counter()
     wig = Wig(hair, np.eye(4), np.eye(4), magnets, settings, head_mesh=sphere_mesh())
@@ -109,7 +109,7 @@ def one(strands: int, frames: int, length_mode: str = "SEGMENT", method: str = "
     tracemalloc.stop()
     # The streaming floor: numpy reading and writing, once, the arrays one frame must touch
     # (rest pose, magnet weights, spring positions and velocities, the output).
-    arrays = [wig.rest_rows, wig.weights.values, state.strand_pos, state.strand_vel, out]
+    arrays = [wig.rest_rows, wig.weights.values, *state.layer.values(), out]
     copies = [np.empty_like(a) for a in arrays]
     floor = []
     for _ in range(7):
@@ -399,7 +399,7 @@ def strands_one(strands: int, points: int, hair_hair: bool, frames: int = 6) -> 
     pts = _strands_groom(strands, points)
     hair = HairSet(np.ascontiguousarray(pts.transpose(2, 1, 0)).reshape(-1, 3).astype(np.float32),
                    np.full(strands, points), name="bench")
-    settings = WigSettings(strands=StrandSettings(hair_hair=hair_hair, diameter=0.005), use_collision=True)
+    settings = WigSettings(dynamics=StrandSettings(hair_hair=hair_hair, diameter=0.005), use_collision=True)
     wig = Wig(hair, np.eye(4), np.eye(4), [Magnet("M", np.eye(4), radius=0.01)], settings,
               head_mesh=sphere_mesh())
     spent = [0.0]
@@ -429,7 +429,7 @@ def strands_one(strands: int, points: int, hair_hair: bool, frames: int = 6) -> 
             "mean_ms": 1e3 * float(np.mean(times)), "layer_ms": 1e3 * phases.get("dynamics", 0.0) / frames,
             "refine_ms": 1e3 * (phases.get("collision", 0.0) + phases.get("length", 0.0)) / frames,
             "interaction_ms": 1e3 * spent[0] / frames,
-            "pairs": sum(g[2].pairs for g in wig.strands.groups),
+            "pairs": sum(g[2].pairs for g in wig.layer.groups),
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 

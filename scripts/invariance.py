@@ -24,7 +24,7 @@ import grooms  # noqa: E402
 import numpy as np  # noqa: E402
 
 from hair_wig import (ColliderMesh, DynamicMagnet, FrameInput, HairSet, Magnet, Profile,  # noqa: E402
-                      SecondarySettings, Wig, WigSettings)
+                      SpringSettings, Wig, WigSettings)
 
 EPS32 = float(np.finfo(np.float32).eps)
 FRAMES = 8
@@ -105,7 +105,7 @@ def bake(groom, x: np.ndarray, mode: str, collide: bool, rounded: bool, data: bo
     magnets = [Magnet("Pull", pull_rest, radius=1.2 * local),
                Magnet("Swing", swing_rest, radius=1.0 * local,
                       dynamic=DynamicMagnet(stiffness=30.0, damping=4.0, gravity_max=9.81 * s))]
-    wig_settings = WigSettings(secondary=SecondarySettings(), compression=Profile.constant(0.3),
+    wig_settings = WigSettings(dynamics=SpringSettings(), compression=Profile.constant(0.3),
                                length_mode=mode, use_collision=collide, collision_offset=0.01 * s)
     held = carry(obj) if not data else obj          # the objects' matrices as the wig reads them
     body = ColliderMesh("Shoulders", bv, bt, held, offset=0.01 * s)

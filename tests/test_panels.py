@@ -132,3 +132,34 @@ def test_every_setting_says_in_words_what_it_does(addon):
             assert prop.description.strip(), f"{group.__name__}.{prop.identifier} has no tooltip"
             assert not re.search(r"\([a-d]\)|\^|patent's way|seed 00", words), (prop.identifier, words)
     assert seen > 40
+
+
+# The dynamics layers' properties as saved files have held them since each layer came (their
+# names and defaults must not change: a .blend keeps only values that differ from the default).
+SAVED = {"secondary_stiffness": 120.0, "secondary_damping": 8.0, "secondary_random": 0.2, "secondary_seed": 0,
+         "secondary_dynablend": 1.0, "strands_stiffness": 150.0, "strands_goal_damping": 10.0,
+         "strands_bend": 1000.0, "strands_drag": 0.5, "strands_substeps": 8, "strands_method": "FTL",
+         "strands_iterations": 20, "strands_friction": 0.3, "strands_hair_hair": False,
+         "strands_diameter": 0.005, "strands_repulsion": 2000.0, "strands_links": 0,
+         "strands_link_stiffness": 50.0, "strands_dynablend": 1.0, "rods_stiffness": 10.0,
+         "rods_response": 100.0, "rods_damping": 4.0, "rods_wobble": 0.25, "rods_max_substeps": 64,
+         "rods_dynablend": 1.0}
+KEYED = {"secondary_dynablend", "strands_stiffness", "strands_dynablend", "rods_stiffness", "rods_dynablend"}
+
+
+def test_the_layers_properties_are_made_from_the_registry_as_saved_files_know_them(addon):
+    """Every dynamics layer's settings are the wig's properties (made from ``hair_wig.LAYERS``):
+    the names and defaults files were saved with, the keyed ones animatable and the rest not, and
+    the Solver menu lists the registry's layers in its order."""
+    from hair_wig_addon.hair_wig import LAYERS
+    from hair_wig_addon.hair_wig.dynamics_layer import settings_fields
+
+    props = bpy.types.Object.bl_rna.properties["hair_wig"].fixed_type.properties
+    made = {f.metadata["prop"] for layer in LAYERS.values() for f in settings_fields(layer.SETTINGS)
+            if "prop" in f.metadata}
+    assert made == set(SAVED)
+    for name, default in SAVED.items():
+        p = props[name]
+        assert p.default == (pytest.approx(default) if isinstance(default, float) else default), name
+        assert p.is_animatable == (name in KEYED), name
+    assert [i.identifier for i in props["dynamics_layer"].enum_items] == list(LAYERS)

@@ -47,11 +47,11 @@ def test_enable_makes_hidden_curves_with_their_defaults(scene, glue):
     assert np.all(np.diff(falloff) <= rounding(1.0, 8))
     # the secondary blend is pinned at the root and full from a fifth of the strand on (the
     # patent's dynablend is uniform along the strand), in Blender's curve and in the core alike
-    from hair_wig_addon.hair_wig import SecondarySettings
+    from hair_wig_addon.hair_wig import SpringSettings
     u = np.array([0.0, 0.1, 0.2, 0.5, 1.0])
     want = [0.0, 0.5, 1.0, 1.0, 1.0]
     np.testing.assert_allclose(profile_curves.read(ob.hair_wig, "secondary_blend")(u), want, atol=5e-3)
-    np.testing.assert_allclose(SecondarySettings().blend_profile(u), want, atol=1e-3)   # a LUT
+    np.testing.assert_allclose(SpringSettings().blend_profile(u), want, atol=1e-3)   # a LUT
 
 
 def test_presets_reset_and_the_bake_follow_the_curves(scene, glue):

@@ -129,7 +129,7 @@ from test_wig_core import sphere_mesh  # noqa: E402
 
 def _rod_wig(settings=None, hair=None, **kw):
     hair = _wig_hair() if hair is None else hair
-    base = dict(use_collision=False, rods=settings or RodSettings())
+    base = dict(use_collision=False, dynamics=settings or RodSettings())
     base.update(kw)
     return hair, Wig(hair, np.eye(4), np.eye(4), [Magnet("M", np.eye(4), radius=0.01)], WigSettings(**base))
 
@@ -190,7 +190,7 @@ def test_a_rod_in_a_uniformly_accelerating_head_leans_to_its_analytic_equilibriu
         head[0, 3] = 0.5 * a * (f / 24) ** 2
         # the stiffness keyed from 2 to 4 half way: the rod stands up to its new equilibrium
         k = 2.0 if f < 240 else 4.0
-        inp = FrameInput(np.eye(4), head, np.array([np.eye(4)]), time=f / 24, gravity=G, strands_stiffness=k)
+        inp = FrameInput(np.eye(4), head, np.array([np.eye(4)]), time=f / 24, gravity=G, keyed={"stiffness": k})
         out, state = wig.step(inp, state)
         if f in (239, 479):
             lo, hi = 0.0, np.pi / 2                            # bisect k α − (L²/2)(a cos α − g sin α)
@@ -226,8 +226,6 @@ def test_a_turning_head_carries_a_styled_rod_without_twisting_it():
 
 
 def test_rods_dynablend_resume_and_one_layer_at_a_time():
-    from hair_wig import SecondarySettings, StrandSettings
-
     inputs = _inputs(20, 12)
     _, still = _rod_wig(RodSettings(dynablend=0.0))
     _, free = _rod_wig()
@@ -247,10 +245,8 @@ def test_rods_dynablend_resume_and_one_layer_at_a_time():
     for inp in inputs[10:]:
         last, state = again.step(inp, state)
     assert np.array_equal(last, out) and state == s1
-    with pytest.raises(HairWigError, match="'Hair': one dynamics layer at a time, not Strands and Rods"):
-        _rod_wig(strands=StrandSettings())
-    with pytest.raises(HairWigError, match="not Springs and Rods"):
-        _rod_wig(secondary=SecondarySettings())
+    with pytest.raises(HairWigError, match="'Hair': no dynamics layer takes settings of type dict"):
+        _rod_wig({"stiffness": 3.0})
     with pytest.raises(HairWigError, match="'Hair': Rods: strand 1 has a segment of no length"):
         _rod_wig(hair=HairSet(np.array([[0, 0, 0], [0, 0, 1], [1, 0, 0], [1, 0, 0]], np.float32), [2, 2], name="Hair"))
     with pytest.raises(HairWigError, match="Rods: dynablend must be in 0..1"):
@@ -266,21 +262,21 @@ def test_rods_meet_the_head_in_their_substeps_and_feel_refinement():
     hair, magnet, inputs = _dragged_through_the_head()
     depth = {}
     for contacts, feel in ((True, True), (False, True), (False, False)):
-        wig = Wig(hair, np.eye(4), np.eye(4), [magnet], WigSettings(rods=RodSettings(), use_collision=True),
+        wig = Wig(hair, np.eye(4), np.eye(4), [magnet], WigSettings(dynamics=RodSettings(), use_collision=True),
                   head_mesh=sphere_mesh(0.98))
         if not contacts:
-            wig.strands.bind_colliders([])
+            wig.layer.bind_colliders([])
         if not feel:
-            wig._strands_feel_refinement = lambda *a: None
+            wig._layer_feels_refinement = lambda *a: None
         state, worst_out, worst_state, pushed = None, 0.0, 0.0, 0
         for inp in inputs:
             out, state = wig.step(inp, state)
             worst_out = max(worst_out, 0.98 - np.linalg.norm(out, axis=1).min())
-            rods = wig.strands.groups[0][2]
+            rods = wig.layer.groups[0][2]
             built = build(state.layer["10:root"], state.layer["10:root_dir"], state.layer["10:e1"],
                           state.layer["10:angles"], rods.seg)[0]
             worst_state = max(worst_state, 0.98 - np.linalg.norm(built, axis=2).min())
-            pushed += wig.strands.contacts[0].touched if contacts else 0
+            pushed += wig.layer.contacts[0].touched if contacts else 0
         depth[contacts, feel] = worst_out, worst_state, pushed
     assert all(d[0] <= 0.01 for d in depth.values()), depth
     assert depth[True, True][1] <= 0.01 and depth[True, True][2] > 0, depth        # the layer's own contacts
@@ -344,6 +340,7 @@ def test_the_rods_style_is_the_goal_walked_out_of_the_head():
     (follow-the-leader: rounding only), the roots where they were — and a goal that touches
     nothing is the style itself, bit for bit (a groom at rest keeps its style)."""
     from hair_wig.collision import Collider, ColliderMesh
+    from hair_wig.dynamics_layer import HairModel
     from hair_wig.rods import RodLayer
 
     n, num = 12, 40
@@ -356,7 +353,7 @@ def test_the_rods_style_is_the_goal_walked_out_of_the_head():
     rest = up[:, None] * 1.0 + 0.6 * t * side[:, None] + 0.02 * up[:, None]       # combed over the scalp
     seg = np.linalg.norm(np.diff(rest, axis=1), axis=2)
     offsets = np.arange(num + 1) * n
-    layer = RodLayer(np.ascontiguousarray(rest.reshape(-1, 3).T), offsets, RodSettings())
+    layer = RodLayer(HairModel("Hair", np.ascontiguousarray(rest.reshape(-1, 3).T), offsets), RodSettings())
     collider = Collider(ColliderMesh("Head", *sphere_mesh(1.0), resolution=96), np.eye(4), 0.0)
     collider.bind(np.ascontiguousarray(rest.reshape(-1, 3).T))
     layer.bind_colliders([collider])

@@ -90,6 +90,7 @@ def test_rods_bake_holds_the_styled_groom_keeps_lengths_stays_outside_and_lags_t
 
 def test_the_panels_rod_settings_reach_the_layer_and_a_wind_moves_the_style(scene, addon):
     from hair_wig_addon.operators import baking, blender_io as io, profile_curves, scene_reader
+    from hair_wig_addon.hair_wig import RodSettings
 
     scene, head, ob = _styled_head()
     s = ob.hair_wig
@@ -98,10 +99,10 @@ def test_the_panels_rod_settings_reach_the_layer_and_a_wind_moves_the_style(scen
     s.strands_friction = 0.5
     profile_curves.ensure(s, ob.name)
     profile_curves.set_preset(profile_curves.node(s, "rods_stiffness"), "LINEAR")
-    rods = scene_reader.read_settings(s).rods
+    rods = scene_reader.read_settings(s).dynamics
     assert (rods.stiffness, rods.beta, rods.damping, rods.max_substeps, rods.friction, rods.wobble) == \
         (7.0, 50.0, 3.0, 32, 0.5, 0.5)
-    assert scene_reader.read_settings(s).strands is None and scene_reader.read_settings(s).secondary is None
+    assert isinstance(rods, RodSettings)          # the one Dynamics setting picks the layer
     assert abs(rods.stiffness_profile(np.array([0.25]))[0] - 0.25) < 1e-3       # the curve drawn
     scene.frame_start, scene.frame_end = 1, 12
     bpy.context.view_layer.objects.active = ob
@@ -129,10 +130,10 @@ def test_the_panels_rod_settings_reach_the_layer_and_a_wind_moves_the_style(scen
     wig, head_ob, empties, surface = scene_reader.bind(bpy.context, ob)
     scene.frame_set(12)
     inp = scene_reader.frame_input(bpy.context, ob, head_ob, empties, surface, 12, wig=wig)
-    assert (inp.strands_stiffness, inp.strands_dynablend) == (14.0, 0.5)
+    assert inp.keyed == {"stiffness": 14.0, "dynablend": 0.5}
     wig.step(inp, wig.step(inp, None)[1])
-    rods = wig.strands.groups[0][2]
-    assert wig.strands.dynablend == 0.5 and np.allclose(rods.k, 2 * rods._k_per_unit * 7.0)
+    rods = wig.layer.groups[0][2]
+    assert wig.layer.dynablend == 0.5 and np.allclose(rods.k, 2 * rods._k_per_unit * 7.0)
     ob.animation_data_clear()
     # too stiff for the steps allowed: softened, and the bake says so by name
     s.rods_stiffness, s.rods_response, s.rods_max_substeps = 1e4, 1e4, 2

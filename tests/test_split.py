@@ -5,7 +5,7 @@ refused by name."""
 import numpy as np
 import pytest
 
-from hair_wig import DynamicMagnet, FrameInput, Magnet, SecondarySettings, Wig, WigSettings
+from hair_wig import DynamicMagnet, FrameInput, Magnet, SpringSettings, Wig, WigSettings
 from hair_wig.errors import HairWigError
 from hair_wig.rods import RodSettings
 from test_strands import G, _turn, _wig_hair
@@ -16,7 +16,7 @@ def _wig(sizes=(10,), **kw):
     hair = _wig_hair(strands=60, sizes=sizes)
     magnets = [Magnet("Pull", np.eye(4), radius=1.5),
                Magnet("Dyn", np.eye(4), radius=1.0, dynamic=DynamicMagnet(stiffness=40.0, damping=3.0))]
-    settings = dict(secondary=SecondarySettings(), use_collision=True)
+    settings = dict(dynamics=SpringSettings(), use_collision=True)
     settings.update(kw)
     return hair, Wig(hair, np.eye(4), np.eye(4), magnets, WigSettings(**settings), head_mesh=sphere_mesh(0.98))
 
@@ -63,7 +63,7 @@ def test_parts_of_a_wig_give_its_strands_bit_for_bit(threads):
 
 def test_splitting_strands_that_depend_on_each_other_is_refused_by_name():
     with pytest.raises(HairWigError, match="'Hair': its Rods dynamics layer steps the whole wig at once; split"):
-        _wig(secondary=None, rods=RodSettings())[1].restrict(0, 10)
+        _wig(dynamics=RodSettings())[1].restrict(0, 10)
     with pytest.raises(HairWigError, match="'Hair': its strand-length control works on all its strands together"):
         _wig(sizes=(10, 6))[1].restrict(0, 10)
     with pytest.raises(HairWigError, match="strands 50:70 are not a part of its 0:60"):

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_wig_core import rotation, sphere_mesh, strands, translate
 
-from hair_wig import DynamicMagnet, FrameInput, Magnet, Profile, SecondarySettings, Wig, WigSettings
+from hair_wig import DynamicMagnet, FrameInput, Magnet, Profile, SpringSettings, Wig, WigSettings
 from tolerance import AFFINE, NORM, magnitude, rounding
 
 CASES = 100
@@ -57,12 +57,12 @@ def test_any_ui_settings_keep_the_hair_finite_bounded_on_the_scalp_and_outside_t
         a = 2 * np.pi * i / len(ms)
         magnets.append(Magnet(f"M{i}", translate(1.3 * np.cos(a), 1.3 * np.sin(a), 0.8), m["multiplier"],
                               m["exponent"], m["radius"], dynamic=dyn))
-    secondary = SecondarySettings(w["k2"], w["r2"], random=w["random"], dynablend=w["dynablend2"]) \
+    secondary = SpringSettings(w["k2"], w["r2"], random=w["random"], dynablend=w["dynablend2"]) \
         if w["secondary"] else None
     wig = Wig(hair, np.eye(4), np.eye(4), magnets, WigSettings(
         normalisation=w["normalisation"], compression=Profile.constant(w["compression"]),
         use_length=w["use_length"], elasticity=w["elasticity"], length_mode=w["length_mode"],
-        collision_offset=w["offset"], secondary=secondary), head_mesh=HEAD, head_centre=np.zeros(3))
+        collision_offset=w["offset"], dynamics=secondary), head_mesh=HEAD, head_centre=np.zeros(3))
     # How far any magnet can carry a point: its travel and its turn, over the whole rest extent.
     reach = max(m["travel"] * (1.2 + m["shake"]) + abs(m["turn"]) * (rest_radius + 1.3) for m in ms)
     head_reach = abs(w["head_turn"]) * rest_radius

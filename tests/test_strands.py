@@ -271,7 +271,7 @@ def _inputs(frames, stop, magnet_z=1.5):
 
 def _wig(settings=None, threads=1, sizes=(10, 6), **kw):
     hair = _wig_hair(sizes=sizes)
-    base = dict(use_collision=False, strands=settings or StrandSettings())
+    base = dict(use_collision=False, dynamics=settings or StrandSettings())
     base.update(kw)
     wig = Wig(hair, np.eye(4), np.eye(4), [Magnet("M", np.eye(4), radius=0.01)], WigSettings(**base))
     if threads > 1:
@@ -324,7 +324,7 @@ def test_a_wig_with_strands_bakes_the_same_bits_on_two_threads_and_when_resumed(
         if f == 9:
             saved = state1.copy()
     assert saved != state1 and state1 == state2
-    assert one.strands.groups[0][2].pairs > 0 and one.strands.groups[0][2].link_a.size > 0   # they touch
+    assert one.layer.groups[0][2].pairs > 0 and one.layer.groups[0][2].link_a.size > 0   # they touch
     _, again = _wig(StrandSettings(hair_hair=True, diameter=0.05, links=2), sizes=(10,))
     state = saved
     for inp in inputs[10:]:
@@ -332,11 +332,9 @@ def test_a_wig_with_strands_bakes_the_same_bits_on_two_threads_and_when_resumed(
     assert np.array_equal(last, frames[-1]) and state == state1
 
 
-def test_one_dynamics_layer_at_a_time():
-    from hair_wig import SecondarySettings
-
-    with pytest.raises(HairWigError, match="'Hair': one dynamics layer at a time"):
-        _wig(secondary=SecondarySettings())
+def test_a_wig_refuses_settings_no_layer_takes_by_name():
+    with pytest.raises(HairWigError, match="'Hair': no dynamics layer takes settings of type dict"):
+        _wig({"substeps": 4})
 
 
 def _dragged_through_the_head(frames=24):
@@ -378,12 +376,12 @@ def test_strands_meet_the_head_inside_their_substeps_vertices_and_segments():
     hair, magnet, inputs = _dragged_through_the_head()
     head = sphere_mesh(0.98)
     wig = Wig(hair, np.eye(4), np.eye(4), [magnet],
-              WigSettings(strands=StrandSettings(), use_collision=True, collision_offset=0.005),
+              WigSettings(dynamics=StrandSettings(), use_collision=True, collision_offset=0.005),
               head_mesh=head)
     state, inside, touched = None, 0, 0
     for inp in inputs:
         out, state = wig.step(inp, state)
-        touched += wig.strands.touched
+        touched += wig.layer.touched
         for rows in (to_layout(out, 10), state.layer["10:pos"]):
             a = from_layout(rows[:, :-1].copy())
             b = from_layout(rows[:, 1:].copy())
@@ -402,9 +400,9 @@ def test_contacts_look_only_where_something_could_touch_and_miss_nothing():
     runs = {}
     for every in (False, True):
         wig = Wig(hair, np.eye(4), np.eye(4), [magnet],
-                  WigSettings(strands=StrandSettings(), use_collision=True, collision_offset=0.005),
+                  WigSettings(dynamics=StrandSettings(), use_collision=True, collision_offset=0.005),
                   head_mesh=sphere_mesh(0.98))
-        contact = wig.strands.contacts[0]
+        contact = wig.layer.contacts[0]
         looks = [0]
         look = contact._look
 
@@ -471,10 +469,10 @@ def test_strands_feel_the_head_through_refinement():
     depth = {}
     for feel in (True, False):
         wig = Wig(hair, np.eye(4), np.eye(4), [magnet],
-                  WigSettings(strands=StrandSettings(), use_collision=True), head_mesh=sphere_mesh(0.98))
-        wig.strands.contacts = None
+                  WigSettings(dynamics=StrandSettings(), use_collision=True), head_mesh=sphere_mesh(0.98))
+        wig.layer.contacts = None
         if not feel:
-            wig._strands_feel_refinement = lambda *a: None
+            wig._layer_feels_refinement = lambda *a: None
         state, worst_out, worst_state = None, 0.0, 0.0
         for inp in inputs:
             out, state = wig.step(inp, state)

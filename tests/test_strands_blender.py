@@ -151,7 +151,7 @@ def test_the_panels_settings_reach_the_strands_and_hold_is_keyed_per_frame(addon
     scene, head, ob, pts = _strands_wig()
     scenes.keyed_head_turn(head, 1, 6, angle=0.9, lift=0.0)
     s = ob.hair_wig
-    default = scene_reader.read_settings(s).strands
+    default = scene_reader.read_settings(s).dynamics
     u = np.linspace(0, 1, 5)
     from hair_wig_addon.hair_wig import StrandSettings
 
@@ -160,7 +160,7 @@ def test_the_panels_settings_reach_the_strands_and_hold_is_keyed_per_frame(addon
     profile_curves.ensure(s, ob.name)
     assert bpy.ops.hair_wig.profile_preset(profile="hold", preset="CONSTANT") == {"FINISHED"}
     s.strands_bend = 500.0
-    read = scene_reader.read_settings(s).strands
+    read = scene_reader.read_settings(s).dynamics
     np.testing.assert_allclose(read.goal_profile(u), 1.0, atol=1e-3)
     assert read.bend == 500.0
     s.strands_stiffness = 5000.0

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from hair_wig import (DynamicMagnet, FrameInput, HairSet, HairWigError, LengthControl, Magnet,
-                      MagnetWeights, Profile, RadiusMap, SecondarySettings, SecondarySprings, Wig,
+                      MagnetWeights, Profile, RadiusMap, SpringSettings, SecondarySprings, Wig,
                       WigSettings, ForceField, compensate_compression, spring_step_coefficients)
 from hair_wig.dynamics import DynamicMagnets
 from hair_wig.collision import RayField
@@ -309,7 +309,7 @@ def test_dynablend_zero_is_the_simple_magnet_and_one_lags():
 def test_secondary_lags_then_returns_to_style():
     h, mag, inputs = moving_magnet_inputs(frames=24 * 8)
     sec = WigSettings(use_length=False, use_collision=False,
-                      secondary=SecondarySettings(stiffness=60, damping=6, random=0.2, seed=3))
+                      dynamics=SpringSettings(stiffness=60, damping=6, random=0.2, seed=3))
     base, _ = run(Wig(h, np.eye(4), np.eye(4), [mag], no_refinement()), inputs)
     got, state = run(Wig(h, np.eye(4), np.eye(4), [mag], sec), inputs)
     t = h.vertex_t()
@@ -430,7 +430,7 @@ def test_same_inputs_same_bake_bit_for_bit():
     v, tris = sphere_mesh(1.0)
     h, _, inputs = moving_magnet_inputs(frames=30)
     dyn = Magnet("M", translate(0, 0, 1.5), radius=3.0, dynamic=DynamicMagnet(stiffness=20, damping=2))
-    settings = WigSettings(secondary=SecondarySettings(seed=5), compression=Profile.linear(1, 0.5))
+    settings = WigSettings(dynamics=SpringSettings(seed=5), compression=Profile.linear(1, 0.5))
     runs = [run(Wig(h, np.eye(4), np.eye(4), [dyn], settings, head_mesh=(v, tris)), inputs) for _ in range(2)]
     assert np.array_equal(runs[0][0], runs[1][0]) and runs[0][1] == runs[1][1]
     # Saving the state half-way and resuming gives the same frames.
@@ -465,7 +465,7 @@ def test_threads_and_in_place_state_give_the_same_bake_bit_for_bit():
     v, tris = sphere_mesh(1.0)
     h, _, inputs = moving_magnet_inputs(frames=10)
     dyn = Magnet("M", translate(0, 0, 1.5), radius=3.0, dynamic=DynamicMagnet(stiffness=20, damping=2))
-    settings = WigSettings(secondary=SecondarySettings(seed=5), compression=Profile.linear(1, 0.5))
+    settings = WigSettings(dynamics=SpringSettings(seed=5), compression=Profile.linear(1, 0.5))
     one = Wig(h, np.eye(4), np.eye(4), [dyn], settings, head_mesh=(v, tris))
     one.BLOCK_POINTS = 64
     one.blocks = one._blocks()               # many blocks, so that threads really share the work

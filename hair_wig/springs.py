@@ -1,0 +1,108 @@
+"""The Springs dynamics layer (SPEC §5, seed 000 "Secondary Movement"): every point lags behind
+the magnets' pose on its own damped spring and settles back — light, for fur and short hair.
+
+The springs live in the world's axes with their origin where the wig was at rest (a frame that
+does not move is as inertial as the world's, and float32 positions there keep the hair's digits
+wherever the scene places it); each frame's goal, carried there by the head, is the springs'
+target, and the point is shown at ``goal + dynablend · s(t) · (spring − target)`` (``dynamics.
+SecondarySprings``). The scene's force fields push every spring (SPEC §8: every layer feels them).
+Strands are independent of one another: a bake may be split by strands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .dynamics import SecondarySprings
+from .dynamics_layer import DynamicsLayer, HairModel, LayerFrame, profile, setting
+from .profiles import Profile
+from .spaces import transform_rows
+
+
+@dataclass
+class SpringSettings:
+    """The Springs layer's settings (SPEC §5)."""
+
+    stiffness: float = field(default=120.0, metadata=setting(
+        "secondary_stiffness", "Stiffness", "How quickly the strands catch up with the motion: lower is "
+        "looser, floppier hair", min=0.0, max=1e4, soft_max=1000.0))
+    damping: float = field(default=8.0, metadata=setting(
+        "secondary_damping", "Damping", "How quickly the strands stop swinging", min=0.0, max=1e4,
+        soft_max=100.0))
+    mass: float = 1.0
+    random: float = field(default=0.2, metadata=setting(
+        "secondary_random", "Variation", "How differently strands move: each gets its own stiffness and "
+        "damping, up to this fraction off the settings", min=0.0, max=0.95, subtype="FACTOR"))
+    seed: int = field(default=0, metadata=setting(
+        "secondary_seed", "Seed", "Seed of the per-strand variation (the same seed gives the same bake)",
+        min=0))
+    dynablend: float = field(default=1.0, metadata=setting(
+        "secondary_dynablend", "Dynablend", "How much of the strands' lag shows: 0 none (the hair sits "
+        "exactly on the magnets' pose), 1 all of it. Key it per shot", keyed=True, min=0.0, max=1.0,
+        subtype="FACTOR"))
+    stiffness_profile: Profile | None = None
+    # pinned at the root, full lag from a fifth of the strand on (the patent's dynablend is uniform)
+    blend_profile: Profile = field(default_factory=lambda: Profile.pinned_root(0.2, "secondary blend"),
+                                   metadata=profile("secondary_blend", "Secondary Blend",
+                                                    "How much each vertex lags, root to tip", "PINNED"))
+
+
+def spring_frame(head: np.ndarray, head_rest: np.ndarray) -> np.ndarray:
+    """Head-local → the springs' space: world axes, its origin where the wig was at rest."""
+    m = np.array(head, np.float64)
+    m[:3, 3] -= head_rest[:3, 3]
+    return m
+
+
+class SpringLayer(DynamicsLayer):
+    """Per-point damped springs toward the goal (SPEC §5). State: ``'pos'``, ``'vel'`` (3, P)
+    float32, the springs' space (``spring_frame``)."""
+
+    KEY = "SPRINGS"
+    LABEL = "Springs"
+    DESCRIPTION = "Every point lags on its own spring and settles back: light, good for fur and short hair"
+    SETTINGS = SpringSettings
+    KEYED = ("dynablend",)
+    SPLITS = True
+    ABSORBS = False       # a spring is not pushed by refinement: it lags toward the next goal
+
+    def __init__(self, model: HairModel, settings: SpringSettings):
+        super().__init__(model, settings)
+        s = settings
+        self.springs = SecondarySprings(
+            model.strand_of_point(), model.num_strands, model.vertex_t(), s.stiffness, s.damping, s.mass,
+            s.random, s.seed, s.stiffness_profile, s.blend_profile, s.dynablend)
+        self._scratch = None
+
+    def key(self, values: dict) -> None:
+        if values.get("dynablend") is not None:
+            self.springs.set_dynablend(values["dynablend"])
+
+    def initial_state(self, goal: np.ndarray, frame: LayerFrame) -> dict:
+        pos = transform_rows(spring_frame(frame.head, frame.head_rest), goal, np.empty_like(goal))
+        return {"pos": pos, "vel": np.zeros_like(goal)}
+
+    def step(self, state: dict, goal: np.ndarray, frame: LayerFrame, out: np.ndarray) -> None:
+        span = frame.points
+        p = out[:, span]
+        if out is not goal:
+            np.copyto(p, goal[:, span])
+        pos, vel = state["pos"][:, span], state["vel"][:, span]
+        c = p.shape[1]
+        if self._scratch is None or self._scratch[0].shape[1] < c:
+            self._scratch = (np.empty((3, c), np.float32), np.empty((3, c), np.float32), np.empty(c, np.float32))
+        work, spare, row = (a[..., :c] for a in self._scratch)
+        self.springs.follow(pos, vel, p, spring_frame(frame.head, frame.head_rest), frame.head_inv, frame.dt,
+                            False, work, spare, row, span, self._field_accel(pos, vel, frame))
+
+    def _field_accel(self, pos: np.ndarray, vel: np.ndarray, frame: LayerFrame) -> np.ndarray | None:
+        """The force fields' acceleration (3, C) float32 on the springs where they are, as they
+        move, held over the frame (``SecondarySprings.follow``)."""
+        if not frame.forces:
+            return None
+        at = pos.T.astype(np.float64) + frame.head_rest[:3, 3]
+        moving = vel.T.astype(np.float64)
+        force = sum(f.force(at, frame.time, moving) for f in frame.forces)
+        return np.ascontiguousarray((force / self.springs.mass).T, dtype=np.float32)
