@@ -21,12 +21,11 @@ from .errors import HairWigError
 from .hairset import HairSet
 from .magnets import FollowReach, Magnet, MagnetWeights
 from .profiles import Profile
-from .chain import SETTLING, least_motion, settled
-from .children import Children, neighbourhood, sag, transplant, turns
 from .collision import Collider, ColliderMesh
+from .walk import CollisionWalk
 from .refinement import LengthControl, compensate_compression_rows, compression_vectors
 from .scalp import ScalpSpace
-from .spaces import as_matrix, rotation_of, scale_of, transform_points, transform_rows
+from .spaces import as_matrix, scale_of, transform_points, transform_rows
 
 
 
@@ -203,18 +202,21 @@ class Wig:
                 raise HairWigError(f"'{hair.name}': {err}") from None
         # refinement moves below this (squared, head-local) are float32 rounding, not contact
         self._contact_tolerance = (1e-5 * float(np.ptp(self.rest_rows, axis=1).max())) ** 2
-        # refinement's walk meets a head-on contact as the wig's dynamics layer does: where the
-        # Strands layer's chain gives (``VerletStrands._give``), the walk lifts the chain too
-        # (``_lift_steep``), so the two agree and what the walk did is no new motion to the layer;
-        # Rods meet contacts in their angles and Springs not at all, and keep the walk's swing
-        self._lifts = self.layer is not None and self.layer.LIFTS
         counts = hair.counts
         # strands of one point count under per-segment length: collision walks them point-major
         self._uniform = int(counts[0]) if (settings.use_length and settings.length_mode == "SEGMENT"
                                            and np.all(counts == counts[0])) else 0
-        self.children = None          # (K, 3, S) float32: each guide's children's roots (children.py)
-        self._children_note = None
-        self._children_turn = None    # (K, 3, 3, S) float32: their turns (Follow Surface Normal)
+        self.not_root = t > 0
+        self.strand_of_point = hair.strand_of_point()
+        self.length = LengthControl(hair, settings.elasticity, settings.length_mode) if settings.use_length else None
+        # refinement's collision-and-length walk, on the colliders bound below
+        # It meets a head-on contact as the wig's dynamics layer does: where the Strands layer's
+        # chain gives (``VerletStrands._give``), the walk lifts the chain too (``_lift_steep``),
+        # so the two agree and what the walk did is no new motion to the layer; Rods meet
+        # contacts in their angles and Springs not at all, and keep the walk's swing.
+        self.walk = CollisionWalk(self.colliders, self.length, settings.collision_iterations,
+                                  self.layer is not None and self.layer.LIFTS, self.not_root,
+                                  self.strand_of_point, self._uniform)
         if settings.use_collision:
             # Offsets are world distances; refinement works in head-local units.
             scale = self.head_scale
@@ -231,17 +233,15 @@ class Wig:
                 c.bind(self.rest_rows, self._uniform)
                 self.colliders.append(c)
             if children is not None and len(children.roots) and settings.child_samples:
-                self._bind_neighbourhood(children, head_mesh is not None)
+                self.walk.bind_neighbourhood(children, head_mesh is not None, self.rest_rows, hair.offsets,
+                                             self.to_local, settings.child_samples, settings.length_mode)
             for c in self.colliders:
-                self._bind_children(c, self.rest_rows)
+                self.walk.bind_children(c, self.rest_rows)
             if self.layer is not None:             # a layer may meet them inside its substeps
                 self.layer.bind_colliders(self.colliders)
         self.residual = 0.0          # the deepest point left inside a collision surface, last frame
         self.alpha = None if settings.compression is None else settings.compression(t)
-        self.length = LengthControl(hair, settings.elasticity, settings.length_mode) if settings.use_length else None
-        self.not_root = t > 0
         self.scalp = scalp
-        self.strand_of_point = hair.strand_of_point()
         self.attachment = settings.attachment(t).astype(np.float32)
         self.compression_bound = None
         if self.alpha is not None:
@@ -344,8 +344,8 @@ class Wig:
         for c in self.colliders:
             if c.mesh.method == "RAY":
                 out += c.field.map.warnings()
-        if self._children_note:
-            out.append(self._children_note)
+        if self.walk.note:
+            out.append(self.walk.note)
         return out
 
     @property
@@ -468,7 +468,7 @@ class Wig:
                 self.length.set_rest_rows(rest)
             for c in self.colliders:          # this frame's hairstyle is the groom to keep
                 c.bind(rest, self._uniform)
-                self._bind_children(c, rest)
+                self.walk.bind_children(c, rest)
 
         self._set_colliders(inp, head)
         self._residuals = []
@@ -587,7 +587,7 @@ class Wig:
             clock = _Clock(timings)
             bound_rest = rest is None or rest is self.rest_rows
             c = span.stop - span.start
-            p, work, spare, row = ws.rows(0, c), ws.rows(1, c), ws.rows(2, c), ws.row[:c]
+            p, work = ws.rows(0, c), ws.rows(1, c)
             if layered is not None and layered.phase == "refine":
                 base = layered.base[:, span]
                 np.copyto(p, layered.goal[:, span])
@@ -646,7 +646,7 @@ class Wig:
                first_strand: int = 0, at_rest: bool = False, clock=None, ws=None) -> np.ndarray:
         """Refinement in head-local space, in the seed's order (SPEC §6): compression (of the
         displacement from ``base``, this frame's rest pose), length, then collision and length
-        together on the strands the collision touched (``_collide_and_keep_length``). Points as rows
+        together on the strands the collision touched (``walk.CollisionWalk``). Points as rows
         (3, P) — or the block ``span`` of them, starting at strand ``first_strand`` — in place.
         ``at_rest``: ``base`` is the bound rest pose, whose compression vectors were kept.
         ``ws``: the thread's scratch buffers."""
@@ -659,359 +659,13 @@ class Wig:
                 bound = (self.compression_bound[0][:, span], self.compression_bound[1][span])
             compensate_compression_rows(base, p, self.centre, self.alpha[span], bound, work, row)
         clock.lap("compression")
-        if self.length is not None and not (self.colliders and self._walks):
+        if self.length is not None and not (self.colliders and self.walk.walks):
             self.length.apply_rows(p, None, first_strand, work, row, base)
         clock.lap("length")
         if self.colliders:
-            self._collide_and_keep_length(p, base, span, first_strand, work, row)
+            self.walk.run(p, base, span, first_strand, work, row)
         clock.lap("collision")
         return p
-
-    @property
-    def _walks(self) -> bool:
-        """Whether length and collision are one root-to-tip walk (per-segment length on strands
-        of one point count)."""
-        return self.length is not None and self.length.mode == "SEGMENT" and bool(self.length.uniform)
-
-    def _collide_and_keep_length(self, p, base, span, first_strand, work, row) -> None:
-        """Collision and length as constraints together (SPEC §6.4). Per segment: one walk of
-        every strand from root to tip, each point placed at its segment's length from the one
-        before (follow-the-leader) and out of every collider, so collision never stretches hair.
-        With the whole-strand length mode, length (the strand's scale) and collision alternate
-        instead, ending on length. What is left inside a collision surface is measured on the
-        points as written (``_held_depth``). ``base``: this frame's rest pose of the block (3, C)."""
-        length = self.length
-        if self._walks:
-            self._walk(p, base, span, first_strand)
-        else:
-            not_root = self.not_root[span]
-            strand = self.strand_of_point[span] - first_strand
-            moved = self._collide(p, span, not_root)
-            if moved.size == 0:
-                return
-            touched = np.unique(strand[moved])
-            hit = np.zeros(int(strand[-1]) + 1, dtype=bool)
-            hit[touched] = True
-            mask = hit[strand] & not_root
-            if length is not None:
-                for _ in range(max(1, self.settings.collision_iterations)):
-                    length.apply_rows(p, touched, first_strand, base=base)
-                    moved = self._collide(p, span, mask)
-                    if moved.size == 0:
-                        break
-                else:
-                    length.apply_rows(p, touched, first_strand, base=base)
-
-    def _walk(self, p, base, span, first_strand) -> None:
-        """Follow-the-leader with collision, root to tip, on every strand of the block (one point
-        count; SPEC §6.4): each point placed its segment's length from the one before
-        (``LengthControl.steps``: towards where it was asked to be, turned towards the segment
-        as it came in where that is squashed or turns back, and towards the rest segment of
-        ``base`` (3, C) where that is zero too); then the points the grid says may be within
-        their limit are pushed out of every collider and set back on their segment's length, ``collision_iterations`` times. The
-        block is turned point-major once, so each step is one pass over contiguous rows. What is
-        left inside is measured on the points as written (``_held_depth``)."""
-        length = self.length
-        n = length.uniform
-        count = p.shape[1] // n
-        view = p.reshape(3, count, n)
-        q = np.ascontiguousarray(view.transpose(0, 2, 1))                      # (3, n, S)
-        rest = length.rest_columns(first_strand, count)
-        index = span.start + np.arange(count, dtype=np.int64) * n              # each strand's root
-        strands = slice(first_strand, first_strand + count)
-        # per collider, a lower bound of each strand's last point's distance (near_step)
-        margins = [np.full(count, -np.inf, np.float32) for _ in self.colliders]
-        seg = np.empty(count, np.float32) if length.elasticity else None
-        for j in length.steps(q, rest, base.reshape(3, count, n)):
-            if seg is not None:      # elastic: the segment is not its rest length
-                d = q[:, j] - q[:, j - 1]
-                np.sqrt(np.einsum("ks,ks->s", d, d), out=seg)
-            at_j = index + j
-            near = [c.near_step(q[:, j], j, strands, at_j, m, rest[j] if seg is None else seg)
-                    for c, m in zip(self.colliders, margins)]
-            at = near[0] if len(near) == 1 else np.unique(np.concatenate(near))
-            if len(margins) > 1 and at.size:
-                for m in margins:            # moved by one collider: no bound for the others
-                    m[at] = -np.inf
-            for _ in range(max(1, self.settings.collision_iterations)):
-                if at.size == 0:
-                    break
-                at = self._push_round(q, j, at, at_j)
-            if self.children is not None:
-                kept = self._keep_children_out(q, j, strands)
-                if kept.size:
-                    for m in margins:            # moved: no bound for the next point
-                        m[kept] = -np.inf
-                    # the guide's own point, checked again where its children moved it
-                    at = np.union1d(at, self._push_round(q, j, kept, at_j))
-            if at.size:
-                # still unresolved after the last tangent-plane step (a crease or a pocket)
-                self._swing_out(q, j, at_j, at)
-        view[...] = q.transpose(0, 2, 1)
-
-    def _push_round(self, q: np.ndarray, j: int, at: np.ndarray, at_j: np.ndarray, lift: bool = True) -> np.ndarray:
-        """One round of contacts for points j of the walked strands ``q`` (3, n, S), those of
-        the strands ``at`` (wig points ``at_j[at]``): each pushed out of every collider, then set
-        back on its segment's length on the contact's tangent plane (``_onto_circle``) — or,
-        with ``lift`` and the Strands layer, the chain lifted where that meets it head-on
-        (``_lift_steep``). Returns the strands pushed."""
-        qa = q[:, j, at]
-        pushed = np.zeros(len(at), bool)
-        normal = np.zeros((3, len(at)))
-        for c in self.colliders:
-            pushed[c.project_at(qa, at_j[at], normal)] = True
-        at = at[pushed]
-        if at.size:
-            before = q[:, j, at]
-            after, n = qa[:, pushed], normal[:, pushed]
-            swung = _onto_circle(q[:, j - 1, at], before, after, n)
-            q[:, j, at] = swung
-            if j >= 2 and lift and self._lifts:
-                self._lift_steep(q, j, at, before, after, n, swung, at_j)
-        return at
-
-    def _lift_steep(self, q, j, at, before, after, n, swung, at_j) -> None:
-        """Where a contact meets its segment head-on, the chain gives instead of the segment
-        (with the Strands layer, whose substeps give alike: ``self._lifts``).
-
-        Set back on its length on the tangent plane (``_onto_circle``), a point whose segment is
-        within a few degrees of the surface's normal swings sideways by ``√(2 L δ)`` for a push
-        ``δ``: hair hanging onto a shoulder that rises 1 mm slid 8 mm in a frame (issue 34 part
-        3). A hanging strand pushed at its end lifts instead: ``chain.least_motion`` (Gauss's
-        principle of least constraint), points 1…j moved as little as keeps every segment's
-        length and puts point j on its contact's plane. Points ``before`` (3, K) were pushed to
-        ``after`` along ``n`` and swung to ``swung``; ``at``: their strands, ``at_j`` the wig's
-        points j.
-
-        Looked at only where the swing moved the point more than twice its push (hair lying
-        along a surface is swung by about its push and keeps it) and the push is resting
-        contact settling (under ``SETTLING`` of the segment). Taken where it is a give to take
-        (``chain.settled``: the lengths kept, the strand moved no more than the swing moved its
-        point) and leaves no point it moved a tenth of the push inside: a point it would take
-        inside becomes a contact of the chain too, sliding along its surface, and the chain is
-        solved again (three times at most); what is left inside by a micron (a point that slid
-        along the curved scalp it lies on) the walk sets out again from there. Elsewhere the
-        swing stands."""
-        d2 = np.einsum("ks,ks->s", swung - before, swung - before)
-        p2 = np.einsum("ks,ks->s", after - before, after - before)
-        seg = before - q[:, j - 1, at]
-        steep = np.flatnonzero((d2 > 4 * p2) & (p2 < SETTLING ** 2 * np.einsum("ks,ks->s", seg, seg)))
-        if steep.size == 0:
-            return
-        who = at[steep]
-        k = len(who)
-        x0 = q[:, :j + 1, who].astype(np.float64)                       # (3, j + 1, K), before the swing
-        x0[:, j] = before[:, steep]
-        seg = np.diff(x0, axis=1)
-        length = np.sqrt(np.einsum("kis,kis->is", seg, seg))            # (j, K): kept as they are
-        # contacts of points 0…j (the root's held, never one): where each must reach along its
-        # normal — only j's at first; a point the lift would take inside its surface is added,
-        # and the chain solved again
-        normal = np.zeros((3, j + 1, k))
-        reach = np.zeros((j + 1, k))
-        normal[:, j] = n[:, steep]
-        reach[j] = np.einsum("ks,ks->s", n[:, steep], after[:, steep])
-        where = (at_j[who][None, :] - (j - np.arange(1, j))[:, None]).ravel()  # wig points 1…j − 1
-        for _ in range(3):
-            x = least_motion(x0, 1, length, normal, reach)
-            lifted = np.ascontiguousarray(x[:, 1:j].reshape(3, -1), np.float32)
-            depth = self._depth(lifted, where).reshape(j - 1, k)
-            inside = depth > 0
-            if not inside.any():
-                break
-            # the points the lift took inside: on their surfaces too, sliding along them
-            out = lifted.copy()
-            push = np.zeros((3, out.shape[1]))
-            for c in self.colliders:
-                c.project_at(out, where, push)
-            hit = inside & np.isclose(np.einsum("kp,kp->p", push, push), 1.0).reshape(j - 1, k)
-            normal[:, 1:j] = np.where(hit[None], push.reshape(3, j - 1, k), normal[:, 1:j])
-            reach[1:j] = np.where(hit, np.einsum("kp,kp->p", push, out.astype(np.float64)).reshape(j - 1, k),
-                                  reach[1:j])
-        # what is still inside after three rounds: a point slid along the surface it lay on (a
-        # micron into a curved scalp) the walk below sets out again; one a tenth of the push
-        # inside is no lift
-        inside = (depth > 0.1 * np.sqrt(p2[steep])).any(axis=0)
-        # contacts that cannot all hold with the lengths (two surfaces closing on a segment) are
-        # met only in the least-squares sense, and a chain nearly straight along the normal does
-        # not converge: such a lift would stretch hair or throw it, and is not taken (``settled``)
-        take = ~inside & settled(x0, x, length, np.sqrt(d2[steep]))
-        if not take.any():
-            return
-        cols = who[take]
-        q[:, 1:j + 1, cols] = x[:, 1:, take].astype(np.float32)
-        # the walk again from the first point the lift left inside (a micron into the curved
-        # scalp it slid along), as it placed them the first time: each on its length from the
-        # one before (the lift's own, to float32) and out of every collider
-        deep = depth[:, take] > 0                                        # (j − 1, K')
-        again = np.flatnonzero(deep.any(axis=0))
-        if again.size == 0:
-            return
-        first = np.argmax(deep[:, again], axis=0) + 1                   # points 1…j − 1
-        rest = length[:, take][:, again].astype(np.float32)
-        for i in range(int(first.min()), j + 1):
-            on = np.flatnonzero(first <= i)
-            c = cols[again[on]]
-            here = q[:, i, c]
-            self.length.follow(q[:, i - 1, c], here, rest[i - 1, on], here - q[:, i - 1, c])
-            q[:, i, c] = here
-            self._push_round(q, i, c, at_j - (j - i), lift=False)
-
-    def _bind_neighbourhood(self, children: Children, on_head: bool) -> None:
-        """Each guide's samples of the children it leads (children.py): their roots' offsets
-        (head-local) and, where Interpolate Hair Curves follows the surface normal, the turn
-        from the guide's root normal to theirs (the head's normals where they are rooted)."""
-        s = self.settings
-        if not self._uniform:
-            self._children_note = (
-                f"the {len(children.roots)} curves grown from its strands (children) are not kept out of "
-                f"the colliders: that needs Keep Length per segment and strands of one point count "
-                f"(these have {'Whole Strand' if s.length_mode != 'SEGMENT' else 'several counts'}); "
-                f"raise Head Offset if they show inside")
-            return
-        roots = self.rest_rows[:, self.hair.offsets[:-1]].astype(np.float64)           # (3, G)
-        kids = transform_points(np.asarray(children.roots, np.float64), self.to_local)
-        offsets, which = neighbourhood(roots.T, kids, s.child_samples)
-        self.children = offsets.astype(np.float32)
-        self._children_turn = None
-        if children.follow_normal and on_head:
-            head = self.colliders[0]
-            up = head.outward_at(roots.astype(np.float32))                               # (3, G)
-            there = kids[np.maximum(which, 0)]                                            # (K, G, 3)
-            k, g = which.shape
-            kid_up = head.outward_at(np.ascontiguousarray(there.reshape(-1, 3).T, np.float32))
-            kid_up = kid_up.reshape(3, k, g).transpose(1, 0, 2)
-            kid_up = np.where((which >= 0)[:, None, :], kid_up, up[None])
-            self._children_turn = turns(up, kid_up).astype(np.float32)
-        self._children_margin = sag(self.children)
-
-    def _bind_children(self, c: Collider, rest: np.ndarray) -> None:
-        if self.children is not None:
-            c.bind_children(rest, self.children, self._children_turn, self._uniform, self._children_margin)
-
-    def _keep_children_out(self, q: np.ndarray, j: int, strands: slice) -> np.ndarray:
-        """Points j of the walked strands ``q`` (3, n, S) moved so that each guide's shape,
-        moved onto its children's roots (``self.children``), is outside every collider there
-        (children.py): each round the largest push any of a guide's samples needs moves the
-        guide's point, set back on its segment's length on that contact's tangent plane
-        (``_onto_circle``), as a guide's own contact is. Returns the strands moved."""
-        off = self.children[:, :, strands]                                  # (K, 3, S)
-        turn = None if self._children_turn is None else self._children_turn[..., strands]
-        k, _, count = off.shape
-        moved = np.zeros(count, bool)
-        cols = np.arange(count)
-        for _ in range(max(1, self.settings.collision_iterations)):
-            v = transplant(q[:, j], q[:, 0], off, turn).transpose(1, 0, 2).reshape(3, k * count)
-            before = v.copy()
-            normal = np.zeros((3, k * count), np.float32)
-            for c in self.colliders:
-                c.push_to(v, c.child_limit[:, j, strands].reshape(k * count), normal)
-            push = (v - before).reshape(3, k, count)
-            size = np.einsum("aks,aks->ks", push, push)
-            best = np.argmax(size, axis=0)
-            hit = np.flatnonzero(size[best, cols] > 0)
-            if hit.size == 0:
-                break
-            moved[hit] = True
-            pick = best[hit]
-            d = push[:, pick, hit]
-            n = normal.reshape(3, k, count)[:, pick, hit]
-            if turn is not None:             # back into the guide's own frame: Rᵀ
-                r = turn[pick, :, :, hit]                                   # (H, 3, 3)
-                d = np.einsum("hab,ah->bh", r, d)
-                n = np.einsum("hab,ah->bh", r, n)
-            here = q[:, j, hit]
-            q[:, j, hit] = _onto_circle(q[:, j - 1, hit], here, here + d, n)
-        return np.flatnonzero(moved)
-
-    def _depth(self, q: np.ndarray, index: np.ndarray) -> np.ndarray:
-        """How far each point ``q`` (3, S) — wig points ``index`` — is inside its collision
-        surface, over every collider (0 outside)."""
-        depth = np.zeros(q.shape[1])
-        for c in self.colliders:
-            pick, d = c.depth_at(q, index)
-            if pick.size:
-                np.maximum.at(depth, pick, d - c.tolerance)
-        return depth
-
-    def _swing_out(self, q: np.ndarray, j: int, index: np.ndarray, among: np.ndarray, rounds: int = 7) -> None:
-        """Points j (of the walked strands ``q`` (3, n, S)) still inside after the tangent-plane
-        steps (a crease — an ear against the head — bends the surface away from the plane):
-        swing each round point j − 1, at its segment's length, from where it is (inside)
-        towards a direction that is outside, and keep the first outside point on the way
-        (found to 1e-7 of the arc, float32's own: ``rounds`` scans of nine samples — a coarser
-        search made where the point lands a step function of rounding, 1e-3 of a segment on
-        a scene moved or turned). Every candidate of a scan is measured in one call."""
-        deep = among[self._depth(q[:, j, among], index[among]) > 0]
-        if deep.size == 0:
-            return
-        k = len(deep)
-        at = index[deep]
-        inside = np.ascontiguousarray(q[:, j, deep])
-        c = q[:, j - 1, deep]
-        pushed = inside.copy()
-        for col in self.colliders:
-            col.project_at(pushed, at)
-        out = _unit(pushed - inside)
-        seg = inside - c
-        length = np.sqrt(np.einsum("ks,ks->s", seg, seg))
-        lo = seg / np.maximum(length, 1e-30)
-        # Where "out" is: the surface's outward direction at the contact, else on along the
-        # strand's previous segment, else away from the collider at j − 1 (a pocket under an
-        # ear can close the first way); the first that is outside. Failing all, a pocket
-        # (between an eye and a brow, under an ear): the outside direction nearest to where
-        # the point is, among 128 round point j − 1.
-        ways = [out]
-        if j > 1:
-            ways.append(_unit(c - q[:, j - 2, deep]))
-        ways.extend(col.outward_at(c) for col in self.colliders)
-        free = self._outside(c[None] + np.stack(ways) * length, at)        # (ways, K)
-        # failing every way, the point stays where it is (inside, and measured so), never on its
-        # leader
-        hi = np.where(np.sum(out * out, axis=0) > 0.25, out, lo)
-        found = np.zeros(k, bool)
-        for w, way in enumerate(ways):
-            # a way of no length (a push that could not move the point: pushed − inside = 0)
-            # points nowhere: c + 0 is the leader itself, outside, and the point sat on it
-            take = ~found & free[w] & (np.sum(way * way, axis=0) > 0.25)
-            hi[:, take] = way[:, take]
-            found |= take
-        if not found.all():
-            # directions spread evenly over the sphere, in a frame of the point's own (its
-            # segment, the push's direction): they turn with the scene, so where the search
-            # lands does not depend on how the scene's axes lie
-            rest = np.flatnonzero(~found)
-            frame = _frame(lo[:, rest], out[:, rest])                       # (3, 3, R)
-            around = np.einsum("ak,kir->air", _AROUND, frame)               # (A, 3, R)
-            free = self._outside(c[None, :, rest] + around * length[rest], at[rest])
-            score = np.where(free, _AROUND[:, :1], -np.inf)                 # (A, R): along the segment
-            best = np.argmax(score, axis=0)
-            some = np.flatnonzero(np.isfinite(score.max(axis=0)))
-            hi[:, rest[some]] = around[best[some], :, some].T
-        s = (np.arange(1, 10) / 10.0)[:, None, None]
-        cols = np.arange(k)
-        for _ in range(rounds):
-            mid = _arc(lo, hi, s, out)                                    # (9, 3, K), lo to hi
-            ok = self._outside(c[None] + mid * length, at)
-            some = ok.any(axis=0)
-            first = np.argmax(ok, axis=0)
-            before = np.where(first > 0, first - 1, 0)
-            new_lo = np.where(some & (first > 0), mid[before, :, cols].T, lo)
-            lo = np.where(some, new_lo, mid[-1])
-            hi = np.where(some, mid[first, :, cols].T, hi)
-        q[:, j, deep] = c + hi * length
-
-    def _outside(self, x: np.ndarray, at: np.ndarray) -> np.ndarray:
-        """Whether candidate points ``x`` (M, 3, K) for the wig points ``at`` (K,) are outside
-        every collision surface: (M, K), measured in one call."""
-        m, _, k = x.shape
-        rows = np.ascontiguousarray(x.transpose(1, 0, 2).reshape(3, m * k), np.float32)
-        return (self._depth(rows, np.tile(at, m)) <= 0).reshape(m, k)
-
-    def _collide(self, p, span, mask) -> np.ndarray:
-        moved = [c.project_rows(p, span, mask) for c in self.colliders]
-        return moved[0] if len(moved) == 1 else np.unique(np.concatenate(moved))
-
 
 def exact_origin(rows: np.ndarray) -> np.ndarray:
     """An origin (3,) for head-local space among points ``rows`` (P, 3): per axis, 0 where the
@@ -1035,84 +689,6 @@ def _shifted(m: np.ndarray, origin: np.ndarray) -> np.ndarray:
     m = np.array(m, np.float64)
     m[:3, 3] -= origin
     return m
-
-
-def _spread(n: int) -> np.ndarray:
-    """``n`` unit directions (n, 3) spread evenly over the sphere (a Fibonacci spiral from +x,
-    the first axis, to −x): about 18° apart at 128."""
-    k = np.arange(n) + 0.5
-    x = 1 - 2 * k / n
-    r = np.sqrt(1 - x * x)
-    turn = np.pi * (3 - np.sqrt(5)) * k
-    return np.stack([x, r * np.cos(turn), r * np.sin(turn)], axis=1)
-
-
-_AROUND = _spread(128)
-
-
-def _arc(lo: np.ndarray, hi: np.ndarray, s: np.ndarray, across: np.ndarray) -> np.ndarray:
-    """Unit directions (len(s), 3, K) on the great circle from ``lo`` to ``hi`` (3, K, unit) at
-    the fractions ``s`` (len(s), 1, 1) of the angle between them; where ``hi`` is opposite
-    ``lo`` (no plane of their own), the circle turns towards ``across`` (3, K). A straight blend
-    of the two, normalised, passes through zero there — a point set its segment's length along
-    that direction sat on its leader, and the strand's tail collapsed onto it."""
-    cos = np.clip(np.sum(lo * hi, axis=0), -1.0, 1.0)
-    w = hi - lo * cos
-    sin = np.sqrt(np.sum(w * w, axis=0))
-    weak = sin <= 1e-6
-    if weak.any():
-        w[:, weak] = _frame(lo[:, weak], across[:, weak])[1]
-    w = np.where(weak[None], w, w / np.maximum(sin, 1e-300))
-    angle = np.arctan2(sin, cos) * s                                  # (len(s), 1, K)
-    return np.cos(angle) * lo[None] + np.sin(angle) * w[None]
-
-
-def _frame(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Orthonormal frames (3 axes, 3, K): the first along ``a`` (3, K, unit), the second
-    along the part of ``b`` (3, K) across it — or, where ``b`` has none, across ``a`` towards
-    its smallest coordinate — the third their cross product."""
-    b = b - a * np.sum(a * b, axis=0)
-    n = np.sqrt(np.sum(b * b, axis=0))
-    weak = n <= 1e-6
-    if weak.any():
-        k = np.argmin(np.abs(a[:, weak]), axis=0)
-        e = np.zeros((3, int(weak.sum())))
-        e[k, np.arange(e.shape[1])] = 1.0
-        e -= a[:, weak] * np.sum(a[:, weak] * e, axis=0)
-        b[:, weak] = e
-    b = _unit(b)
-    return np.stack([a, b, np.cross(a, b, axis=0)])
-
-
-def _unit(v: np.ndarray, axis: int = 0) -> np.ndarray:
-    """``v`` scaled to unit length along ``axis`` (a zero vector stays zero)."""
-    n = np.sqrt(np.sum(v * v, axis=axis, keepdims=True))
-    return v / np.maximum(n, 1e-30)
-
-
-def _onto_circle(c: np.ndarray, before: np.ndarray, after: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Where a point ``before`` (3, S), at its segment's length from ``c``, goes when a
-    collider pushed it to ``after`` along ``n`` (3, S, unit): the point at that same distance
-    from ``c`` that lies on the collision surface's tangent plane there, nearest ``before`` —
-    the circle where the segment's sphere meets the plane. Where the sphere misses the plane,
-    the point is set on the segment's length along ``after − c`` instead (follow-the-leader).
-    The plane's normal is the collider's own, not ``after − before``: a push of a rounding
-    (a point left a hair inside by the step before) has no direction of its own to the digit."""
-    seg = before - c
-    length2 = np.einsum("ks,ks->s", seg, seg)
-    hc = np.einsum("ks,ks->s", n, c - after)           # height of c above the plane
-    rho2 = length2 - hc * hc
-    m = c - hc * n
-    w = before - m
-    w -= np.einsum("ks,ks->s", n, w) * n
-    wn = np.sqrt(np.einsum("ks,ks->s", w, w))
-    out = m + w * (np.sqrt(np.maximum(rho2, 0)) / np.maximum(wn, 1e-30))
-    fallback = (rho2 < 0) | (wn <= 1e-12 * np.sqrt(length2))
-    if fallback.any():
-        d = after[:, fallback] - c[:, fallback]
-        dn = np.sqrt(np.einsum("ks,ks->s", d, d))
-        out[:, fallback] = c[:, fallback] + d * (np.sqrt(length2[fallback]) / np.maximum(dn, 1e-30))
-    return out
 
 
 class _Workspace:

@@ -107,15 +107,15 @@ def test_a_pressed_guide_keeps_its_childrens_shapes_out_and_the_groom_at_rest_st
     hair = _hair_on_sphere(n=40, lift=0.004)
     kids = _children_roots(hair)
     wig, hair, (v, t), rest_in, pull_in = _pressed(kids, follow)
-    assert (wig._children_turn is not None) == follow
+    assert (wig.walk._children_turn is not None) == follow
     rest, _ = wig.step(rest_in)
     assert np.abs(rest - hair.points).max() <= rounding(magnitude(hair.points), FOLLOW * 12)
     p, _ = wig.step(pull_in)
-    k = wig.children.shape[0]
+    k = wig.walk.children.shape[0]
     n = 12
     pts = p.reshape(-1, n, 3).astype(np.float64)
-    off = wig.children.astype(np.float64)
-    turn = None if wig._children_turn is None else wig._children_turn.astype(np.float64)
+    off = wig.walk.children.astype(np.float64)
+    turn = None if wig.walk._children_turn is None else wig.walk._children_turn.astype(np.float64)
 
     def shapes(x):
         """Every guide's points (G, n, 3) moved onto its samples' roots: (K, G, n, 3)."""
@@ -127,7 +127,7 @@ def test_a_pressed_guide_keeps_its_childrens_shapes_out_and_the_groom_at_rest_st
     rest_moved = shapes(hair.points.reshape(-1, n, 3).astype(np.float64))
     d = exact_signed_distance(moved.reshape(-1, 3), v, t).reshape(k, -1, n)
     d0 = exact_signed_distance(rest_moved.reshape(-1, 3), v, t).reshape(k, -1, n)
-    limit = np.minimum(sag(wig.children)[None, :, None], d0)
+    limit = np.minimum(sag(wig.walk.children)[None, :, None], d0)
     # limits farther from the surface than the field's exact band (deep inside in the groom, or
     # a wide patch's sag) are kept by the grid's distance, not exactly: left out
     exact = np.abs(limit) < wig.colliders[0].field.exact_reach
@@ -154,8 +154,8 @@ def test_hair_without_children_or_with_several_point_counts_says_so():
     hair = _hair_on_sphere(n=20)
     v, t = sphere(1.0, 32, 64)
     m = np.eye(4)
-    assert Wig(hair, m, m, [], WigSettings(), head_mesh=(v, t)).children is None
+    assert Wig(hair, m, m, [], WigSettings(), head_mesh=(v, t)).walk.children is None
     kids = _children_roots(hair)
     whole = Wig(hair, m, m, [], WigSettings(length_mode="STRAND"), head_mesh=(v, t), children=kids)
-    assert whole.children is None
+    assert whole.walk.children is None
     assert any("children" in w and "Whole Strand" in w for w in whole.warnings())
