@@ -135,6 +135,9 @@ class Wig:
         roots in the hair object's space at rest, and whether it follows the surface normal;
         collision keeps each guide's shape out of the head on its children's roots too
         (``children.py``).
+    keyed : KeyedStyle or None
+        A keyframed hairstyle (seed 002): its ``pose(frame)`` is each frame's rest pose (the
+        caller passes it as ``FrameInput.rest_points``).
     head_centre : (3,) or None
         The centre ``l`` of compression and of the collision rays (head-local); default: the
         centre of the head mesh's bounding box, else the head's origin.
@@ -149,7 +152,7 @@ class Wig:
 
     def __init__(self, hair: HairSet, hair_matrix, head_matrix, magnets=(), settings=None,
                  head_mesh=None, head_centre=None, scalp: ScalpSpace | None = None, threads: int = 1,
-                 head_name: str | None = None, colliders=(), children=None):
+                 head_name: str | None = None, colliders=(), children=None, keyed=None):
         self.hair = hair
         self.settings = settings = settings or WigSettings()
         self.hair_rest = as_matrix(hair_matrix, f"'{hair.name}' rest matrix")
@@ -249,7 +252,7 @@ class Wig:
         self._pool = None
         self._keyed_rest = None
         self._layered = None
-        self.keyed = None             # set by the caller: a keyed style (seed 002) whose pose(frame) is each frame's rest
+        self.keyed = keyed            # a keyed style (seed 002) whose pose(frame) is each frame's rest
         self.threads = threads        # also plans the blocks
 
     @property

@@ -31,30 +31,13 @@ import numpy as np
 
 from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, profile, setting
 from .errors import FROM_ZERO, HairWigError
+from .kernels import rod_angles, rod_build, rod_moments, rod_substeps
 from .profiles import Profile
 from .spaces import rotation_of, transform_rows
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
     return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-300)
-
-
-def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """``u × v`` over the last axis, written out (``np.cross`` copies its inputs)."""
-    out = np.empty(np.broadcast_shapes(u.shape, v.shape))
-    out[..., 0] = u[..., 1] * v[..., 2] - u[..., 2] * v[..., 1]
-    out[..., 1] = u[..., 2] * v[..., 0] - u[..., 0] * v[..., 2]
-    out[..., 2] = u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0]
-    return out
-
-
-def _rotate(v: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """Vectors ``v`` (S, 3) turned by rotation vectors ``r`` (S, 3) (Rodrigues)."""
-    angle = np.linalg.norm(r, axis=1, keepdims=True)
-    axis = np.divide(r, angle, out=np.zeros_like(r), where=angle > 0)
-    cos, sin = np.cos(angle), np.sin(angle)
-    return (v * cos + np.cross(axis, v) * sin
-            + axis * np.einsum("sk,sk->s", axis, v)[:, None] * (1 - cos))
 
 
 def root_normal(direction: np.ndarray) -> np.ndarray:
@@ -66,21 +49,11 @@ def root_normal(direction: np.ndarray) -> np.ndarray:
 
 def angles_of(points: np.ndarray, root_dir: np.ndarray, e1: np.ndarray) -> np.ndarray:
     """The bend angles (S, m, 2) of strands ``points`` (S, n, 3) whose root frame is
-    ``root_dir``, ``e1`` (S, 3): inverse kinematics, each segment against its parent."""
-    seg = _unit(np.diff(points, axis=1))
-    t, a = _unit(root_dir), e1.copy()
-    out = np.empty(seg.shape[:2] + (2,))
-    for i in range(seg.shape[1]):
-        d = seg[:, i]
-        axis = np.cross(t, d)
-        size = np.linalg.norm(axis, axis=1, keepdims=True)
-        r = np.divide(axis, size, out=np.zeros_like(axis), where=size > 0) * np.arctan2(
-            size, np.einsum("sk,sk->s", t, d)[:, None])
-        b = np.cross(t, a)
-        out[:, i, 0] = np.einsum("sk,sk->s", r, a)
-        out[:, i, 1] = np.einsum("sk,sk->s", r, b)
-        a = _unit(_rotate(a, r))
-        t = d
+    ``root_dir``, ``e1`` (S, 3): inverse kinematics, each segment against its parent
+    (``kernels.rod_angles``)."""
+    points = _f64(points)
+    out = np.empty((points.shape[0], points.shape[1] - 1, 2))
+    rod_angles(points, _f64(root_dir), _f64(e1), out)
     return out
 
 
@@ -123,54 +96,37 @@ def _per_segment(seg: np.ndarray, m: int) -> np.ndarray:
 def build(roots: np.ndarray, root_dir: np.ndarray, e1: np.ndarray, angles: np.ndarray, seg: np.ndarray):
     """Forward kinematics: points (S, n, 3) of strands from ``roots`` (S, 3) with bend
     ``angles`` (S, m, 2) and segment lengths ``seg`` ((S,) or (S, m)); also each joint's parent frame
-    ``e₁``, ``e₂`` (S, m, 3) each (the axes the angles turn about).
+    ``e₁``, ``e₂`` (S, m, 3) each (the axes the angles turn about): ``kernels.rod_build``.
 
     The turn ``r = α₁ a + α₂ b`` lies in the frame's normal plane, so its cross products with
     the frame are the frame again (``a × t = −b``, ``b × t = a``, ``b × a = −t``): every joint is
-    a few scaled sums of component rows, (3, S), no cross product."""
+    a few scaled sums, no cross product."""
     num, m = angles.shape[:2]
-    pts = np.empty((m + 1, 3, num))
-    pts[0] = roots.T
-    ax1, ax2 = np.empty((m, 3, num)), np.empty((m, 3, num))
-    t = _unit(root_dir).T.copy()
-    a = e1.T.copy()
-    b = np.cross(t, a, axis=0)
-    al = np.ascontiguousarray(angles.transpose(1, 2, 0))          # (m, 2, S)
-    step = np.ascontiguousarray(_per_segment(seg, m).T)            # (m, S)
-    for i in range(m):
-        ax1[i], ax2[i] = a, b
-        p, q = al[i, 0], al[i, 1]
-        theta = np.hypot(p, q)
-        cos, sin = np.cos(theta), np.sin(theta)
-        sinc = np.divide(sin, theta, out=np.ones_like(theta), where=theta > 0)            # sin θ / θ
-        cosc = np.divide(1 - cos, theta * theta, out=np.full_like(theta, 0.5), where=theta > 0)
-        # Rodrigues with r = p a + q b: t' = cos t + sinc (q a − p b); a' = cos a − sinc q t +
-        # cosc p r; b' = cos b + sinc p t + cosc q r
-        r = p * a + q * b
-        t_new = cos * t + sinc * (q * a - p * b)
-        a_new = cos * a - (sinc * q) * t + (cosc * p) * r
-        b_new = cos * b + (sinc * p) * t + (cosc * q) * r
-        t, a, b = t_new, a_new, b_new
-        pts[i + 1] = pts[i] + step[i] * t
-    return (pts.transpose(2, 0, 1), np.ascontiguousarray(ax1.transpose(2, 0, 1)),
-            np.ascontiguousarray(ax2.transpose(2, 0, 1)))
+    pts, ax1, ax2 = np.empty((num, m + 1, 3)), np.empty((num, m, 3)), np.empty((num, m, 3))
+    rod_build(_f64(roots), _f64(root_dir), _f64(e1), _f64(angles), _f64(_per_segment(seg, m)), pts, ax1, ax2)
+    return pts, ax1, ax2
 
 
 def moments(points: np.ndarray, load: np.ndarray, seg: np.ndarray, ax1: np.ndarray, ax2: np.ndarray):
     """The generalised forces (S, m, 2): about each joint, the moment of the loads per unit
     length ``load`` ((3,), (S, 3) or (S, m, 3)) on the segments beyond it, levers from the
     present ``points`` (S, n, 3), along the joint's axes ``ax1``, ``ax2``; ``seg`` the segment
-    lengths ((S,) or (S, m))."""
+    lengths ((S,) or (S, m)): ``kernels.rod_moments``."""
     num, n = points.shape[:2]
+    out = np.empty((num, n - 1, 2))
+    rod_moments(_f64(points), _loads(load, num, n - 1), _f64(_per_segment(seg, n - 1)), _f64(ax1), _f64(ax2), out)
+    return out
+
+
+def _f64(a) -> np.ndarray:
+    """``a`` as a C-contiguous float64 array (the kernels' one layout: no copy when it is one)."""
+    return np.ascontiguousarray(a, np.float64)
+
+
+def _loads(load, num: int, m: int) -> np.ndarray:
+    """Loads per unit length ((3,), (S, 3) or (S, m, 3)) as (S, m, 3)."""
     f = np.asarray(load, np.float64)
-    f = np.broadcast_to(f[:, None, :] if f.ndim == 2 else f, (num, n - 1, 3))
-    force = f * _per_segment(seg, n - 1)[:, :, None]                # per segment
-    mid = 0.5 * (points[:, 1:] + points[:, :-1])
-    # Σ_{j≥i} (mid_j − x_i) × F_j = Σ_{j≥i} mid_j × F_j − x_i × Σ_{j≥i} F_j
-    own = np.cumsum(_cross(mid, force)[:, ::-1], axis=1)[:, ::-1]
-    total = np.cumsum(force[:, ::-1], axis=1)[:, ::-1]
-    tau = own - _cross(points[:, :-1], total)
-    return np.stack([np.einsum("smk,smk->sm", tau, ax1), np.einsum("smk,smk->sm", tau, ax2)], axis=2)
+    return _f64(np.broadcast_to(f[:, None, :] if f.ndim == 2 else f, (num, m, 3)))
 
 
 @dataclass
@@ -333,17 +289,21 @@ class AngularRods:
         e1 = state["e1"] - np.einsum("sk,sk->s", state["e1"], _unit(root_dir))[:, None] * _unit(root_dir)
         e1 = _unit(np.where(np.linalg.norm(e1, axis=1, keepdims=True) > 1e-6, e1, root_normal(root_dir)))
         rest = self.rest_angles(goal if style is None else style, root_dir, e1, load if hold is None else hold, k)
-        a, last = state["angles"], state["last"]
-        hb = h * h * self.beta
-        pts, ax1, ax2 = build(goal[:, 0], root_dir, e1, a, self.seg)
-        for _ in range(count):
-            force = moments(pts, load, self.seg, ax1, ax2) - k * (a - rest)
-            a, last = a + c * (a - last) + hb * force, a
-            pts, ax1, ax2 = build(goal[:, 0], root_dir, e1, a, self.seg)
+        a, last = _f64(state["angles"]).copy(), _f64(state["last"]).copy()
+        m = self.n - 1
+        per_joint = [_f64(np.broadcast_to(x, (1, m, 1)).reshape(m)) for x in (k, c, h * h * self.beta)]
+        roots, root_dir, e1 = _f64(goal[:, 0]), _f64(root_dir), _f64(e1)
+        loads, seg = _loads(load, self.num, m), _f64(self.seg)
+        pts, ax1, ax2 = build(roots, root_dir, e1, a, seg)
+        # the substeps as one kernel; with contacts, one substep a launch, each met after it
+        for _ in range(1 if contact is None else count):
+            rod_substeps(a, last, _f64(rest), *per_joint, loads, seg, roots, root_dir, e1,
+                         count if contact is None else 1, pts, ax1, ax2)
             if contact is not None:
                 push = contact(pts)
                 if push is not None:
                     a, last = self.meet(push, pts, ax1, ax2, a, last, goal, root_dir, e1, friction)
+                    a, last = _f64(a), _f64(last)
         state["angles"], state["last"], state["e1"] = a, last, e1
         return pts
 

@@ -31,6 +31,7 @@ from .chain import give
 from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, profile, setting
 from .errors import HairWigError
 from .interaction import Contacts, link_forces, repulsion, static_links
+from .kernels import verlet_substeps
 from .leader import follow_the_leader
 from .profiles import Profile
 from .spaces import rotation_of, transform_rows
@@ -243,6 +244,17 @@ class VerletStrands:
         rate = s.goal_damping + s.drag
         keep = np.exp(-rate * h)
         toward = s.goal_damping / rate if rate > 0 else 0.0
+        substeps = self._substeps if s.method == "FTL" else self._substeps_numpy
+        substeps(pos, prev, g0, step, v_goal, m, h, keep, toward, base, kh2, bend, accel, contact, frame)
+        state["goal"] = goal.copy()
+        out = goal + self.blend * (pos - goal)
+        return out
+
+    def _substeps_numpy(self, pos, prev, g0, step, v_goal, m, h, keep, toward, base, kh2, bend, accel, contact,
+                        frame):
+        """The frame's substeps in numpy, row by row (``step``): Jakobsen's relaxation, and the
+        plain reference ``_substeps``' kernel is tested against (tests/test_kernels_verlet.py)."""
+        s = self.settings
         for i in range(1, m + 1):
             target = g0 + step * i
             v = (pos - prev) / h
@@ -265,15 +277,48 @@ class VerletStrands:
                 # turning as a whole is not touched
                 self._bend(new, prev, target, bend)
             self._constrain(new, prev, target)
-            if contact is not None:
-                push = contact(new, i / m)
-                if push is not None:
-                    self.collide(new, prev, push, h, s.friction)
-                    self._give(new, prev, push)
+            self._meet(contact, new, prev, i / m, h)
             pos[...] = new
-        state["goal"] = goal.copy()
-        out = goal + self.blend * (pos - goal)
-        return out
+
+    def _meet(self, contact, new, prev, f: float, h: float) -> bool:
+        """The colliders' contacts at the fraction ``f`` of the frame on the substep's positions
+        ``new`` (with ``prev``, in place): pushed out (``collide``), the chain given where a
+        push meets it head-on (``_give``). Whether anything was pushed."""
+        if contact is None:
+            return False
+        push = contact(new, f)
+        if push is None:
+            return False
+        self.collide(new, prev, push, h, self.settings.friction)
+        self._give(new, prev, push)
+        return True
+
+    def _substeps(self, pos, prev, g0, step, v_goal, m, h, keep, toward, base, kh2, bend, accel, contact, frame):
+        """The frame's substeps by the one kernel (``kernels.verlet_substeps``: the prediction, the
+        bend and follow-the-leader, strand by strand): all ``m`` in one launch where nothing
+        between them needs every strand; else one a launch, with the force fields' and hair–hair
+        accelerations before it and the colliders' contacts after it (as ``step`` does them)."""
+        s = self.settings
+        new = np.empty_like(pos)
+        length = self.length
+        tiny = 4 * float(np.finfo(np.float64).eps)
+        whole = accel is None and contact is None and not (s.hair_hair or self.link_a.size)
+        none = np.zeros((0, 0, 0))
+        for i in ([1] if whole else range(1, m + 1)):
+            extra = none
+            if accel is not None or s.hair_hair or self.link_a.size:
+                extra = np.broadcast_to(base[:, None, None], pos.shape).copy()
+                if accel is not None:
+                    v = (pos - prev) / h
+                    v *= keep
+                    v += (1 - keep) * toward * v_goal
+                    extra += accel(pos, v)
+                if s.hair_hair or self.link_a.size:
+                    extra += self.interaction(pos, frame)
+            verlet_substeps(pos, prev, new, g0, step, i, m if whole else 1, h, keep, toward, base, extra, kh2,
+                            bend, length, bool(s.pinned), bool(s.root_direction), float(s.ftl_damping), tiny)
+            if self._meet(contact, new, prev, i / m, h):
+                pos[...] = new
 
     def absorb(self, state: dict, delta: np.ndarray, friction: float) -> None:
         """Move the strands' state by ``delta`` (3, n, S), what refinement did to the shown pose

@@ -42,14 +42,15 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
     shown = []
     try:
         shown = scene_reader.evaluate_magnets(context, [ob])        # hidden magnets move too
-        wig, head, empties, surface = scene_reader.bind(context, ob, children=children)
+        bound = scene_reader.bind(context, ob, children=children)
+        wig, empties = bound.wig, bound.empties
         if strands is not None:
             wig.restrict(*strands)
         cache = BakeCache(wig.hair, first, last)
         if strands is not None:
             cache.positions[...] = 0.0             # the strands not computed: finite, never written
         cache.new_topology = wig.keyed is not None      # key poses may have other curves than the hair
-        cache.warnings = [f"'{ob.name}': {w}" for w in wig.warnings()] + wig.scene_warnings
+        cache.warnings = [f"'{ob.name}': {w}" for w in wig.warnings()] + bound.warnings
         cache.penetration = 0.0
         cache.colliders = [c.name for c in wig.colliders]
         # The stack carries the hair with the skin: the bake keeps each frame's skin motion (from
@@ -67,7 +68,7 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
         for done, f in enumerate(range(first - preroll, last + 1), start=1):
             scene.frame_set(f)
             out = cache.frame(f) if f >= first else scratch
-            inp = scene_reader.frame_input(context, ob, head, empties, surface, f, wig=wig)
+            inp = scene_reader.frame_input(context, ob, bound, f)
             for name in set(scene_reader.flat_magnets(empties, inp)) - flat:
                 flat.add(name)
                 cache.warnings.append(

@@ -54,14 +54,15 @@ def bake_to_disk(context, ob, first: int | None = None, last: int | None = None,
     start = time.perf_counter()
     try:
         shown = scene_reader.evaluate_magnets(context, [ob])
-        wig, head, empties, surface = scene_reader.bind(context, ob, children=children)
+        bound = scene_reader.bind(context, ob, children=children)
+        wig = bound.wig
         if wig.keyed is not None:
             raise HairWigError(f"'{ob.name}' bakes a keyed hairstyle whose curves change: bake it into the .blend")
         out_frame = np.empty_like(rest)
         total = last - first + 1 + preroll
         for done, f in enumerate(range(first - preroll, first), start=1):
             scene.frame_set(f)
-            inp = scene_reader.frame_input(context, ob, head, empties, surface, f, wig=wig)
+            inp = scene_reader.frame_input(context, ob, bound, f)
             _, step["state"] = wig.step(inp, step["state"], out=out_frame, keep_state=False)
             if progress is not None:
                 progress(done, total)
@@ -72,7 +73,7 @@ def bake_to_disk(context, ob, first: int | None = None, last: int | None = None,
             if f != step["next"] or step["error"] is not None:
                 return                        # the exporter's own restore of the frame, after the last
             try:
-                inp = scene_reader.frame_input(context, ob, head, empties, surface, f, depsgraph=depsgraph, wig=wig)
+                inp = scene_reader.frame_input(context, ob, bound, f, depsgraph=depsgraph)
                 _, step["state"] = wig.step(inp, step["state"], out=out_frame, keep_state=False)
                 if not np.isfinite(out_frame).all():
                     raise HairWigError(f"'{ob.name}': the solution is not finite at frame {f}; nothing was written")

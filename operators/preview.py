@@ -27,11 +27,12 @@ REST_ATTRIBUTE = ".hair_wig_rest"
 class Preview:
     name: str
     rest: np.ndarray                   # (P, 3) float32, the hair's own positions
-    wig: object
-    head: object
-    empties: list
-    surface: object
+    bound: object                      # scene_reader.Bound
     out: np.ndarray
+
+    @property
+    def wig(self):
+        return self.bound.wig
 
 
 def is_previewing(ob) -> bool:
@@ -58,10 +59,11 @@ def start(context, ob) -> None:
 
 
 def _bind(context, ob, rest: np.ndarray) -> None:
-    wig, head, empties, surface = scene_reader.bind(context, ob, rest_points=rest, dynamics=False)
+    bound = scene_reader.bind(context, ob, rest_points=rest, dynamics=False)
+    wig = bound.wig
     if wig.hair.num_points != len(rest) or not np.array_equal(wig.hair.counts, blender_io.read_hair(ob).counts):
         raise HairWigError(f"'{ob.name}': its key poses have other curves than the hair itself; bake to see them")
-    _previews[ob.session_uid] = Preview(ob.name, rest, wig, head, empties, surface, np.empty_like(rest))
+    _previews[ob.session_uid] = Preview(ob.name, rest, bound, np.empty_like(rest))
 
 
 def stop(ob, restore: bool = True) -> None:
@@ -136,8 +138,7 @@ def update(scene, depsgraph=None) -> None:
                   f"{len(ob.data.points)} points); preview stopped, the hair is left as edited")
             continue
         try:
-            inp = scene_reader.frame_input(bpy.context, ob, preview.head, preview.empties, preview.surface,
-                                     scene.frame_current, depsgraph, preview.wig)
+            inp = scene_reader.frame_input(bpy.context, ob, preview.bound, scene.frame_current, depsgraph)
             preview.wig.step(inp, None, out=preview.out)
         except (HairWigError, ReferenceError) as err:
             stop(ob)
@@ -159,7 +160,7 @@ def on_depsgraph_update(scene, depsgraph):
         return
     watched = set()
     for preview in _previews.values():
-        watched.update(o.name for o in (preview.head, *preview.empties) if o is not None)
+        watched.update(o.name for o in (preview.bound.head, *preview.bound.empties) if o is not None)
         watched.add(preview.name)
     for u in depsgraph.updates:
         if isinstance(u.id, bpy.types.Object) and u.id.name in watched and u.is_updated_transform:
@@ -269,8 +270,8 @@ class HAIRWIG_OT_preview(bpy.types.Operator):
             stop(ob)
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
-        wig = _previews[ob.session_uid].wig
-        for warning in wig.warnings() + wig.scene_warnings + scene_reader.hidden_magnet_warnings(context, ob):
+        bound = _previews[ob.session_uid].bound
+        for warning in bound.wig.warnings() + bound.warnings + scene_reader.hidden_magnet_warnings(context, ob):
             self.report({"WARNING"}, warning)
         return {"FINISHED"}
 

@@ -368,7 +368,22 @@ def children_roots(context, ob):
 READ_NOW = object()          # bind's children: not read beforehand, read them now
 
 
-def bind(context, ob, rest_points=None, dynamics: bool = True, children=READ_NOW):
+@dataclass
+class Bound:
+    """A wig bound to its scene: the core's ``Wig`` and the Blender objects each frame's input is
+    read from (the core never holds a Blender object). ``colliders``: the objects whose matrices
+    and shapes the wig's colliders follow (the head first when it collides); ``warnings``: what
+    the scene keeps from working, in the artist's words."""
+
+    wig: Wig
+    head: object
+    empties: list
+    surface: "Surface | None"
+    colliders: list
+    warnings: list
+
+
+def bind(context, ob, rest_points=None, dynamics: bool = True, children=READ_NOW) -> Bound:
     """The wig of ``ob`` bound to its rest pose: the captured one (Set Rest Pose), else the one at
     its rest frame (the scene's current frame is then left there). ``rest_points`` (P, 3) stands in
     for the hair's own positions (live preview keeps them while it writes over them);
@@ -415,14 +430,12 @@ def bind(context, ob, rest_points=None, dynamics: bool = True, children=READ_NOW
         surface = Surface(source.surface, head)
         scalp = surface.bind(source, depsgraph, s.rest_frame)
     wig = Wig(source.hair, hair_rest, head_rest, magnets, read_settings(s, dynamics), head_mesh, scalp=scalp,
-              threads=THREADS, head_name=head.name, colliders=colliders, children=children)
-    # Each frame's input reads these again: where they are, and their shape if they deform.
-    wig.collider_objects = ([head] if head_mesh is not None else []) + collider_obs
-    wig.keyed = keyed          # the keyframed hairstyle (seed 002) giving each frame's rest pose
-    wig.scene_warnings = [skin[1]] if skin is not None else []      # what the scene keeps from working
+              threads=THREADS, head_name=head.name, colliders=colliders, children=children, keyed=keyed)
     if keyed is not None:
         bind_style(keyed, wig, source, hair_rest, head, head_rest, surface)
-    return wig, head, empties, surface
+    # Each frame's input reads the colliders again: where they are, and their shape if they deform.
+    return Bound(wig, head, empties, surface, ([head] if head_mesh is not None else []) + collider_obs,
+                 [skin[1]] if skin is not None else [])
 
 
 def bind_style(keyed, wig, source, hair_rest, head, head_rest, surface=None) -> None:
@@ -441,10 +454,11 @@ def bind_style(keyed, wig, source, hair_rest, head, head_rest, surface=None) -> 
         style.set_collider([c.bound_field for c in wig.colliders], wig.to_local, [c.offset for c in wig.colliders])
 
 
-def frame_input(context, ob, head, empties, surface, frame: int, depsgraph=None, wig=None) -> FrameInput:
-    """What the wig needs from the scene at ``frame`` (already set and evaluated; pass the
-    depsgraph from inside a handler). With ``wig``, keyed settings (magnet weights, dynablends, the strands' hold)
-    are read at this frame too."""
+def frame_input(context, ob, bound: Bound, frame: int, depsgraph=None) -> FrameInput:
+    """What the wig ``bound`` needs from the scene at ``frame`` (already set and evaluated; pass
+    the depsgraph from inside a handler), keyed settings (magnet weights, dynablends, the layer's
+    keyed settings) as the animation has them at this frame."""
+    wig, head, empties, surface = bound.wig, bound.head, bound.empties, bound.surface
     scene = context.scene
     depsgraph = context.evaluated_depsgraph_get() if depsgraph is None else depsgraph
     fps = scene.render.fps / scene.render.fps_base
@@ -454,23 +468,22 @@ def frame_input(context, ob, head, empties, surface, frame: int, depsgraph=None,
                      blender_io.evaluated_matrix(head, depsgraph), mats, dt=1.0 / fps,
                      time=frame / fps, gravity=gravity, forces=blender_io.read_force_fields(scene, depsgraph))
     # Keyable settings, as the animation has them at this frame.
-    if wig is not None:
-        bound = np.array([m.multiplier for m in wig.magnets])
-        now = np.array([e.hair_wig_magnet.multiplier for e in empties])
-        if not np.array_equal(bound, now):
-            inp.magnet_strength = np.divide(now, bound, out=np.zeros_like(now), where=bound > 0)
-        inp.magnet_dynablend = np.array([empties[i].hair_wig_magnet.dynablend for i in wig.dynamic_index])
-        if wig.layer is not None:
-            inp.keyed = keyed_settings(ob.hair_wig, wig.layer.KEY)
+    was = np.array([m.multiplier for m in wig.magnets])
+    now = np.array([e.hair_wig_magnet.multiplier for e in empties])
+    if not np.array_equal(was, now):
+        inp.magnet_strength = np.divide(now, was, out=np.zeros_like(now), where=was > 0)
+    inp.magnet_dynablend = np.array([empties[i].hair_wig_magnet.dynablend for i in wig.dynamic_index])
+    if wig.layer is not None:
+        inp.keyed = keyed_settings(ob.hair_wig, wig.layer.KEY)
     if surface is not None:
         inp.surface_positions, inp.surface_normals = surface.now(depsgraph)
-    if wig is not None and wig.colliders:
-        obs = wig.collider_objects
+    if wig.colliders:
+        obs = bound.colliders
         inp.collider_matrices = np.array([blender_io.evaluated_matrix(o, depsgraph)
                                           for o in obs[len(obs) - wig.extra_colliders:]]).reshape(-1, 4, 4)
         inp.collider_vertices = [blender_io.read_positions(o, depsgraph) if blender_io.deforms(o) else None
                                  for o in obs]
-    if wig is not None and wig.keyed is not None:
+    if wig.keyed is not None:
         inp.rest_points = wig.keyed.pose(frame)
     return inp
 

@@ -50,7 +50,7 @@ def test_long_hair_lies_on_the_shoulders_collider(addon):
     import numpy as np
     from hair_wig_addon.operators import scene_reader
 
-    wig = scene_reader.bind(bpy.context, g.hair)[0]
+    wig = scene_reader.bind(bpy.context, g.hair).wig
     assert [c.name for c in wig.colliders] == ["Head", "Shoulders"]
     cache, _ = grooms.bake(g)
     body = grooms._Exact(g.colliders[0])

@@ -145,7 +145,7 @@ def test_key_poses_with_other_curves_bake_into_new_curves_and_clear_gives_the_ha
     ob.data = own
     bpy.data.hair_curves.remove(redrawn)
     # the in-between as the wig binds it: roots travelling on the scalp between the two drawings
-    want6 = scene_reader.bind(bpy.context, ob)[0].keyed.pose(6).copy()
+    want6 = scene_reader.bind(bpy.context, ob).wig.keyed.pose(6).copy()
     assert bpy.ops.hair_wig.bake() == {"FINISHED"}
     style = KeyedStyle(scene_reader.read_key_poses(ob))
     assert ob.data is not own and len(ob.data.curves) == style.tracks.num_tracks >= 40

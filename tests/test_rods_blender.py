@@ -127,9 +127,10 @@ def test_the_panels_rod_settings_reach_the_layer_and_a_wind_moves_the_style(scen
     s.rods_stiffness, s.rods_dynablend = 14.0, 0.5
     s.keyframe_insert("rods_stiffness", frame=12)
     s.keyframe_insert("rods_dynablend", frame=12)
-    wig, head_ob, empties, surface = scene_reader.bind(bpy.context, ob)
+    bound = scene_reader.bind(bpy.context, ob)
+    wig = bound.wig
     scene.frame_set(12)
-    inp = scene_reader.frame_input(bpy.context, ob, head_ob, empties, surface, 12, wig=wig)
+    inp = scene_reader.frame_input(bpy.context, ob, bound, 12)
     assert inp.keyed == {"stiffness": 14.0, "dynablend": 0.5}
     wig.step(inp, wig.step(inp, None)[1])
     rods = wig.layer.groups[0][2]
@@ -207,11 +208,12 @@ def _reports_what_it_holds(g, cache, reported):
     from hair_wig_addon.hair_wig.spaces import transform_rows
     from hair_wig_addon.operators import scene_reader
 
-    wig, head, empties, surface = scene_reader.bind(bpy.context, g.hair)
+    bound = scene_reader.bind(bpy.context, g.hair)
+    wig = bound.wig
     not_root = np.flatnonzero(wig.not_root)
     for f in range(g.frames[0], g.frames[1] + 1):
         bpy.context.scene.frame_set(f)
-        inp = scene_reader.frame_input(bpy.context, g.hair, head, empties, surface, f, wig=wig)
+        inp = scene_reader.frame_input(bpy.context, g.hair, bound, f)
         now = np.asarray(inp.head_matrix, np.float64) @ wig._shift        # the head, in the wig's space
         wig._set_colliders(inp, now)
         q = np.ascontiguousarray(cache.frame(f)[not_root].T)

@@ -108,6 +108,8 @@ def _import_kernels():
     config.CACHE_DIR = _cache_folder()
     try:
         from . import leader
+        from . import rods  # noqa: F401  (the angular rods: kernels.rods)
+        from . import verlet  # noqa: F401  (the Strands layer's substeps: kernels.verlet)
     finally:
         config.CACHE_DIR = was
     return leader
@@ -115,10 +117,13 @@ def _import_kernels():
 
 _leader = _import_kernels()
 follow_chains, strand_major, point_major = _leader.follow_chains, _leader.strand_major, _leader.point_major
+from .rods import rod_angles, rod_build, rod_moments, rod_substeps  # noqa: E402  (imported above)
+from .verlet import verlet_substeps  # noqa: E402  (imported above)
 
 import numpy as np  # noqa: E402
 
-__all__ = ["follow_chains", "point_major", "strand_major", "warm_up", "warmed"]
+__all__ = ["follow_chains", "point_major", "rod_angles", "rod_build", "rod_moments", "rod_substeps",
+           "strand_major", "verlet_substeps", "warm_up", "warmed"]
 
 
 def _follow_chains_as_called():
@@ -137,6 +142,10 @@ def _follow_chains_as_called():
 
 # (what an artist reads while it runs, the call that compiles it as the core calls it)
 WARM_UPS = (("follow-the-leader", _follow_chains_as_called),)
+from . import rods as _rods  # noqa: E402  (imported above, in its cache folder)
+WARM_UPS += _rods.WARM_UPS
+from . import verlet as _verlet  # noqa: E402  (imported above, in its cache folder)
+WARM_UPS += _verlet.WARM_UPS
 _warmed = False
 
 

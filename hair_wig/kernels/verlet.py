@@ -1,0 +1,198 @@
+"""The Strands layer's substep (seed 004; ``hair_wig.strands.VerletStrands.step``) as one kernel:
+the damped Verlet prediction with the goal's spring taken implicitly, the bend toward the goal's
+curve, the roots on the goal, and the lengths by follow-the-leader with Müller et al.'s velocity
+correction — ``count`` substeps, one strand per ``prange`` iteration, each writing only its own
+strand. Contacts and hair–hair, which need every strand, stay between launches (one substep a
+launch then). Arrays are point-major float64 ``(3, n, S)``, as the layer keeps them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from .leader import place
+
+
+@njit(cache=True, parallel=True)
+def verlet_substeps(pos, prev, new, g0, step, first, count, h, keep, toward, base, extra, kh2, share, length,
+                    pinned, root_direction, ftl_damping, tiny):
+    """Substeps ``first … first + count − 1`` (1-based within the frame) of every strand.
+
+    Parameters
+    ----------
+    pos, prev : (3, n, S) float64
+        Positions now and a substep ago, advanced in place (``pos`` ends as ``new``).
+    new : (3, n, S) float64
+        The last substep's positions, written (a contact may move them after a one-substep launch).
+    g0, step : (3, n, S) float64
+        The goal at the frame's start and its move per substep: substep ``i``'s target is
+        ``g0 + i step``; the goal's velocity ``step / h``.
+    h, keep, toward : float
+        The substep; the velocity kept by the damping over it, ``e^{−(c_g + c_d) h}``, and the
+        share of the goal's velocity it relaxes to.
+    base : (3,) float64
+        The acceleration every point feels (gravity and the held style's pull).
+    extra : (3, n, S) float64, or (0, 0, 0)
+        When given, each point's acceleration instead of ``base`` (force fields, hair–hair).
+    kh2 : (n, S) float64
+        The goal's stiffness times ``h²``.
+    share : float
+        The bend's share per substep, ``b h² / (1 + b h²)`` (0: none).
+    length : (n − 1, S) float64
+        The segments' rest lengths.
+    pinned, root_direction : bool
+        Roots on the goal's; the first segment along the goal's.
+    ftl_damping : float
+        How much of a point's length correction comes off its leader's velocity.
+    tiny : float
+        Up to which ``|s − 1|`` follow-the-leader leaves a point bit for bit (4 ulp).
+    """
+    n, num = pos.shape[1], pos.shape[2]
+    use_extra = extra.shape[1] == n
+    blocks = (num + BLOCK - 1) // BLOCK
+    for b in prange(blocks):
+        # a block of strands side by side: every pass runs along contiguous rows of the block,
+        # and the block's rows stay in cache through all its substeps
+        lo = b * BLOCK
+        hi = min(lo + BLOCK, num)
+        carry = np.empty((3, hi - lo))
+        for i in range(first, first + count):
+            _predict(pos, prev, new, g0, step, i, h, keep, toward, base, extra, use_extra, kh2, lo, hi)
+            if share > 0.0 and n > 2:
+                _bend(new, prev, g0, step, i, share, lo, hi, carry)
+            _constrain(new, prev, g0, step, i, length, pinned, root_direction, ftl_damping, tiny, lo, hi)
+            for j in range(n):
+                for k in range(3):
+                    for s in range(lo, hi):
+                        pos[k, j, s] = new[k, j, s]
+
+
+BLOCK = 64                        # strands a kernel iteration takes side by side
+
+
+@njit(cache=True, inline="always")
+def _predict(pos, prev, new, g0, step, i, h, keep, toward, base, extra, use_extra, kh2, lo, hi):
+    """The prediction with the goal's spring taken implicitly: ``x' = (x + v h + a h² + k h²
+    target) / (1 + k h²)``, ``v`` damped exactly over the substep toward the goal's velocity."""
+    n = pos.shape[1]
+    for j in range(n):
+        for k in range(3):
+            for s in range(lo, hi):
+                target = g0[k, j, s] + step[k, j, s] * i
+                v = (pos[k, j, s] - prev[k, j, s]) / h
+                v *= keep
+                v += (1.0 - keep) * toward * (step[k, j, s] / h)
+                a = extra[k, j, s] if use_extra else base[k]
+                x = pos[k, j, s] + v * h + a * (h * h) + kh2[j, s] * target
+                new[k, j, s] = x / (1.0 + kh2[j, s])
+                prev[k, j, s] = pos[k, j, s]
+
+
+@njit(cache=True, inline="always")
+def _goal_segment(g0, step, i, j, s):
+    """The goal's segment ``j`` (from point ``j`` to ``j + 1``) at substep ``i``."""
+    return ((g0[0, j + 1, s] + step[0, j + 1, s] * i) - (g0[0, j, s] + step[0, j, s] * i),
+            (g0[1, j + 1, s] + step[1, j + 1, s] * i) - (g0[1, j, s] + step[1, j, s] * i),
+            (g0[2, j + 1, s] + step[2, j + 1, s] * i) - (g0[2, j, s] + step[2, j, s] * i))
+
+
+@njit(cache=True, inline="always")
+def _shift(x, prev, j, s, fx, fy, fz):
+    """Point ``j`` of strand ``s`` moved by ``f``, its last position with it (set, not thrown)."""
+    x[0, j, s] += fx
+    x[1, j, s] += fy
+    x[2, j, s] += fz
+    prev[0, j, s] += fx
+    prev[1, j, s] += fy
+    prev[2, j, s] += fz
+
+
+@njit(cache=True, inline="always")
+def _bend(x, prev, g0, step, i, share, lo, hi, carry):
+    """``VerletStrands._bend`` on the strands ``lo … hi − 1``: each segment, root to tip,
+    ``share`` of the way toward the goal's bend from the segment before it, its length kept,
+    the tail riding along (``prev`` too)."""
+    n = x.shape[1]
+    carry[:] = 0.0
+    for j in range(2, n):
+        for c in range(hi - lo):
+            s = lo + c
+            ux, uy, uz = _goal_segment(g0, step, i, j - 2, s)
+            nu = math.sqrt(max(ux * ux + uy * uy + uz * uz, 1e-300))
+            ux, uy, uz = ux / nu, uy / nu, uz / nu
+            dx, dy, dz = _goal_segment(g0, step, i, j - 1, s)
+            ud = ux * dx + uy * dy + uz * dz
+            cx, cy, cz = carry[0, c], carry[1, c], carry[2, c]
+            _shift(x, prev, j, s, cx, cy, cz)
+            wx = x[0, j - 1, s] - x[0, j - 2, s]
+            wy = x[1, j - 1, s] - x[1, j - 2, s]
+            wz = x[2, j - 1, s] - x[2, j - 2, s]
+            nw = math.sqrt(max(wx * wx + wy * wy + wz * wz, 1e-300))
+            wx, wy, wz = wx / nw, wy / nw, wz / nw
+            coef = (ud + (wx * dx + wy * dy + wz * dz)) / max(1.0 + (ux * wx + uy * wy + uz * wz), 1e-6)
+            sx, sy, sz = x[0, j, s] - x[0, j - 1, s], x[1, j, s] - x[1, j - 1, s], x[2, j, s] - x[2, j - 1, s]
+            seg = math.sqrt(sx * sx + sy * sy + sz * sz)
+            tx = ((dx - coef * (ux + wx) + (2.0 * ud) * wx) - sx) * share + sx
+            ty = ((dy - coef * (uy + wy) + (2.0 * ud) * wy) - sy) * share + sy
+            tz = ((dz - coef * (uz + wz) + (2.0 * ud) * wz) - sz) * share + sz
+            scale = seg / math.sqrt(max(tx * tx + ty * ty + tz * tz, 1e-300))
+            fx, fy, fz = tx * scale - sx, ty * scale - sy, tz * scale - sz
+            _shift(x, prev, j, s, fx, fy, fz)
+            carry[0, c] = cx + fx
+            carry[1, c] = cy + fy
+            carry[2, c] = cz + fz
+
+
+@njit(cache=True, inline="always")
+def _constrain(x, prev, g0, step, i, length, pinned, root_direction, ftl_damping, tiny, lo, hi):
+    """``VerletStrands._constrain`` (follow-the-leader) on the strands ``lo … hi − 1``: the root on
+    the goal's (its last position with it), the first segment along the goal's, then every point
+    on its segment's length from its leader (``leader.place``, guided by where the segment was a
+    substep ago, then by the goal's), the leader's velocity corrected through ``prev``."""
+    n = x.shape[1]
+    start = 1
+    if pinned:
+        for k in range(3):
+            for s in range(lo, hi):
+                x[k, 0, s] = g0[k, 0, s] + step[k, 0, s] * i
+                prev[k, 0, s] = x[k, 0, s]
+        if root_direction:
+            for s in range(lo, hi):
+                dx, dy, dz = _goal_segment(g0, step, i, 0, s)
+                r = length[0, s] / max(math.sqrt(dx * dx + dy * dy + dz * dz), 1e-300)
+                x[0, 1, s] = x[0, 0, s] + dx * r
+                x[1, 1, s] = x[1, 0, s] + dy * r
+                x[2, 1, s] = x[2, 0, s] + dz * r
+            start = 2
+    for j in range(start, n):
+        for s in range(lo, hi):
+            rx, ry, rz = _goal_segment(g0, step, i, j - 1, s)
+            px, py, pz, _ = place(x[0, j - 1, s], x[1, j - 1, s], x[2, j - 1, s], x[0, j, s], x[1, j, s],
+                                  x[2, j, s], length[j - 1, s], prev[0, j, s] - prev[0, j - 1, s],
+                                  prev[1, j, s] - prev[1, j - 1, s], prev[2, j, s] - prev[2, j - 1, s],
+                                  rx, ry, rz, 0.0, False, tiny)
+            if j >= 2 and ftl_damping != 0.0:
+                prev[0, j - 1, s] += ftl_damping * (px - x[0, j, s])
+                prev[1, j - 1, s] += ftl_damping * (py - x[1, j, s])
+                prev[2, j - 1, s] += ftl_damping * (pz - x[2, j, s])
+            x[0, j, s], x[1, j, s], x[2, j, s] = px, py, pz
+
+
+def _as_called():
+    """``verlet_substeps`` with the argument types ``hair_wig.strands`` passes."""
+    n, num = 4, 2
+    pos = np.zeros((3, n, num))
+    pos[2] = -np.arange(n)[:, None] * 0.1
+    prev, new, g0 = pos.copy(), pos.copy(), pos.copy()
+    step = np.zeros_like(pos)
+    kh2, length = np.full((n, num), 0.1), np.full((n - 1, num), 0.1)
+    for extra in (np.zeros((0, 0, 0)), np.zeros_like(pos)):
+        verlet_substeps(pos, prev, new, g0, step, 1, 2, 0.01, 0.9, 0.5, np.zeros(3), extra, kh2, 0.5, length,
+                        True, True, 1.0, 8.9e-16)
+
+
+# (what an artist reads while it runs, the call that compiles it as the core calls it)
+WARM_UPS = (("strands", _as_called),)
