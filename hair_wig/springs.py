@@ -17,6 +17,7 @@ import numpy as np
 
 from .dynamics import SecondarySprings
 from .dynamics_layer import DynamicsLayer, HairModel, LayerFrame, profile, setting
+from .kernels import spring_follow
 from .profiles import Profile
 from .spaces import transform_rows
 
@@ -74,7 +75,6 @@ class SpringLayer(DynamicsLayer):
         self.springs = SecondarySprings(
             model.strand_of_point(), model.num_strands, model.vertex_t(), s.stiffness, s.damping, s.mass,
             s.random, s.seed, s.stiffness_profile, s.blend_profile, s.dynablend)
-        self._scratch = None
 
     def key(self, values: dict) -> None:
         if values.get("dynablend") is not None:
@@ -85,17 +85,19 @@ class SpringLayer(DynamicsLayer):
         return {"pos": pos, "vel": np.zeros_like(goal)}
 
     def step(self, state: dict, goal: np.ndarray, frame: LayerFrame, out: np.ndarray) -> None:
+        """One frame of every spring (``kernels.spring_follow``, one pass over the points: the
+        exact step of ``SecondarySprings.follow``, its numpy reference)."""
         span = frame.points
-        p = out[:, span]
+        lo, hi = span.indices(out.shape[1])[:2]
         if out is not goal:
-            np.copyto(p, goal[:, span])
-        pos, vel = state["pos"][:, span], state["vel"][:, span]
-        c = p.shape[1]
-        if self._scratch is None or self._scratch[0].shape[1] < c:
-            self._scratch = (np.empty((3, c), np.float32), np.empty((3, c), np.float32), np.empty(c, np.float32))
-        work, spare, row = (a[..., :c] for a in self._scratch)
-        self.springs.follow(pos, vel, p, spring_frame(frame.head, frame.head_rest), frame.head_inv, frame.dt,
-                            False, work, spare, row, span, self._field_accel(pos, vel, frame))
+            np.copyto(out[:, lo:hi], goal[:, lo:hi])
+        springs = self.springs
+        coef = springs.coefficients(frame.dt)
+        pos, vel = state["pos"], state["vel"]
+        accel = self._field_accel(pos[:, lo:hi], vel[:, lo:hi], frame)
+        spring_follow(pos, vel, out, spring_frame(frame.head, frame.head_rest)[:3].astype(np.float32),
+                      np.ascontiguousarray(frame.head_inv[:3, :3], np.float32), *coef, springs.blend,
+                      np.zeros((3, 0), np.float32) if accel is None else accel, springs._forced, lo, hi)
 
     def _field_accel(self, pos: np.ndarray, vel: np.ndarray, frame: LayerFrame) -> np.ndarray | None:
         """The force fields' acceleration (3, C) float32 on the springs where they are, as they

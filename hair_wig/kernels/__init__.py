@@ -110,6 +110,7 @@ def _import_kernels():
         from . import leader
         from . import rods  # noqa: F401  (the angular rods: kernels.rods)
         from . import verlet  # noqa: F401  (the Strands layer's substeps: kernels.verlet)
+        from . import springs  # noqa: F401  (the Springs layer's step: kernels.springs)
     finally:
         config.CACHE_DIR = was
     return leader
@@ -119,11 +120,12 @@ _leader = _import_kernels()
 follow_chains, strand_major, point_major = _leader.follow_chains, _leader.strand_major, _leader.point_major
 from .rods import rod_angles, rod_build, rod_moments, rod_substeps  # noqa: E402  (imported above)
 from .verlet import verlet_substeps  # noqa: E402  (imported above)
+from .springs import spring_follow  # noqa: E402  (imported above)
 
 import numpy as np  # noqa: E402
 
 __all__ = ["follow_chains", "point_major", "rod_angles", "rod_build", "rod_moments", "rod_substeps",
-           "strand_major", "verlet_substeps", "warm_up", "warmed"]
+           "spring_follow", "strand_major", "verlet_substeps", "warm_up", "warmed"]
 
 
 def _follow_chains_as_called():
@@ -146,6 +148,8 @@ from . import rods as _rods  # noqa: E402  (imported above, in its cache folder)
 WARM_UPS += _rods.WARM_UPS
 from . import verlet as _verlet  # noqa: E402  (imported above, in its cache folder)
 WARM_UPS += _verlet.WARM_UPS
+from . import springs as _springs  # noqa: E402  (imported above, in its cache folder)
+WARM_UPS += _springs.WARM_UPS
 _warmed = False
 
 
