@@ -24,31 +24,26 @@ def spring_follow(pos, vel, p, m, inv, e11, e12, e21, e22, blend, accel, c1, lo,
     for r in prange(runs):
         start = lo + r * RUN
         stop = min(start + RUN, hi)
-        for i in range(start, stop):
-            x0, x1, x2 = p[0, i], p[1, i], p[2, i]
-            y0 = _spring(0, i, x0, x1, x2, pos, vel, m, e11, e12, e21, e22, accel, c1, lo, forced) * blend[i]
-            y1 = _spring(1, i, x0, x1, x2, pos, vel, m, e11, e12, e21, e22, accel, c1, lo, forced) * blend[i]
-            y2 = _spring(2, i, x0, x1, x2, pos, vel, m, e11, e12, e21, e22, accel, c1, lo, forced) * blend[i]
-            for k in range(3):
-                p[k, i] += inv[k, 0] * y0 + inv[k, 1] * y1 + inv[k, 2] * y2
-
-
-@njit(cache=True, inline="always")
-def _spring(k, i, x0, x1, x2, pos, vel, m, e11, e12, e21, e22, accel, c1, lo, forced):
-    """Coordinate ``k`` of point ``i``'s spring stepped (``pos``, ``vel`` in place); its new
-    deviation ``y'`` from the target."""
-    target = m[k, 0] * x0 + m[k, 1] * x1 + m[k, 2] * x2 + m[k, 3]
-    y = pos[k, i] - target
-    v = vel[k, i]
-    y_new = e11[i] * y + e12[i] * v
-    v_new = e22[i] * v + e21[i] * y
-    if forced:
-        a = accel[k, i - lo]
-        y_new += c1[i] * a
-        v_new += e12[i] * a
-    vel[k, i] = v_new
-    pos[k, i] = target + y_new
-    return y_new
+        # row by row (each pass along contiguous memory), the deviations kept for the way back
+        y = np.empty((3, stop - start), np.float32)
+        for k in range(3):
+            for i in range(start, stop):
+                target = m[k, 0] * p[0, i] + m[k, 1] * p[1, i] + m[k, 2] * p[2, i] + m[k, 3]
+                dev = pos[k, i] - target
+                v = vel[k, i]
+                y_new = e11[i] * dev + e12[i] * v
+                v_new = e22[i] * v + e21[i] * dev
+                if forced:
+                    a = accel[k, i - lo]
+                    y_new += c1[i] * a
+                    v_new += e12[i] * a
+                vel[k, i] = v_new
+                pos[k, i] = target + y_new
+                y[k, i - start] = y_new * blend[i]
+        for k in range(3):
+            for i in range(start, stop):
+                c = i - start
+                p[k, i] += inv[k, 0] * y[0, c] + inv[k, 1] * y[1, c] + inv[k, 2] * y[2, c]
 
 
 def _as_called():
