@@ -13,6 +13,7 @@ import numpy as np
 
 from .errors import HairWigError
 from .hairset import HairSet
+from .kernels import magnet_blend
 from .profiles import Profile
 
 NORMALISATIONS = ("cap", "sum")
@@ -162,6 +163,10 @@ class MagnetWeights:
             self.tile_magnets.append(active.astype(np.intp))
         self.values = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
         self.tile_offset = np.array(offsets, dtype=np.int64)
+        self.tile_start = self.tile_start.astype(np.int64)
+        # every tile's magnets in one array, for the kernel (``kernels.magnet_blend``)
+        self._active = np.concatenate(self.tile_magnets + [np.zeros(0, np.intp)]).astype(np.int64)
+        self._active_start = np.cumsum([0] + [len(a) for a in self.tile_magnets]).astype(np.int64)
 
     @property
     def nbytes(self) -> int:
@@ -184,15 +189,14 @@ class MagnetWeights:
         return self.values.size / max(1, self.num_points)
 
     def displace_rows(self, points: np.ndarray, motions: np.ndarray, out: np.ndarray,
-                      span: slice = slice(None), scratch: np.ndarray | None = None) -> np.ndarray:
+                      span: slice = slice(None)) -> np.ndarray:
         """Add ``Σ_k W_k · (M_k p − p)`` to ``out`` (SPEC §3, "Displacement") for points stored as
         rows (3, P) float32, head-local — or the block ``span`` of the bound points when
         ``points`` and ``out`` hold only that block; motions (M, 4, 4) float64, ``M_k = Mf · Mi⁻¹``.
 
-        The magnets' motions are blended per vertex first, ``G = Σ_k W_k (M_k − I)`` — for each
-        tile a (12, m_t) × (m_t, C) product over the magnets in reach, small enough to stay in
-        cache — then applied: ``out += G p``. ``scratch``: a float32 buffer of at least
-        ``13 · TILE`` elements (allocated when not given).
+        The magnets' motions are blended per vertex first, ``G = Σ_k W_k (M_k − I)`` over its
+        tile's magnets in reach, then applied, ``out += G p``: one pass over the points
+        (``kernels.magnet_blend``).
         """
         m = self.num_magnets
         if m == 0:
@@ -201,29 +205,10 @@ class MagnetWeights:
         moving = a.any(axis=1)
         if not moving.any():
             return out
-        table = np.ascontiguousarray(a.T, dtype=np.float32)           # (12, M)
+        table = np.ascontiguousarray(a.T, dtype=np.float32)           # (12, M): a still magnet's is 0
         lo, hi, _ = span.indices(self.num_points)
-        if scratch is None:
-            scratch = np.empty(13 * self.TILE, dtype=np.float32)
-        first = int(np.searchsorted(self.tile_start, lo, side="right")) - 1
-        for t in range(first, len(self.tile_magnets)):
-            t0, t1 = int(self.tile_start[t]), int(self.tile_start[t + 1])
-            if t0 >= hi:
-                break
-            active = self.tile_magnets[t]
-            if not moving[active].any():
-                continue
-            a0, a1 = max(lo, t0), min(hi, t1)
-            c = a1 - a0
-            g = scratch[:12 * c].reshape(12, c)
-            np.dot(table[:, active], self._tile(t)[a0 - t0:a1 - t0].T, out=g)
-            dot = scratch[12 * c:13 * c]
-            p = points[:, a0 - lo:a1 - lo]
-            o = out[:, a0 - lo:a1 - lo]
-            for axis in range(3):
-                np.einsum("jc,jc->c", g[4 * axis:4 * axis + 3], p, out=dot)   # row axis of G · p
-                o[axis] += dot
-                o[axis] += g[4 * axis + 3]
+        magnet_blend(self.values, self.tile_start, self.tile_offset, self._active, self._active_start, table,
+                     points, out, lo, hi)
         return out
 
 

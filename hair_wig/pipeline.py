@@ -295,7 +295,7 @@ class Wig:
         size = max(s.stop - s.start for s, _ in blocks)
         self._workspaces = queue.SimpleQueue()
         for _ in range(self._threads):
-            self._workspaces.put(_Workspace(size, self.weights.TILE))
+            self._workspaces.put(_Workspace(size))
 
     def _blocks(self) -> list[tuple[slice, int]]:
         """Point ranges of whole strands (and each one's first strand) processed one at a time.
@@ -602,7 +602,7 @@ class Wig:
                 np.copyto(p, base)
                 # Primary movement: magnets' motion from rest, in head-local space.
                 if motions is not None:
-                    self.weights.displace_rows(base, motions, p, span, ws.blend)
+                    self.weights.displace_rows(base, motions, p, span)
                 if follow is not None:
                     self.follow.apply_rows(base, p, span, *follow)
                 clock.lap("primary")
@@ -696,13 +696,12 @@ def _shifted(m: np.ndarray, origin: np.ndarray) -> np.ndarray:
 
 class _Workspace:
     """One thread's scratch: four (3, C) point buffers and a (C,) row for blocks of up to
-    ``points`` points, and the magnet blend's buffer. Views of flat arrays, so that every
-    block's view is C-contiguous whatever its size (BLAS writes only into those)."""
+    ``points`` points. Views of flat arrays, so that every block's view is C-contiguous whatever
+    its size (BLAS writes only into those)."""
 
-    def __init__(self, points: int, tile: int):
+    def __init__(self, points: int):
         self._flat = [np.empty(3 * points, dtype=np.float32) for _ in range(4)]
         self.row = np.empty(points, dtype=np.float32)
-        self.blend = np.empty(13 * tile, dtype=np.float32)
 
     def rows(self, i: int, c: int) -> np.ndarray:
         return self._flat[i][:3 * c].reshape(3, c)

@@ -111,6 +111,7 @@ def _import_kernels():
         from . import rods  # noqa: F401  (the angular rods: kernels.rods)
         from . import verlet  # noqa: F401  (the Strands layer's substeps: kernels.verlet)
         from . import springs  # noqa: F401  (the Springs layer's step: kernels.springs)
+        from . import magnets  # noqa: F401  (primary movement's blend: kernels.magnets)
     finally:
         config.CACHE_DIR = was
     return leader
@@ -121,10 +122,11 @@ follow_chains, strand_major, point_major = _leader.follow_chains, _leader.strand
 from .rods import rod_angles, rod_build, rod_moments, rod_substeps  # noqa: E402  (imported above)
 from .verlet import verlet_substeps  # noqa: E402  (imported above)
 from .springs import spring_follow  # noqa: E402  (imported above)
+from .magnets import magnet_blend  # noqa: E402  (imported above)
 
 import numpy as np  # noqa: E402
 
-__all__ = ["follow_chains", "point_major", "rod_angles", "rod_build", "rod_moments", "rod_substeps",
+__all__ = ["follow_chains", "magnet_blend", "point_major", "rod_angles", "rod_build", "rod_moments", "rod_substeps",
            "spring_follow", "strand_major", "verlet_substeps", "warm_up", "warmed"]
 
 
@@ -150,6 +152,8 @@ from . import verlet as _verlet  # noqa: E402  (imported above, in its cache fol
 WARM_UPS += _verlet.WARM_UPS
 from . import springs as _springs  # noqa: E402  (imported above, in its cache folder)
 WARM_UPS += _springs.WARM_UPS
+from . import magnets as _magnets  # noqa: E402  (imported above, in its cache folder)
+WARM_UPS += _magnets.WARM_UPS
 _warmed = False
 
 
