@@ -300,3 +300,34 @@ def test_a_length_pass_refuses_strands_it_does_not_have():
     length.apply_rows(twice, np.array([1, 1, 1, 3]))
     length.apply_rows(once, np.array([1, 3]))
     assert np.array_equal(twice, once)
+
+
+def test_the_wig_output_kernels_map_rows_into_points():
+    """``rows_to_points``: rows (3, C) through an affine map into (C, 3), against float64 (AFFINE
+    roundings of |x| (1 + |m|)); ``rows_copy_to_points`` bit for bit; 1 or 2 threads alike."""
+    import numba
+
+    from hair_wig.kernels import rows_copy_to_points, rows_to_points
+    from tolerance import AFFINE, magnitude, rounding
+
+    rng = np.random.default_rng(5)
+    rows = (rng.normal(size=(3, 20001)) * 3).astype(np.float32)
+    m = np.eye(4)
+    m[:3] = rng.normal(size=(3, 4))
+    m32 = m[:3].astype(np.float32)
+    runs = []
+    was = numba.get_num_threads()
+    try:
+        for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+            numba.set_num_threads(threads)
+            out, copy = np.empty((20001, 3), np.float32), np.empty((20001, 3), np.float32)
+            rows_to_points(rows, m32, out)
+            rows_copy_to_points(rows, copy)
+            runs.append((out, copy))
+    finally:
+        numba.set_num_threads(was)
+    want = rows.T.astype(np.float64) @ m32[:, :3].T.astype(np.float64) + m32[:, 3].astype(np.float64)
+    size = magnitude(rows) * (1 + np.abs(m32).sum(axis=1).max())
+    np.testing.assert_allclose(runs[0][0], want, rtol=0, atol=rounding(size, AFFINE))
+    assert np.array_equal(runs[0][1], rows.T)
+    assert all(np.array_equal(a, b) for a, b in zip(*runs))

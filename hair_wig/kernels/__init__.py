@@ -112,6 +112,7 @@ def _import_kernels():
         from . import verlet  # noqa: F401  (the Strands layer's substeps: kernels.verlet)
         from . import springs  # noqa: F401  (the Springs layer's step: kernels.springs)
         from . import magnets  # noqa: F401  (primary movement's blend: kernels.magnets)
+        from . import points  # noqa: F401  (the wig's output: kernels.points)
     finally:
         config.CACHE_DIR = was
     return leader
@@ -123,11 +124,12 @@ from .rods import rod_angles, rod_build, rod_moments, rod_substeps  # noqa: E402
 from .verlet import verlet_substeps  # noqa: E402  (imported above)
 from .springs import spring_follow  # noqa: E402  (imported above)
 from .magnets import magnet_blend  # noqa: E402  (imported above)
+from .points import rows_copy_to_points, rows_to_points  # noqa: E402  (imported above)
 
 import numpy as np  # noqa: E402
 
-__all__ = ["follow_chains", "magnet_blend", "point_major", "rod_angles", "rod_build", "rod_moments", "rod_substeps",
-           "spring_follow", "strand_major", "verlet_substeps", "warm_up", "warmed"]
+__all__ = ["follow_chains", "magnet_blend", "point_major", "rod_angles", "rod_build", "rod_moments", "rod_substeps", "rows_copy_to_points",
+           "rows_to_points", "spring_follow", "strand_major", "verlet_substeps", "warm_up", "warmed"]
 
 
 def _follow_chains_as_called():
@@ -154,6 +156,8 @@ from . import springs as _springs  # noqa: E402  (imported above, in its cache f
 WARM_UPS += _springs.WARM_UPS
 from . import magnets as _magnets  # noqa: E402  (imported above, in its cache folder)
 WARM_UPS += _magnets.WARM_UPS
+from . import points as _points  # noqa: E402  (imported above, in its cache folder)
+WARM_UPS += _points.WARM_UPS
 _warmed = False
 
 
