@@ -11,6 +11,10 @@ jittered by 1 cm, float32 like refinement's rows: the kernel on 1 and on every t
 numpy step it replaced — ``leader.follow_the_leader`` over point-major rows, one call a point
 index for strands of one count; for mixed counts, one call a column of the padded (strands, most
 points) table. Medians of ``--runs`` (the first run, which loads the compiled code, apart).
+
+Hair against hair (``kernels.pairs``, through ``hair_wig.interaction``): the pair search and the
+repulsion on 10k strands x 32 points, on 1 and on every thread (no numpy beside it: the numpy
+search it replaced took 3.2 s for the 10 mm search in scripts/bench.py's profile).
 """
 
 from __future__ import annotations
@@ -153,7 +157,42 @@ def main(argv=None) -> int:
         label = f"mixed 2..{2 * args.points - 2} points" if mixed else f"all {args.points} points"
         print(f"{label:<22}{len(asked):>10}{t_np:>9.1f}{t_1:>10.1f}{t_n:>10.1f}{t_np / t_n:>7.1f}x"
               f"   (largest difference {diff:.1e})")
+    _hair_against_hair(args.runs, threads)
     return 0
+
+
+def _hair_against_hair(runs: int, threads: int) -> None:
+    """Hair against hair (``hair_wig.interaction``, kernels.pairs) on 10k strands x 32 points combed
+    out and down from a unit sphere's crown (scripts/bench.py's ``strands_one`` groom): one search
+    for the pairs within a diameter (5 mm) and within a diameter and a 5 mm margin (what ``Contacts``
+    keeps), and the repulsion over the latter's candidates against the groom moved by 2 mm."""
+    from hair_wig.interaction import repulsion, segment_pairs
+
+    rng = np.random.default_rng(0)
+    strands, points = 10000, 32
+    phi, theta = rng.uniform(0, 2 * np.pi, strands), np.arccos(rng.uniform(0.35, 0.98, strands))
+    root = np.stack([np.sin(theta) * np.cos(phi), np.sin(theta) * np.sin(phi), np.cos(theta)])
+    out = root * np.array([1.0, 1.0, 0.0])[:, None]
+    out /= np.maximum(np.linalg.norm(out, axis=0), 1e-9)
+    t = np.linspace(0, 1, points)[:, None]
+    pts = 1.002 * root[:, None] + 0.5 * (out[:, None] * np.sin(t * 1.2) - np.array([0, 0, 1.0])[:, None, None]
+                                         * (1 - np.cos(t * 1.2)) * 0.8 + root[:, None] * 0.1 * t)
+    a, b = np.ascontiguousarray(pts[:, :-1].reshape(3, -1)), np.ascontiguousarray(pts[:, 1:].reshape(3, -1))
+    strand = np.tile(np.arange(strands), points - 1)
+    moved = a + rng.normal(0, 0.002, a.shape), b + rng.normal(0, 0.002, b.shape)
+    wide = segment_pairs(a, b, strand, 0.01)[:2]
+    print(f"hair against hair, {strands} strands x {points} points ({a.shape[1]} segments), median of {runs} (ms)")
+    print(f"{'':<34}{'pairs':>10}{'kernel 1':>10}{f'kernel {threads}':>10}")
+    for label, call, count in (
+            ("search within 5 mm", lambda: segment_pairs(a, b, strand, 0.005), None),
+            ("search within 10 mm", lambda: segment_pairs(a, b, strand, 0.01), None),
+            ("repulsion over the 10 mm pairs", lambda: repulsion(*moved, strand, 0.005, 2000.0, wide, (a, b)), 2)):
+        numba.set_num_threads(1)
+        _, t_1 = _time(call, runs)
+        numba.set_num_threads(threads)
+        _, t_n = _time(call, runs)
+        found = call()
+        print(f"{label:<34}{found[count] if count else len(found[0]):>10}{t_1:>10.1f}{t_n:>10.1f}")
 
 
 if __name__ == "__main__":

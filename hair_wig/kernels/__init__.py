@@ -111,6 +111,7 @@ def _import_kernels():
         from . import rods  # noqa: F401  (the angular rods: kernels.rods)
         from . import verlet  # noqa: F401  (the Strands layer's substeps: kernels.verlet)
         from . import springs  # noqa: F401  (the Springs layer's step: kernels.springs)
+        from . import pairs  # noqa: F401  (hair-hair interaction: kernels.pairs)
         from . import magnets  # noqa: F401  (primary movement's blend: kernels.magnets)
         from . import points  # noqa: F401  (the wig's output: kernels.points)
     finally:
@@ -148,6 +149,8 @@ def _follow_chains_as_called():
 
 # (what an artist reads while it runs, the call that compiles it as the core calls it)
 WARM_UPS = (("follow-the-leader", _follow_chains_as_called),)
+from . import pairs  # noqa: E402  (hair-hair interaction; imported above, in its cache folder)
+WARM_UPS += pairs.WARM_UPS
 from . import rods as _rods  # noqa: E402  (imported above, in its cache folder)
 WARM_UPS += _rods.WARM_UPS
 from . import verlet as _verlet  # noqa: E402  (imported above, in its cache folder)
