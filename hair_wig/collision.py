@@ -22,6 +22,7 @@ import numpy as np
 
 from .children import transplant
 from .errors import HairWigError
+from .kernels import field as field_kernels
 from .refinement import RadiusMap
 
 # Feature codes of a closest point on a triangle (a, b, c): which pseudo-normal signs it.
@@ -40,6 +41,17 @@ def _take_rows(a: np.ndarray, at: np.ndarray) -> np.ndarray:
     """Columns ``at`` of rows ``a`` (3, N): a gather per row (numpy's 2-D fancy index and
     ``take(axis=1)`` of a strided view copy far more)."""
     return np.stack([a[k].take(at) for k in range(3)])
+
+
+def _rows32(x: np.ndarray) -> np.ndarray:
+    """Points ``x`` (3, S) as the kernels read them: float32 rows, C-contiguous (no copy when
+    they are)."""
+    return np.ascontiguousarray(x, np.float32)
+
+
+def _rows64(p: np.ndarray) -> np.ndarray:
+    """Points ``p`` (N, 3) as the kernels read them: float64 rows (3, N), C-contiguous."""
+    return np.ascontiguousarray(np.asarray(p, np.float64).reshape(-1, 3).T)
 
 
 def span_index(start: np.ndarray, count: np.ndarray) -> np.ndarray:
@@ -259,7 +271,9 @@ class MeshField:
             normals = -normals
         self.normals = normals.astype(np.float32)
         rel = v - self.origin
-        self._tri_rows = triangle_rows(*(np.ascontiguousarray(rel[tri[:, k]].T) for k in range(3)))
+        # (T, 19): a triangle's numbers side by side, as the kernels read them
+        rows = triangle_rows(*(np.ascontiguousarray(rel[tri[:, k]].T) for k in range(3)))
+        self._tri_cols = np.ascontiguousarray(rows.T)
         corners = rel[tri]                                             # (T, 3, 3), grid-relative
         centre = corners.mean(axis=1)
         self._centres = np.ascontiguousarray(centre.T, np.float32)
@@ -272,6 +286,7 @@ class MeshField:
         self._build_grid()
         self._mark_seams()
         self._widen_lists()
+        self._kernel_field()
 
     def _pairs(self, lo: np.ndarray, hi: np.ndarray, dims: np.ndarray):
         """Every (triangle, node) with the node in the triangle's box [lo, hi] (T, 3) of node
@@ -529,50 +544,61 @@ class MeshField:
         self.list_start = np.zeros(len(count) + 1, np.int64)
         np.cumsum(np.bincount(key >> bits, minlength=len(count)), out=self.list_start[1:])
 
+    def _kernel_field(self) -> None:
+        """The field as the query kernels read it (``kernels.field``'s tuples), built once."""
+        grid = self.distance_grid
+        s0, s1 = int(self._stride[0]), int(self._stride[1])
+        self._k_nodes = (grid, self._inv_cell, self._shift_col.ravel().copy(), self._clamp_col.ravel().copy(), s0, s1)
+        self._k_grid32 = (grid, self._origin_col.ravel().copy(), self._inv_cell,
+                          (self._top_col - 1).ravel().copy(), s0, s1)
+        self._k_grid64 = (grid, np.array(self.origin, np.float64), float(self.cell),
+                          np.array(self.dims, np.int64), np.float32(self.cell))
+        untrusted = np.zeros(0, bool) if self.untrusted is None else self.untrusted
+        self._k_errors = (self.grid_error, untrusted, int(self.LIST_CELL), np.array(self.list_dims, np.int64),
+                          float(self.cell * self.LIST_CELL), self.list_reach)
+        spheres = np.ascontiguousarray(np.concatenate([self._centres, self._radii[None]]).T)      # (T, 4)
+        self._k_tris = (self.list_start, self.list_tri, self._tri_cols, spheres,
+                        self.normals, 1e-5 * self.size, 1e-9 * self.extent)
+        self._k_planes = self._planes()
+        lo, hi = self.box
+        self._k_box = (np.array(lo, np.float64), np.array(hi, np.float64), np.float32(self.exact_reach))
+
+    def _planes(self) -> np.ndarray:
+        """Each triangle's plane and its edges' side planes (T, 16) float32, grid-relative, for
+        ``kernels.field._lower``: the unit normal n and n·a, then for each edge (a→b, b→c, c→a)
+        its outward unit normal within the plane m = (end − start) × n and m·start."""
+        rel = self.vertices - self.origin
+        a, b, c = (rel[self.triangles[:, k]] for k in range(3))
+        n = np.cross(b - a, c - a)
+        n /= np.linalg.norm(n, axis=1, keepdims=True)
+        out = [n, np.einsum("ij,ij->i", n, a)[:, None]]
+        for p, q in ((a, b), (b, c), (c, a)):
+            m = np.cross(q - p, n)
+            m /= np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-300)
+            out += [m, np.einsum("ij,ij->i", m, p)[:, None]]
+        return np.ascontiguousarray(np.concatenate(out, axis=1), np.float32)
+
     @property
     def nbytes(self) -> int:
         seams = 0 if self.untrusted is None else self.untrusted.nbytes
         return int(self.distance_grid.nbytes + self.list_start.nbytes + self.list_tri.nbytes + seams)
 
     # ------------------------------------------------------------------ queries
+    # Per point, kernels (``kernels.field``) doing what the numpy code did, in its order and
+    # types, so every query gives its bits; the numpy code stays for searches of every triangle.
     def lookup(self, p: np.ndarray):
         """Trilinear signed distance (N,) and its gradient (N, 3) at points ``p`` (N, 3); points
-        beyond the grid get +inf (they are farther than any clearance asked for)."""
-        h = self.cell
-        g = (np.asarray(p, np.float64) - self.origin) / h
-        dims = self.dims
-        inside = np.all((g >= 0) & (g <= dims - 1), axis=1)
-        i = np.clip(np.floor(g).astype(np.int64), 0, dims - 2)
-        f = (g - i).astype(np.float32)
-        ny, nz = int(dims[1]), int(dims[2])
-        base = (i[:, 0] * ny + i[:, 1]) * nz + i[:, 2]
-        fx, fy, fz = f[:, 0], f[:, 1], f[:, 2]
-        c, (c00, c01, c10, c11, c0, c1), d = self._trilinear(base, fx, fy, fz)
-        # gradient of the trilinear interpolant
-        gx0 = (c[4] - c[0]) + ((c[6] - c[2]) - (c[4] - c[0])) * fy
-        gx1 = (c[5] - c[1]) + ((c[7] - c[3]) - (c[5] - c[1])) * fy
-        gx = gx0 + (gx1 - gx0) * fz
-        gy0 = (c10 - c00)
-        gy1 = (c11 - c01)
-        gy = gy0 + (gy1 - gy0) * fz
-        gz = c1 - c0
-        grad = np.stack([gx, gy, gz], 1) / np.float32(h)
-        d = np.where(inside, d, np.inf)
-        return d, grad
+        beyond the grid get +inf (they are farther than any clearance asked for). Float32, in
+        float64 cell coordinates."""
+        d, g = self._lookup_rows(_rows64(p))
+        return d, g.T
 
-    def _trilinear(self, base: np.ndarray, fx, fy, fz):
-        """The 8 node values round cells ``base`` (flat index of their low corner), the partial
-        interpolants, and the trilinear distance at fractions ``fx, fy, fz``."""
-        D = self.distance_grid
-        s0, s1 = int(self._stride[0]), int(self._stride[1])
-        c = [D[base + (ox * s0 + oy * s1 + oz)] for ox in (0, 1) for oy in (0, 1) for oz in (0, 1)]
-        c00 = c[0] + (c[4] - c[0]) * fx
-        c01 = c[1] + (c[5] - c[1]) * fx
-        c10 = c[2] + (c[6] - c[2]) * fx
-        c11 = c[3] + (c[7] - c[3]) * fx
-        c0 = c00 + (c10 - c00) * fy
-        c1 = c01 + (c11 - c01) * fy
-        return c, (c00, c01, c10, c11, c0, c1), c0 + (c1 - c0) * fz
+    def _lookup_rows(self, rows: np.ndarray):
+        """``lookup`` at float64 rows (3, N) C-contiguous: distance (N,) and gradient (3, N)."""
+        d = np.empty(rows.shape[1], np.float32)
+        g = np.empty((3, rows.shape[1]), np.float32)
+        field_kernels.launch(field_kernels.lookup, rows.shape[1], rows, self._k_grid64, d, g)
+        return d, g
 
     def gradient(self, p: np.ndarray) -> np.ndarray:
         """The direction (N, 3) in which the distance grows fastest at ``p``: away from the
@@ -607,67 +633,52 @@ class MeshField:
         return v
 
     def _node_values(self, x: np.ndarray, clamp: bool) -> np.ndarray:
-        """The distance at the grid node nearest each point ``x`` (3, S) float32 rows: one gather.
-        ``clamp``: coordinates beyond the grid are first moved onto its box (else the gather
-        clips the flat index, which is only safe for ``screen``)."""
-        g = np.multiply(x, self._inv_cell)
-        g += self._shift_col                  # + 0.5: truncation rounds to the nearest node
-        if clamp:
-            np.minimum(g, self._clamp_col, out=g)
-            np.maximum(g, 0, out=g)
-        with np.errstate(invalid="ignore"):          # NaN: see screen
-            gi = g.astype(np.int32)
-        node = gi[0] * self._stride[0]
-        np.multiply(gi[1], self._stride[1], out=gi[0])
-        node += gi[0]
-        node += gi[2]
-        return np.take(self.distance_grid, node, mode="clip")
+        """The distance at the grid node nearest each point ``x`` (3, S) float32 rows: one gather
+        (``x / cell + ½ − origin / cell`` truncated to int32, the flat index clipped by the
+        gather). ``clamp``: coordinates beyond the grid are first moved onto its box (else the
+        gather clips the flat index, which is only safe for ``screen``)."""
+        x = _rows32(x)
+        out = np.empty(x.shape[1], np.float32)
+        field_kernels.launch(field_kernels.node_values, x.shape[1], x, self._k_nodes, bool(clamp), out)
+        return out
 
     def trilinear_rows(self, x: np.ndarray) -> np.ndarray:
         """Trilinear signed distance (S,) float32 of points ``x`` (3, S) float32 rows, field
         space; beyond the grid +inf."""
-        return self._trilinear_rows(x)[0]
-
-    def _trilinear_rows(self, x: np.ndarray):
-        g = x - self._origin_col
-        g *= self._inv_cell
-        i = np.floor(g)
-        f = g - i
-        inside = ((i >= 0) & (i <= self._top_col - 1)).all(axis=0)
-        ii = np.clip(i, 0, self._top_col - 1).astype(np.int64)
-        s0, s1 = int(self._stride[0]), int(self._stride[1])
-        base = ii[0] * s0 + ii[1] * s1 + ii[2]
-        d = self._trilinear(base, *f)[2]
-        d[~inside] = np.inf
-        return d, ii, base
+        return self._rows_query(x, False)[0]
 
     def distance_rows(self, x: np.ndarray):
         """Trilinear signed distance (S,) float32 of points ``x`` (3, S) float32 rows, field
-        space, and how far it may be from the exact one (S,); beyond the grid +inf."""
-        d, ii, base = self._trilinear_rows(x)
-        if self.LIST_CELL == 1:
-            err = self.grid_error[base]
-        else:
-            ii //= self.LIST_CELL                  # the list cell holding each point's grid cell
-            ly, lz = int(self.list_dims[1]), int(self.list_dims[2])
-            err = self.grid_error[(ii[0] * ly + ii[1]) * lz + ii[2]]
-        if self.untrusted is not None:
-            err[self.untrusted[base]] = np.inf
+        space, and how far it may be from the exact one (S,) (its list cell's ``grid_error``,
+        inf where the cell is ``untrusted``); beyond the grid +inf."""
+        return self._rows_query(x, True)
+
+    def _rows_query(self, x: np.ndarray, want_error: bool):
+        x = _rows32(x)
+        d = np.empty(x.shape[1], np.float32)
+        err = np.empty(x.shape[1] if want_error else 0, np.float32)
+        field_kernels.launch(field_kernels.trilinear_rows, x.shape[1], x, self._k_grid32, self._k_errors, want_error, d,
+                             err)
         return d, err
 
+    def _cells(self, p: np.ndarray):
+        """The list cell and the (clipped) grid cell, flat, of each point ``p`` (N, 3)."""
+        rows = _rows64(p)
+        cell = np.empty(rows.shape[1], np.int64)
+        base = np.empty(rows.shape[1], np.int64)
+        field_kernels.launch(field_kernels.grid_cells, rows.shape[1], rows, self._k_grid64, self._k_errors, cell, base)
+        return cell, base
+
     def _list_cell(self, p: np.ndarray) -> np.ndarray:
-        ci = np.clip(np.floor((np.asarray(p, np.float64) - self.origin) / (self.cell * self.LIST_CELL)).astype(
-            np.int64), 0, self.list_dims - 1)
-        return (ci[:, 0] * int(self.list_dims[1]) + ci[:, 1]) * int(self.list_dims[2]) + ci[:, 2]
+        return self._cells(p)[0]
 
     def error_at(self, p: np.ndarray, cell: np.ndarray | None = None) -> np.ndarray:
         """How far (N,) the grid's distance at points ``p`` may be from the exact one (inf where
         the cell is ``untrusted``); ``cell``: their list cells, if known."""
-        err = self.grid_error[self._list_cell(p) if cell is None else cell]
+        known, base = self._cells(p)
+        err = self.grid_error[known if cell is None else cell]
         if self.untrusted is not None:
-            i = np.clip(np.floor((np.asarray(p, np.float64) - self.origin) / self.cell).astype(np.int64), 0,
-                        self.dims - 2)
-            err[self.untrusted[(i[:, 0] * int(self.dims[1]) + i[:, 1]) * int(self.dims[2]) + i[:, 2]]] = np.inf
+            err[self.untrusted[base]] = np.inf
         return err
 
     def exact(self, p: np.ndarray, every: bool = False):
@@ -675,11 +686,27 @@ class MeshField:
         outward direction there (N, 3), from the triangles listed for each point's list cell
         (exact where ``|d|`` is within its cell's ``list_reach``, an upper bound beyond) or, ``every``, from every
         triangle; ``known`` (N,) is False where no triangle was listed (far from the surface)."""
-        p = np.asarray(p, np.float64)
+        if every:
+            return self._exact_every(np.asarray(p, np.float64))
+        return self._exact_listed(p)[:4]
+
+    def _exact_listed(self, p: np.ndarray):
+        """``exact`` from the lists (``kernels.field.exact_listed``), with each point's list cell."""
+        rows = _rows64(p)
+        n = rows.shape[1]
+        sd, closest, outward = np.empty(n), np.empty((n, 3)), np.empty((n, 3))
+        known, cell = np.empty(n, bool), np.empty(n, np.int64)
+        field_kernels.launch(field_kernels.exact_listed, n, rows, self._k_grid64, self._k_errors, self._k_tris, sd,
+                             closest, outward, known, cell, serial=field_kernels.SERIAL_EXACT)
+        return sd, closest, outward, known, cell
+
+    def _exact_every(self, p: np.ndarray):
+        """``exact`` over every triangle that may be closest to each point (numpy: the few points
+        the lists cannot decide, ``_exact_in_band``)."""
         if len(p) > self.CHUNK:                         # bounded scratch, however many points
-            parts = [self.exact(p[s:s + self.CHUNK], every) for s in range(0, len(p), self.CHUNK)]
+            parts = [self._exact_every(p[s:s + self.CHUNK]) for s in range(0, len(p), self.CHUNK)]
             return tuple(np.concatenate(x) for x in zip(*parts))
-        q_of, t, cnt = self._all_pairs(p) if every else self._listed_pairs(p)
+        q_of, t, cnt = self._all_pairs(p)
         known = cnt > 0
         sd = np.full(len(p), np.inf)
         closest = np.zeros((len(p), 3))
@@ -689,7 +716,7 @@ class MeshField:
         q = np.ascontiguousarray((p - self.origin).T)                       # (3, N) rows
         def nearest_on(x, t):
             """Closest points (3, K) on triangles ``t`` (K,) to ``x`` (3, K) and their features."""
-            rows = self._tri_rows.take(t, axis=1)
+            rows = self._tri_cols.take(t, axis=0).T
             ub, uc, feat = _closest_on_rows(x - rows[0:3], rows)
             cp = rows[0:3] + ub * rows[3:6]
             cp += uc * rows[6:9]
@@ -733,17 +760,6 @@ class MeshField:
         outward[known] = np.where(safe[:, None], dk * (sign / np.where(safe, dist, 1))[:, None], nn)
         return sd, closest, outward, known
 
-    def _listed_pairs(self, p: np.ndarray):
-        """(point, triangle) pairs from the list of each point's list cell: point of each pair
-        (sorted), triangle, pairs per point."""
-        s0, c = self._list_spans(self._list_cell(p))
-        return np.repeat(np.arange(len(p)), c), self.list_tri[span_index(s0, c)], c
-
-    def _list_spans(self, node: np.ndarray):
-        """Where the lists of list cells ``node`` start in ``list_tri``, and their lengths."""
-        s0 = self.list_start[node]
-        return s0, self.list_start[node + 1] - s0
-
     def _all_pairs(self, p: np.ndarray):
         """(point, triangle) pairs over every triangle that may be closest to each point (its
         bounding sphere is no farther than the nearest sphere's far side): for the few points
@@ -778,20 +794,43 @@ class MeshField:
         return pick
 
     def signed_distance(self, p: np.ndarray) -> np.ndarray:
-        """The signed distance (N,) as the collider sees it: exact near the surface, the grid's
-        beyond (the same rule ``project`` decides by, so rest clearances and pushes agree), and
-        beyond the grid the distance to the mesh's box (a lower bound, and more than any offset)."""
-        d, _ = self.lookup(p)
-        beyond = ~np.isfinite(d)
-        if beyond.any():
-            lo, hi = self.box
-            gap = np.maximum(np.maximum(lo - p[beyond], p[beyond] - hi), 0)
-            d[beyond] = np.sqrt((gap * gap).sum(axis=1))
-        near = np.flatnonzero(np.abs(d) < self.exact_reach + self.error_at(p))
-        if near.size:
-            sd, _, _, ok = self._exact_in_band(p[near], d[near])
-            d[near[ok]] = sd[ok]
+        """The signed distance (N,) float32 as the collider sees it: exact near the surface, the
+        grid's beyond (the same rule ``project`` decides by, so rest clearances and pushes agree),
+        and beyond the grid the distance to the mesh's box (a lower bound, and more than any
+        offset)."""
+        p = np.asarray(p, np.float64)
+        rows = _rows64(p)
+        d = np.empty(rows.shape[1], np.float32)
+        redo = np.empty(rows.shape[1], bool)
+        field_kernels.launch(field_kernels.signed_distances, rows.shape[1], rows, self._k_grid64, self._k_errors,
+                             self._k_tris, self._k_box, d, redo, serial=field_kernels.SERIAL_EXACT)
+        self._redo(p.reshape(-1, 3), d, redo)
         return d
+
+    def _redo(self, p: np.ndarray, d: np.ndarray, redo: np.ndarray) -> None:
+        """Where the kernels left a point's distance to a search of every triangle (``redo``):
+        ``d`` of points ``p`` (N, 3) becomes its exact distance there, where one is found."""
+        again = np.flatnonzero(redo)
+        if again.size:
+            sd, _, _, ok = self._exact_every(p[again])
+            d[again[ok]] = sd[ok]
+
+    def _depths(self, x: np.ndarray, limit: np.ndarray) -> np.ndarray:
+        """``limit − signed_distance`` (S,) float32 of points ``x`` (3, S) float32 rows, field
+        space, that may be inside their ``limit`` (S,) float32; −inf where they are not (their
+        depth would be ≤ 0): the grid's screen and its trilinear bound, then the lists' lower
+        bound (``kernels.field._outside``) (``Collider.held_depth``)."""
+        x = _rows32(x)
+        depth = np.empty(x.shape[1], np.float32)
+        redo = np.empty(x.shape[1], bool)
+        field_kernels.launch(field_kernels.held_depths, x.shape[1], x, np.ascontiguousarray(limit, np.float32),
+                             self._k_nodes, self._slack, self._k_grid32, self._k_grid64, self._k_errors, self._k_tris,
+                             self._k_box, self._k_planes, depth, redo, serial=field_kernels.SERIAL_EXACT)
+        again = np.flatnonzero(redo)
+        if again.size:                          # a seam's: every triangle searched
+            sd = self.signed_distance(_take_rows(x, again).T.astype(np.float64))
+            depth[again] = np.asarray(limit, np.float32).take(again) - sd
+        return depth
 
     @property
     def exact_reach(self) -> float:
@@ -803,8 +842,7 @@ class MeshField:
         list's reach), the grid's distance ``grid`` (N,) decides — its error there is within the
         reach (``_widen_lists``), so its sign is right — unless the cell is a seam's and the
         point is farther than SEAM_BAND cells: there every triangle is searched."""
-        sd, cp, out, known = self.exact(p)
-        cell = self._list_cell(p)
+        sd, cp, out, known, cell = self._exact_listed(p)
         reach = self.list_reach[cell]
         ok = known & (np.abs(sd) <= reach)
         if ok.all():
@@ -1254,8 +1292,8 @@ class Collider:
         if isinstance(field, MeshField):
             if not direction:
                 return field.trilinear_rows(f.astype(np.float32)).astype(np.float64)
-            d, g = field.lookup(np.ascontiguousarray(f.T, np.float64))
-            d, g = d.astype(np.float64), g.T.astype(np.float64)
+            d, g = field._lookup_rows(np.ascontiguousarray(f, np.float64))
+            d, g = d.astype(np.float64), g.astype(np.float64)
         else:
             r, dirs, radius = field._polar(f.T)
             d, g = r - radius, dirs.T
@@ -1310,14 +1348,11 @@ class Collider:
         limit = self.limit[index]
         rows = self._field_rows(q)
         if isinstance(self.field, MeshField):
-            pick = self.field.screen(rows, limit + self.field.slack)
-            if pick.size:
-                d, err = self.field.distance_rows(_take_rows(rows, pick))
-                pick = pick[d < limit.take(pick) + err]
-        else:
-            pick = np.arange(q.shape[1])
-        if pick.size == 0:
+            # per point, the screen, the bound and the exact distance: one kernel
+            depth = self.field._depths(rows, limit)
+            return float(max(depth.max(), 0.0)) if depth.size else 0.0
+        if q.shape[1] == 0:
             return 0.0
-        depth = limit.take(pick) - self.field.signed_distance(_take_rows(rows, pick).T.astype(np.float64))
+        depth = limit - self.field.signed_distance(rows.T.astype(np.float64))
         return float(max(depth.max(), 0.0))
 

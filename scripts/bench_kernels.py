@@ -6,6 +6,11 @@ First the kernels' start: ``kernels.warm_up()`` in a fresh process with an empty
 (``NUMBA_CACHE_DIR``: what the first bake after installing does — compile) and again in another
 process with that folder filled (every later bake — load).
 
+The collision field's queries (``kernels.field``, through ``hair_wig.collision.MeshField``) on
+scripts/bench.py's groom (strands combed out of a unit sphere, the 4k-triangle sphere its head):
+the screen, the trilinear distance and its error, the exact distances of the points nearest the
+head, and held depth (what each frame measures on every point), on 1 and on every thread.
+
 Follow-the-leader (refinement's length pass, ``kernels.follow_chains``) on strands combed out and
 jittered by 1 cm, float32 like refinement's rows: the kernel on 1 and on every thread, and the
 numpy step it replaced — ``leader.follow_the_leader`` over point-major rows, one call a point
@@ -119,6 +124,44 @@ def start_times() -> tuple:
                      for _ in range(2))
 
 
+def _collision_field(strands: int, points: int, runs: int, threads: int) -> None:
+    """The collision field's queries on ``strands`` x ``points`` points of scripts/bench.py's
+    groom (``one``) against its sphere head (32 rings x 64 segments), the roots left out."""
+    from hair_wig.collision import MeshField
+
+    th, ph = np.linspace(0, np.pi, 33), np.linspace(0, 2 * np.pi, 64, endpoint=False)
+    v = np.stack([np.outer(np.sin(th), np.cos(ph)), np.outer(np.sin(th), np.sin(ph)),
+                  np.outer(np.cos(th), np.ones_like(ph))], -1).reshape(-1, 3)
+    i, j = np.meshgrid(np.arange(32), np.arange(64), indexing="ij")
+    a, b = i * 64 + j, i * 64 + (j + 1) % 64
+    tris = np.concatenate([np.stack([a, a + 64, b], -1).reshape(-1, 3),
+                           np.stack([b, a + 64, b + 64], -1).reshape(-1, 3)])
+    field = MeshField(v, tris)
+    rng = np.random.default_rng(0)
+    z = rng.uniform(0.1, 1.0, strands)
+    phi = rng.uniform(0, 2 * np.pi, strands)
+    roots = np.stack([np.sqrt(1 - z * z) * np.cos(phi), np.sqrt(1 - z * z) * np.sin(phi), z], 1)
+    t = np.linspace(0, 1, points)
+    # every point but the roots, as a frame measures them (``Wig._held_depth``)
+    rows = np.ascontiguousarray((roots[:, None] * (1 + 0.5 * t[1:, None])).reshape(-1, 3).T, np.float32)
+    limit = np.zeros(rows.shape[1], np.float32)
+    near = rows[:, ::points - 1].T.astype(np.float64)         # each strand's first point after the root
+    measured = int(np.isfinite(field._depths(rows, limit)).sum())
+    print(f"collision field, {rows.shape[1]} points, {len(tris)} triangles, median of {runs} (ms)")
+    print(f"{'':<44}{'points':>10}{'kernel 1':>10}{f'kernel {threads}':>10}")
+    for label, call, count in (
+            ("screen (nearest node)", lambda: field.screen(rows, limit + field.slack), rows.shape[1]),
+            ("trilinear distance and error", lambda: field.distance_rows(rows), rows.shape[1]),
+            ("exact distance (first points)", lambda: field.exact(near), len(near)),
+            ("signed distance (first points)", lambda: field.signed_distance(near), len(near)),
+            (f"held depth (exact at {measured})", lambda: field._depths(rows, limit), rows.shape[1])):
+        numba.set_num_threads(1)
+        _, t_1 = _time(call, runs)
+        numba.set_num_threads(threads)
+        _, t_n = _time(call, runs)
+        print(f"{label:<44}{count:>10}{t_1:>10.1f}{t_n:>10.1f}")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--strands", type=int, default=100000)
@@ -129,6 +172,7 @@ def main(argv=None) -> int:
     (ci, cold), (wi, warm) = start_times()
     print(f"kernels' start (import + warm-up): cold {cold:.2f} s (import {ci:.2f}), "
           f"warm {warm:.2f} s (import {wi:.2f})")
+    _collision_field(args.strands, args.points, args.runs, threads)
     print(f"follow-the-leader, {args.strands} strands, float32, median of {args.runs} (ms); "
           f"numba {numba.__version__}, {threads} threads")
     print(f"{'strands':<22}{'points':>10}{'numpy':>9}{'kernel 1':>10}{f'kernel {threads}':>10}{'ratio':>8}")

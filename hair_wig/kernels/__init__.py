@@ -114,6 +114,7 @@ def _import_kernels():
         from . import pairs  # noqa: F401  (hair-hair interaction: kernels.pairs)
         from . import magnets  # noqa: F401  (primary movement's blend: kernels.magnets)
         from . import points  # noqa: F401  (the wig's output: kernels.points)
+        from . import field  # noqa: F401  (the collision field's queries: kernels.field)
     finally:
         config.CACHE_DIR = was
     return leader
@@ -149,6 +150,8 @@ def _follow_chains_as_called():
 
 # (what an artist reads while it runs, the call that compiles it as the core calls it)
 WARM_UPS = (("follow-the-leader", _follow_chains_as_called),)
+from . import field as _field  # noqa: E402  (the collision field's queries; imported above, in its cache folder)
+WARM_UPS += _field.WARM_UPS
 from . import pairs  # noqa: E402  (hair-hair interaction; imported above, in its cache folder)
 WARM_UPS += pairs.WARM_UPS
 from . import rods as _rods  # noqa: E402  (imported above, in its cache folder)

@@ -1,0 +1,384 @@
+"""The collision field's query kernels (hair_wig/kernels/field.py) against plain references on
+random meshes and points: the grid's lookups against numpy written out here (the code they
+replaced, bit for bit), the exact queries against the numpy search over every triangle (the same
+arithmetic: bit for bit where a cell's list holds the closest triangle) and against brute force
+(``exact_signed_distance``, other arithmetic: to a derived tolerance), and every kernel the same
+bits with one and two threads."""
+
+import numba
+import numpy as np
+import pytest
+
+from hair_wig import kernels
+from hair_wig.collision import ColliderMesh, Collider, MeshField, exact_signed_distance
+from hair_wig.kernels import field as kf
+from tolerance import EPS64, magnitude, rounding
+
+
+def icosphere(radius=1.0, subdivisions=2):
+    """A subdivided icosahedron (closed, outward)."""
+    t = (1 + 5 ** 0.5) / 2
+    v = [(-1, t, 0), (1, t, 0), (-1, -t, 0), (1, -t, 0), (0, -1, t), (0, 1, t), (0, -1, -t), (0, 1, -t),
+         (t, 0, -1), (t, 0, 1), (-t, 0, -1), (-t, 0, 1)]
+    f = [(0, 11, 5), (0, 5, 1), (0, 1, 7), (0, 7, 10), (0, 10, 11), (1, 5, 9), (5, 11, 4), (11, 10, 2),
+         (10, 7, 6), (7, 1, 8), (3, 9, 4), (3, 4, 2), (3, 2, 6), (3, 6, 8), (3, 8, 9), (4, 9, 5), (2, 4, 11),
+         (6, 2, 10), (8, 6, 7), (9, 8, 1)]
+    v = [np.array(x, float) / np.linalg.norm(x) for x in v]
+    for _ in range(subdivisions):
+        mid, g = {}, []
+
+        def half(a, b):
+            key = (min(a, b), max(a, b))
+            if key not in mid:
+                m = v[a] + v[b]
+                v.append(m / np.linalg.norm(m))
+                mid[key] = len(v) - 1
+            return mid[key]
+
+        for a, b, c in f:
+            ab, bc, ca = half(a, b), half(b, c), half(c, a)
+            g += [(a, ab, ca), (b, bc, ab), (c, ca, bc), (ab, bc, ca)]
+        f = g
+    return radius * np.array(v), np.array(f)
+
+
+def bumpy(seed):
+    """A random closed mesh: an icosphere with each vertex moved in or out by up to 25 %."""
+    v, f = icosphere(1.0, 2)
+    return v * np.random.default_rng(seed).uniform(0.75, 1.25, (len(v), 1)), f
+
+
+def crossing():
+    """Two closed shells that cross (seams: the sign of the closest feature flips inside)."""
+    v1, f1 = icosphere(1.0, 2)
+    v2, f2 = icosphere(0.45, 1)
+    return np.concatenate([v1, v2 + (0.0, 0.7, 0.6)]), np.concatenate([f1, f2 + len(v1)])
+
+
+def patch(seed):
+    """An open, one-sided mesh: a rumpled square sheet."""
+    rng = np.random.default_rng(seed)
+    n = 8
+    x, y = np.meshgrid(np.linspace(-1, 1, n + 1), np.linspace(-1, 1, n + 1), indexing="ij")
+    v = np.stack([x, y, 0.15 * rng.normal(size=x.shape)], -1).reshape(-1, 3)
+    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    a = (i * (n + 1) + j).ravel()
+    return v, np.concatenate([np.stack([a, a + n + 1, a + 1], 1), np.stack([a + 1, a + n + 1, a + n + 2], 1)])
+
+
+MESHES = {"icosphere": lambda: icosphere(1.0, 3), "bumpy": lambda: bumpy(4), "crossing": crossing,
+          "patch": lambda: patch(2)}
+_FIELDS = {}
+
+
+def field(name) -> MeshField:
+    if name not in _FIELDS:
+        _FIELDS[name] = MeshField(*MESHES[name](), margin=0.05, name=name)
+    return _FIELDS[name]
+
+
+def points(f: MeshField, n=6000, seed=0):
+    """Random points (N, 3) float64: in and beyond the grid's box, and near the surface (within a
+    few cells, both sides)."""
+    rng = np.random.default_rng(seed)
+    top = f.origin + f.cell * (f.dims - 1)
+    far = rng.uniform(f.origin - 0.3, top + 0.3, (n, 3))
+    tri = f.vertices[f.triangles[rng.integers(0, len(f.triangles), n)]]
+    w = rng.dirichlet((1, 1, 1), n)
+    near = np.einsum("nk,nkd->nd", w, tri) + rng.normal(0, 1.5 * f.cell, (n, 3))
+    return np.concatenate([far, near])
+
+
+def same_bits(a, b) -> bool:
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+# ---------------------------------------------------------------- plain references
+def ref_node_values(f: MeshField, x, clamp):
+    """``MeshField._node_values`` as numpy (the code the kernel replaced)."""
+    g = np.multiply(x, f._inv_cell)
+    g += f._shift_col
+    if clamp:
+        np.minimum(g, f._clamp_col, out=g)
+        np.maximum(g, 0, out=g)
+    with np.errstate(invalid="ignore"):
+        gi = g.astype(np.int32)
+    node = gi[0] * f._stride[0] + gi[1] * f._stride[1] + gi[2]
+    return np.take(f.distance_grid, node, mode="clip")
+
+
+def ref_trilinear(f: MeshField, base, fx, fy, fz):
+    D = f.distance_grid
+    s0, s1 = int(f._stride[0]), int(f._stride[1])
+    c = [D[base + (ox * s0 + oy * s1 + oz)] for ox in (0, 1) for oy in (0, 1) for oz in (0, 1)]
+    c00 = c[0] + (c[4] - c[0]) * fx
+    c01 = c[1] + (c[5] - c[1]) * fx
+    c10 = c[2] + (c[6] - c[2]) * fx
+    c11 = c[3] + (c[7] - c[3]) * fx
+    c0 = c00 + (c10 - c00) * fy
+    c1 = c01 + (c11 - c01) * fy
+    return c, (c00, c01, c10, c11, c0, c1), c0 + (c1 - c0) * fz
+
+
+def ref_distance_rows(f: MeshField, x):
+    """``MeshField.distance_rows`` as numpy: float32 trilinear, and the list cell's error."""
+    g = x - f._origin_col
+    g *= f._inv_cell
+    i = np.floor(g)
+    inside = ((i >= 0) & (i <= f._top_col - 1)).all(axis=0)
+    ii = np.clip(i, 0, f._top_col - 1).astype(np.int64)
+    base = ii[0] * int(f._stride[0]) + ii[1] * int(f._stride[1]) + ii[2]
+    d = ref_trilinear(f, base, *(g - i))[2]
+    d[~inside] = np.inf
+    ii //= f.LIST_CELL
+    err = f.grid_error[(ii[0] * int(f.list_dims[1]) + ii[1]) * int(f.list_dims[2]) + ii[2]]
+    if f.untrusted is not None:
+        err[f.untrusted[base]] = np.inf
+    return d, err
+
+
+def ref_cells(f: MeshField, p):
+    """Each point's grid cell (clipped, flat) and float32 fractions, and whether it is inside."""
+    g = (p - f.origin) / f.cell
+    inside = np.all((g >= 0) & (g <= f.dims - 1), axis=1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        i = np.clip(np.floor(g).astype(np.int64), 0, f.dims - 2)
+        fraction = (g - i).astype(np.float32)
+    base = (i[:, 0] * int(f.dims[1]) + i[:, 1]) * int(f.dims[2]) + i[:, 2]
+    return base, fraction, inside
+
+
+def ref_lookup(f: MeshField, p):
+    """``MeshField.lookup`` as numpy."""
+    base, fr, inside = ref_cells(f, p)
+    fx, fy, fz = fr.T
+    c, (c00, c01, c10, c11, c0, c1), d = ref_trilinear(f, base, fx, fy, fz)
+    gx0 = (c[4] - c[0]) + ((c[6] - c[2]) - (c[4] - c[0])) * fy
+    gx1 = (c[5] - c[1]) + ((c[7] - c[3]) - (c[5] - c[1])) * fy
+    gy = (c10 - c00) + ((c11 - c01) - (c10 - c00)) * fz
+    grad = np.stack([gx0 + (gx1 - gx0) * fz, gy, c1 - c0], 1) / np.float32(f.cell)
+    return np.where(inside, d, np.inf), grad
+
+
+def ref_list_cell(f: MeshField, p):
+    with np.errstate(invalid="ignore"):
+        ci = np.floor((p - f.origin) / (f.cell * f.LIST_CELL)).astype(np.int64)
+    ci = np.clip(ci, 0, f.list_dims - 1)
+    return (ci[:, 0] * int(f.list_dims[1]) + ci[:, 1]) * int(f.list_dims[2]) + ci[:, 2]
+
+
+def ref_error(f: MeshField, p):
+    err = f.grid_error[ref_list_cell(f, p)]
+    if f.untrusted is not None:
+        err[f.untrusted[ref_cells(f, p)[0]]] = np.inf
+    return err
+
+
+def ref_signed_distance(f: MeshField, p):
+    """``MeshField.signed_distance`` from the references and the numpy search of every triangle:
+    where a point is within its list's reach the list holds its closest triangle (``exact``
+    from the lists is then the search's, bit for bit), and beyond it the list's distance is no
+    nearer than the reach either."""
+    d = ref_lookup(f, p)[0]
+    beyond = ~np.isfinite(d)
+    lo, hi = f.box
+    gap = np.maximum(np.maximum(lo - p[beyond], p[beyond] - hi), 0)
+    d[beyond] = np.sqrt((gap * gap).sum(axis=1))
+    err = ref_error(f, p)
+    near = np.flatnonzero(np.abs(d) < f.exact_reach + err)
+    sd, _, _, known = f.exact(p[near], every=True)
+    reach = f.list_reach[ref_list_cell(f, p[near])]
+    ok = known & (np.abs(sd) <= reach)
+    redo = known & ~ok & (np.abs(d[near]) <= err[near]) & (err[near] > reach)
+    d[near[ok | redo]] = sd[ok | redo]
+    return d
+
+
+# ---------------------------------------------------------------- the grid
+@pytest.mark.parametrize("name", list(MESHES))
+def test_node_values_screen_and_lower_bound_are_the_numpy_gather(name):
+    f = field(name)
+    p = points(f, seed=1)
+    x = np.ascontiguousarray(p.T, np.float32)
+    x[:, :3] = ((np.nan, 0, 0), (3e9, -3e9, 0), (1e30, 0, -1e30))      # NaN and beyond int32: a corner
+    reach = np.random.default_rng(2).uniform(-0.1, 0.3, x.shape[1]).astype(np.float32)
+    for clamp in (False, True):
+        assert same_bits(f._node_values(x, clamp), ref_node_values(f, x, clamp))
+    assert same_bits(f.screen(x, reach), np.flatnonzero(ref_node_values(f, x, False) < reach))
+    assert same_bits(f.lower_bound(x), ref_node_values(f, x, True) - f.slack)
+
+
+@pytest.mark.parametrize("name", list(MESHES))
+def test_trilinear_rows_and_their_error_are_the_numpy_interpolation(name):
+    f = field(name)
+    x = np.ascontiguousarray(points(f, seed=3).T, np.float32)
+    d, err = f.distance_rows(x)
+    rd, rerr = ref_distance_rows(f, x)
+    assert same_bits(d, rd) and same_bits(err, rerr)
+    assert same_bits(f.trilinear_rows(x), rd)
+    assert np.isinf(d).any() and np.isfinite(d).any()        # both sides of the grid's edge were met
+
+
+@pytest.mark.parametrize("name", list(MESHES))
+def test_lookup_gradient_and_errors_are_the_numpy_ones(name):
+    f = field(name)
+    p = points(f, seed=4)
+    d, g = f.lookup(p)
+    rd, rg = ref_lookup(f, p)
+    assert same_bits(d, rd) and same_bits(g, rg)
+    assert same_bits(f.error_at(p), ref_error(f, p))
+    assert same_bits(f._list_cell(p), ref_list_cell(f, p))
+    with np.errstate(invalid="ignore"):
+        q = np.array([[np.nan, 0.0, 0.0], [1e300, -1e300, 0.0]])
+        assert same_bits(f.lookup(q)[0], ref_lookup(f, q)[0])          # beyond: +inf, no stray read
+
+
+# ---------------------------------------------------------------- exact distances
+@pytest.mark.parametrize("name", list(MESHES))
+def test_exact_from_the_lists_is_the_search_of_every_triangle(name):
+    """Within its list's reach a point's closest triangle is listed: the kernel's exact query is
+    then the numpy search over every triangle bit for bit (the same arithmetic, the first of
+    equally near triangles); beyond it, never nearer than the truth."""
+    f = field(name)
+    p = points(f, seed=5)
+    sd, cp, out, known = f.exact(p)
+    esd, ecp, eout, eknown = f.exact(p, every=True)
+    reach = f.list_reach[ref_list_cell(f, p)]
+    within = known & (np.abs(sd) <= reach)
+    assert within.sum() > 1000
+    assert same_bits(sd[within], esd[within]) and same_bits(cp[within], ecp[within])
+    assert same_bits(out[within], eout[within])
+    # beyond the reach: an upper bound of the distance, from a listed triangle
+    tol = rounding(magnitude(p, f.origin, at_least=f.size), 64, EPS64)
+    assert np.all(np.abs(sd[known]) >= np.abs(esd[known]) - tol)
+    assert not known[~np.isfinite(sd)].any() and np.all(cp[~known] == 0) and np.all(out[~known] == 0)
+
+
+@pytest.mark.parametrize("name", ["icosphere", "bumpy"])
+def test_exact_distances_are_brute_force_ones(name):
+    """Against brute force over every triangle (``exact_signed_distance``: absolute coordinates,
+    another order of operations): the same distance to rounding — float64 closest points of
+    coordinates up to M (the points and the grid's origin, which the kernels measure from) pass
+    through ~64 roundings (the edge's foot, its clamp, the products and sums of the distance) —
+    and the same side wherever the point is farther from the surface than that."""
+    f = field(name)
+    p = points(f, n=1500, seed=6)
+    sd, _, _, known = f.exact(p)
+    reach = f.list_reach[ref_list_cell(f, p)]
+    within = np.flatnonzero(known & (np.abs(sd) <= reach))
+    brute = exact_signed_distance(p[within], f.vertices, f.triangles)
+    tol = rounding(magnitude(p, f.origin, at_least=f.size), 64, EPS64)
+    assert np.all(np.abs(np.abs(sd[within]) - np.abs(brute)) <= tol)
+    clear = np.abs(brute) > tol
+    assert np.array_equal(np.sign(sd[within][clear]), np.sign(brute[clear]))
+
+
+@pytest.mark.parametrize("name", list(MESHES))
+def test_signed_distance_is_the_numpy_rule(name):
+    """The grid's value, the box's distance beyond the grid, and exact near the surface —
+    searched over every triangle where the lists cannot decide (a seam's cells)."""
+    f = field(name)
+    p = points(f, seed=7)
+    d = f.signed_distance(p)
+    assert d.dtype == np.float32
+    assert same_bits(d, ref_signed_distance(f, p))
+
+
+@pytest.mark.parametrize("name", list(MESHES))
+def test_held_depth_is_screen_bound_and_exact_distance(name):
+    """``MeshField._depths`` (the kernel of ``Collider.held_depth``) per point: where the nearest
+    node's screen and the trilinear bound let a point through, ``limit − signed_distance`` bit for
+    bit — or −inf where the lists' lower bound proves it outside its limit, which its exact depth
+    confirms (≤ 0). ``Collider.held_depth``, their max and 0, is the numpy rule's."""
+    f = field(name)
+    p = points(f, seed=8)
+    x = np.ascontiguousarray(p.T, np.float32)
+    limit = np.random.default_rng(9).uniform(-0.05, 0.1, x.shape[1]).astype(np.float32)
+    depth = f._depths(x, limit)
+    pick = np.flatnonzero(ref_node_values(f, x, False) < limit + f.slack)
+    d, err = ref_distance_rows(f, x[:, pick])
+    pick = pick[d < limit[pick] + err]
+    want = np.full(x.shape[1], -np.inf, np.float32)
+    want[pick] = limit[pick] - ref_signed_distance(f, x[:, pick].T.astype(np.float64))
+    measured = np.isfinite(depth)
+    assert same_bits(depth[measured], want[measured])
+    assert np.all(want[~measured] <= 0)
+    assert measured.sum() > 100 and np.isfinite(want[~measured]).sum() > 100      # both ways were taken
+    ruled_out = np.setdiff1d(np.arange(x.shape[1]), pick)
+    assert f.seam_cells or np.all(limit[ruled_out] - f.signed_distance(x[:, ruled_out].T.astype(np.float64)) <= 0)
+
+    c = Collider(ColliderMesh(name, f.vertices, f.triangles, offset=0.05), np.eye(4), 0.05)
+    c.field = c.bound_field = f
+    c.limit = limit
+    assert c.held_depth(x, np.arange(x.shape[1])) == max(float(want.max()), 0.0)
+
+
+def test_pushes_use_the_kernels_and_keep_their_meaning():
+    """``project`` (exact near the surface, the gradient beyond) moves only points nearer than
+    their limit, and a point decided exactly goes to its closest point plus the limit along the
+    outward direction there (``exact``'s, bit for bit)."""
+    f = field("bumpy")
+    p = points(f, n=2000, seed=10)
+    limit = np.full(len(p), 0.03)
+    new, moved, along = f.project(p, limit, direction=True)
+    assert moved.size > 100
+    assert np.all(f.signed_distance(p[moved]) < 0.03 + f.error_at(p[moved]))
+    sd, cp, out, known = f.exact(p[moved])
+    exact = known & (np.abs(sd) <= f.list_reach[ref_list_cell(f, p[moved])])
+    assert exact.sum() > 100
+    assert same_bits(new[exact], cp[exact] + out[exact] * 0.03) and same_bits(along[exact], out[exact])
+    assert np.allclose(np.linalg.norm(along, axis=1), 1.0)
+
+
+# ---------------------------------------------------------------- threads
+def test_every_kernel_gives_the_same_bits_on_one_and_two_threads():
+    f = field("crossing")
+    p = points(f, seed=11)
+    x = np.ascontiguousarray(p.T, np.float32)
+    limit = np.full(x.shape[1], 0.02, np.float32)
+
+    def run():
+        return [f._node_values(x, False), f._node_values(x, True), *f.distance_rows(x), *f.lookup(p),
+                *f._cells(p), *f.exact(p), f.signed_distance(p), f._depths(x, limit)]
+
+    results = []
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            results.append(run())
+    finally:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    assert all(same_bits(a, b) for a, b in zip(*results))
+
+
+def test_after_warm_up_the_field_queries_compile_nothing():
+    """``kernels.warm_up`` compiles (or loads) every field kernel for the types ``MeshField``
+    passes: a field's queries after it add no compiled version."""
+    list(kernels.warm_up())
+    names = ("node_values", "trilinear_rows", "lookup", "grid_cells", "exact_listed", "signed_distances",
+             "held_depths")
+    before = {n: len(getattr(kf, n).signatures) for n in names}
+    assert all(before.values())
+    f = field("crossing")
+    p = points(f, n=200, seed=12)
+    x = np.ascontiguousarray(p.T, np.float32)
+    f.screen(x, np.zeros(x.shape[1], np.float32))
+    f.lower_bound(x[:, ::2])
+    f.distance_rows(x)
+    f.trilinear_rows(p.T)
+    f.lookup(p)
+    f.error_at(p)
+    f.exact(p)
+    f.signed_distance(np.asfortranarray(p))
+    f._depths(x, np.zeros(x.shape[1]))
+    c = Collider(ColliderMesh("c", f.vertices, f.triangles, offset=0.01), np.eye(4), 0.01)
+    c.bind(x)
+    c.fast_distance(p.T, direction=True)
+    c.held_depth(x, np.arange(x.shape[1]))
+    c.bind(x, 8)
+    c.set_frame(None)
+    q = np.ascontiguousarray(x.reshape(3, 50, 8).transpose(0, 2, 1))
+    for margin in (np.full(50, -np.inf, np.float32), np.full(50, np.inf, np.float32)):
+        c.near_step(q[:, 3], 3, slice(0, 50), np.arange(50) * 8 + 3, margin, np.full(50, 0.01, np.float32))
+    assert {n: len(getattr(kf, n).signatures) for n in names} == before
