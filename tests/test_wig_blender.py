@@ -237,7 +237,7 @@ def test_collision_keeps_hair_out_of_suzanne(scene, glue, reader, method):
     seg0 = np.linalg.norm(np.diff(pts.reshape(400, 8, 3), axis=1), axis=2)
     for offset in (0.0, 0.02):
         ob.hair_wig.collision_offset = offset
-        wig = reader.bind(bpy.context, ob)[0]
+        wig = reader.bind(bpy.context, ob).wig
         cache = baking.compute(bpy.context, ob, 1, 6)
         p = cache.frame(6).astype(np.float64)
         moved = np.abs(cache.frame(6) - pts).max()
