@@ -281,7 +281,10 @@ class MeshField:
         self._corners = corners.astype(np.float32)
         self._corner_rows = np.ascontiguousarray(self._corners.transpose(1, 2, 0))   # (corner, xyz, T)
         fn = np.cross(self._corners[:, 1] - self._corners[:, 0], self._corners[:, 2] - self._corners[:, 0])
-        self._face_rows = np.ascontiguousarray((fn / np.linalg.norm(fn, axis=1, keepdims=True)).T)  # (3, T)
+        # a triangle of no area (a pole's sliver far from the origin rounds to one) has no plane:
+        # its NaN normal fails every plane test below, and its neighbours' edges stand for it
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self._face_rows = np.ascontiguousarray((fn / np.linalg.norm(fn, axis=1, keepdims=True)).T)  # (3, T)
         self._build_lists()
         self._build_grid()
         self._mark_seams()
