@@ -20,6 +20,7 @@ from dataclasses import MISSING, dataclass, field, fields
 
 import numpy as np
 
+from .hairset import strand_of_point, vertex_t
 from .spaces import rotation_of, transform_rows
 
 
@@ -95,14 +96,12 @@ class HairModel:
         return np.diff(self.offsets)
 
     def strand_of_point(self) -> np.ndarray:
-        """(P,) int32: the strand of each point (``HairSet.strand_of_point``)."""
-        return np.repeat(np.arange(self.num_strands, dtype=np.int32), self.counts)
+        """(P,) int32: the strand of each point."""
+        return strand_of_point(self.counts)
 
     def vertex_t(self) -> np.ndarray:
-        """(P,) float32: ``t = j / (n − 1)``, 0 at the root and 1 at the tip (SPEC §1,
-        ``HairSet.vertex_t``)."""
-        j = np.arange(self.num_points, dtype=np.float64) - np.repeat(self.offsets[:-1], self.counts)
-        return (j / np.repeat(self.counts - 1, self.counts)).astype(np.float32)
+        """(P,) float32: ``t = j / (n − 1)``, 0 at the root and 1 at the tip (SPEC §1)."""
+        return vertex_t(self.offsets)
 
     def world_rest(self) -> np.ndarray:
         """Rest points as rows (3, P) float64 in the world."""
@@ -151,6 +150,14 @@ class LayerFrame:
             return np.moveaxis(sum(f.force(pts, now, vel) for f in forces), -1, 0)
         return accel
 
+    def world(self, rows: np.ndarray) -> np.ndarray:
+        """Head-local rows (3, P) into the world, float64."""
+        return transform_rows(self.head, rows.astype(np.float64), np.empty(rows.shape))
+
+    def world_moves(self, moves: np.ndarray) -> np.ndarray:
+        """Head-local displacements (3, P) into the world (the head's linear part), float64."""
+        return transform_rows(self.head, moves, np.empty(moves.shape), translate=False)
+
     def head_turn(self) -> np.ndarray:
         """The head's rotation now (3, 3), without its scale."""
         return rotation_of(self.head)
@@ -181,7 +188,7 @@ class DynamicsLayer:
     SPLITS = False        # strands move independently: a bake may be split by strands
     ABSORBS = True        # what refinement moved is carried back (``absorb``)
     LIFTS = False         # refinement's walk lifts a chain that meets a head-on contact, as the
-                          # layer's own substeps do (``pipeline.Wig._lift_steep``)
+                          # layer's own substeps do (``walk.CollisionWalk._lift_steep``)
 
     def __init__(self, model: HairModel, settings):
         self.model = model

@@ -80,7 +80,7 @@ class HairSet:
 
     def strand_of_point(self) -> np.ndarray:
         """(P,) int32 index of the strand each point belongs to."""
-        return np.repeat(np.arange(self.num_strands, dtype=np.int32), self.counts)
+        return strand_of_point(self.counts)
 
     def strand_slice(self, strand: int) -> slice:
         return slice(int(self.offsets[strand]), int(self.offsets[strand + 1]))
@@ -88,8 +88,7 @@ class HairSet:
     def vertex_t(self) -> np.ndarray:
         """(P,) float32 normalised vertex index ``t = j / (n - 1)``: 0 at the root, 1 at the tip
         (SPEC §1)."""
-        j = np.arange(self.num_points, dtype=np.float64) - np.repeat(self.offsets[:-1], self.counts)
-        return (j / np.repeat(self.counts - 1, self.counts)).astype(np.float32)
+        return vertex_t(self.offsets)
 
     def segment_lengths(self, points: np.ndarray | None = None) -> np.ndarray:
         """(P,) float32 length of the segment ending at each point; 0 at roots."""
@@ -112,3 +111,16 @@ class HairSet:
         if span <= 1e-7 * max(length.max(), 1e-12):
             return np.ones(self.num_strands, dtype=np.float32)
         return ((length - length.min()) / span).astype(np.float32)
+
+
+def strand_of_point(counts: np.ndarray) -> np.ndarray:
+    """(P,) int32: the strand each point belongs to, for strands of ``counts`` points."""
+    return np.repeat(np.arange(len(counts), dtype=np.int32), counts)
+
+
+def vertex_t(offsets: np.ndarray) -> np.ndarray:
+    """(P,) float32 normalised vertex index ``t = j / (n − 1)`` of strands starting at ``offsets``
+    (S + 1,): 0 at the root, 1 at the tip (SPEC §1)."""
+    counts = np.diff(offsets)
+    j = np.arange(offsets[-1], dtype=np.float64) - np.repeat(offsets[:-1], counts)
+    return (j / np.repeat(counts - 1, counts)).astype(np.float32)

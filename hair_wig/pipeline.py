@@ -488,8 +488,7 @@ class Wig:
 
         def run(block):
             span, first_strand = block
-            self._step_block(span, first_strand, scalp, motions, head, head_inv, inp.dt, state,
-                             first, to_object, out, timings, rest, follow, layered)
+            self._step_block(span, first_strand, scalp, motions, to_object, out, timings, rest, follow, layered)
 
         self._run_blocks(run)
         if layered is not None:
@@ -578,8 +577,8 @@ class Wig:
         before = history[-1 - self.follow.trail, np.arange(len(self.follow))]
         return local[:, :3, 3].copy(), local @ np.linalg.inv(before)
 
-    def _step_block(self, span, first_strand, scalp, motions, head, head_inv, dt, state, first,
-                    to_object, out, timings=None, rest=None, follow=None, layered=None):
+    def _step_block(self, span, first_strand, scalp, motions, to_object, out, timings=None, rest=None, follow=None,
+                    layered=None):
         """The pipeline after the dynamic magnets, for the strands of one block. ``scalp``: this
         frame's root frames when the surface is deformed; ``rest``: this frame's rest pose as rows
         (3, P) when it is not the bound one; ``follow``: the following magnets' centres and trail

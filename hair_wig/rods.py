@@ -288,7 +288,7 @@ class AngularRods:
         # the root frame turns with the goal's root segment, carrying e₁ (no twist)
         e1 = state["e1"] - np.einsum("sk,sk->s", state["e1"], _unit(root_dir))[:, None] * _unit(root_dir)
         e1 = _unit(np.where(np.linalg.norm(e1, axis=1, keepdims=True) > 1e-6, e1, root_normal(root_dir)))
-        rest = self.rest_angles(goal if style is None else style, root_dir, e1, load if hold is None else hold, k)
+        rest = _f64(self.rest_angles(goal if style is None else style, root_dir, e1, load if hold is None else hold, k))
         a, last = _f64(state["angles"]).copy(), _f64(state["last"]).copy()
         m = self.n - 1
         per_joint = [_f64(np.broadcast_to(x, (1, m, 1)).reshape(m)) for x in (k, c, h * h * self.beta)]
@@ -297,7 +297,7 @@ class AngularRods:
         pts, ax1, ax2 = build(roots, root_dir, e1, a, seg)
         # the substeps as one kernel; with contacts, one substep a launch, each met after it
         for _ in range(1 if contact is None else count):
-            rod_substeps(a, last, _f64(rest), *per_joint, loads, seg, roots, root_dir, e1,
+            rod_substeps(a, last, rest, *per_joint, loads, seg, roots, root_dir, e1,
                          count if contact is None else 1, pts, ax1, ax2)
             if contact is not None:
                 push = contact(pts)
@@ -437,15 +437,15 @@ class RodLayer(DynamicsLayer):
             self.set_goal_stiffness(values["stiffness"])
 
     def initial_state(self, goal: np.ndarray, frame: LayerFrame) -> dict:
-        return self._initial_world(_world(goal, frame), frame.gravity, rotation_of(frame.head_rest), frame.head_inv)
+        return self._initial_world(frame.world(goal), frame.gravity, rotation_of(frame.head_rest), frame.head_inv)
 
     def step(self, state: dict, goal: np.ndarray, frame: LayerFrame, out: np.ndarray) -> None:
-        shown = self._step_world(state, _world(goal, frame), frame.dt, frame.gravity, frame.head_turn(),
+        shown = self._step_world(state, frame.world(goal), frame.dt, frame.gravity, frame.head_turn(),
                                  frame.accel(), head_inv=frame.head_inv)
         transform_rows(frame.head_inv, shown, out)
 
     def absorb(self, state: dict, moved: np.ndarray, frame: LayerFrame) -> None:
-        self._absorb_world(state, transform_rows(frame.head, moved, np.empty(moved.shape), translate=False),
+        self._absorb_world(state, frame.world_moves(moved),
                            self.settings.friction)
 
     def set_dynablend(self, dynablend: float) -> None:
@@ -605,7 +605,3 @@ class RodLayer(DynamicsLayer):
             state[f"{n}:last"][hit] = now - _no_faster(angles_of(prev.transpose(2, 1, 0), root_dir, e1), now,
                                                        angles - last)
 
-
-def _world(goal: np.ndarray, frame: LayerFrame) -> np.ndarray:
-    """Head-local rows (3, P) into the world, float64."""
-    return transform_rows(frame.head, goal.astype(np.float64), np.empty(goal.shape))

@@ -102,9 +102,8 @@ class SpringLayer(DynamicsLayer):
     def _field_accel(self, pos: np.ndarray, vel: np.ndarray, frame: LayerFrame) -> np.ndarray | None:
         """The force fields' acceleration (3, C) float32 on the springs where they are, as they
         move, held over the frame (``SecondarySprings.follow``)."""
-        if not frame.forces:
+        accel = frame.accel()
+        if accel is None:
             return None
-        at = pos.T.astype(np.float64) + frame.head_rest[:3, 3]
-        moving = vel.T.astype(np.float64)
-        force = sum(f.force(at, frame.time, moving) for f in frame.forces)
-        return np.ascontiguousarray((force / self.springs.mass).T, dtype=np.float32)
+        at = pos.astype(np.float64) + frame.head_rest[:3, 3:]       # the springs' space → world
+        return np.ascontiguousarray(accel(at, vel.astype(np.float64)) / self.springs.mass, dtype=np.float32)

@@ -705,7 +705,7 @@ class StrandLayer(DynamicsLayer):
 
     def absorb(self, state: dict, moved: np.ndarray, frame: LayerFrame) -> None:
         """``VerletStrands.absorb`` on every group: refinement's moves, in the world."""
-        delta_rows = transform_rows(frame.head, moved, np.empty(moved.shape), translate=False)
+        delta_rows = frame.world_moves(moved)
         for n, index, layer in self.groups:
             if layer._h is None:
                 continue
@@ -714,7 +714,7 @@ class StrandLayer(DynamicsLayer):
 
     def initial_state(self, goal: np.ndarray, frame: LayerFrame) -> dict:
         """Every group at rest on the goal, the style held as the head was at rest."""
-        goal_rows = _world(goal, frame)
+        goal_rows = frame.world(goal)
         state = {"head_inv": np.array(frame.head_inv, np.float64)}
         for n, index, layer in self.groups:
             for name, a in layer.initial_state(goal_rows[:, index], frame.gravity,
@@ -725,7 +725,7 @@ class StrandLayer(DynamicsLayer):
     def step(self, state: dict, goal: np.ndarray, frame: LayerFrame, out: np.ndarray) -> None:
         """One frame of every group toward the goal (``VerletStrands.step``); the colliders are
         where the head is now (``head_inv``), moved from where they were."""
-        goal_rows = _world(goal, frame)
+        goal_rows = frame.world(goal)
         shown = np.empty(goal_rows.shape, np.float64)
         now = np.asarray(frame.head_inv, np.float64)
         was = state.get("head_inv", now)
@@ -743,7 +743,3 @@ class StrandLayer(DynamicsLayer):
         state["head_inv"] = now.copy()
         transform_rows(frame.head_inv, shown, out)
 
-
-def _world(goal: np.ndarray, frame: LayerFrame) -> np.ndarray:
-    """Head-local rows (3, P) into the world, float64."""
-    return transform_rows(frame.head, goal.astype(np.float64), np.empty(goal.shape))
