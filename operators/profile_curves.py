@@ -33,12 +33,11 @@ WIG_PROFILES = {
 }
 # the dynamics layers' own profiles, drawn beside their settings (the Dynamics panel), not among
 # the wig's shaping profiles: from the layers' settings (``hair_wig.dynamics_layer.profile``)
-DYNAMICS_PROFILES = tuple(dict.fromkeys(
-    f.metadata["profile"] for layer in LAYERS.values() for f in settings_fields(layer.SETTINGS)
-    if "profile" in f.metadata))
-WIG_PROFILES.update({
+_LAYER_PROFILES = {
     f.metadata["profile"]: (f.metadata["ui"]["name"], f.metadata["ui"]["description"], f.metadata["ui"]["preset"])
-    for layer in LAYERS.values() for f in settings_fields(layer.SETTINGS) if "profile" in f.metadata})
+    for layer in LAYERS.values() for f in settings_fields(layer.SETTINGS) if "profile" in f.metadata}
+DYNAMICS_PROFILES = tuple(_LAYER_PROFILES)
+WIG_PROFILES.update(_LAYER_PROFILES)
 # drawn in the Style Hair panel
 STYLE_PROFILES = ("style_stiffness", "curl_radius", "curl_turns")
 MAGNET_PROFILES = {
