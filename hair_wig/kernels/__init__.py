@@ -98,29 +98,28 @@ def _threading_layer() -> None:
 _threading_layer()
 
 
+# The kernel modules besides follow-the-leader, in the order they warm up: each has its
+# ``WARM_UPS`` (what an artist reads while it runs, the call that compiles it as the core calls it)
+MODULES = ("field", "pairs", "rods", "verlet", "springs", "magnets", "points")
+
+
 def _import_kernels():
     """Import the kernel modules with numba caching into ``_cache_folder()``: a kernel's cache
     folder is fixed when it is decorated, and the setting is numba's one for the whole process
-    (other add-ons' kernels keep theirs)."""
+    (other add-ons' kernels keep theirs). Returns them, follow-the-leader's first."""
+    import importlib
+
     from numba.core import config
 
     was = config.CACHE_DIR
     config.CACHE_DIR = _cache_folder()
     try:
-        from . import leader
-        from . import rods  # noqa: F401  (the angular rods: kernels.rods)
-        from . import verlet  # noqa: F401  (the Strands layer's substeps: kernels.verlet)
-        from . import springs  # noqa: F401  (the Springs layer's step: kernels.springs)
-        from . import pairs  # noqa: F401  (hair-hair interaction: kernels.pairs)
-        from . import magnets  # noqa: F401  (primary movement's blend: kernels.magnets)
-        from . import points  # noqa: F401  (the wig's output: kernels.points)
-        from . import field  # noqa: F401  (the collision field's queries: kernels.field)
+        return [importlib.import_module(f"{__name__}.{name}") for name in ("leader",) + MODULES]
     finally:
         config.CACHE_DIR = was
-    return leader
 
 
-_leader = _import_kernels()
+_leader, *_modules = _import_kernels()
 follow_chains, strand_major, point_major = _leader.follow_chains, _leader.strand_major, _leader.point_major
 from .rods import rod_angles, rod_build, rod_moments, rod_substeps  # noqa: E402  (imported above)
 from .verlet import verlet_substeps  # noqa: E402  (imported above)
@@ -149,21 +148,7 @@ def _follow_chains_as_called():
 
 
 # (what an artist reads while it runs, the call that compiles it as the core calls it)
-WARM_UPS = (("follow-the-leader", _follow_chains_as_called),)
-from . import field as _field  # noqa: E402  (the collision field's queries; imported above, in its cache folder)
-WARM_UPS += _field.WARM_UPS
-from . import pairs  # noqa: E402  (hair-hair interaction; imported above, in its cache folder)
-WARM_UPS += pairs.WARM_UPS
-from . import rods as _rods  # noqa: E402  (imported above, in its cache folder)
-WARM_UPS += _rods.WARM_UPS
-from . import verlet as _verlet  # noqa: E402  (imported above, in its cache folder)
-WARM_UPS += _verlet.WARM_UPS
-from . import springs as _springs  # noqa: E402  (imported above, in its cache folder)
-WARM_UPS += _springs.WARM_UPS
-from . import magnets as _magnets  # noqa: E402  (imported above, in its cache folder)
-WARM_UPS += _magnets.WARM_UPS
-from . import points as _points  # noqa: E402  (imported above, in its cache folder)
-WARM_UPS += _points.WARM_UPS
+WARM_UPS = (("follow-the-leader", _follow_chains_as_called),) + sum((m.WARM_UPS for m in _modules), ())
 _warmed = False
 
 
