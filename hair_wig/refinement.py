@@ -80,6 +80,7 @@ class LengthControl:
         counts = hair.counts
         self.uniform = int(counts[0]) if np.all(counts == counts[0]) else 0
         self._columns = None
+        self._columns32 = None
         self._rest_rows = None           # the rest pose as rows (3, P), once a squashed segment asks
 
     def rest_columns(self, first: int, count: int) -> np.ndarray:
@@ -90,6 +91,14 @@ class LengthControl:
             self._columns = np.ascontiguousarray(self.rest_segments.reshape(-1, n).T, np.float32)
         return self._columns[:, first:first + count]
 
+    @property
+    def rest_segments32(self) -> np.ndarray:
+        """The segments' rest lengths (P,) float32, a point's from the one before it (the walk's;
+        kept between frames)."""
+        if self._columns32 is None:
+            self._columns32 = self.rest_segments.astype(np.float32)
+        return self._columns32
+
     def set_rest_rows(self, rows: np.ndarray) -> None:
         """Take the lengths to keep from ``rows`` (3, P), this frame's rest pose (a keyframed
         hairstyle whose strands grow, shrink or are redrawn from key pose to key pose)."""
@@ -99,7 +108,7 @@ class LengthControl:
         self.rest_segments[1:] = seg
         self.rest_segments[self.hair.offsets[:-1]] = 0.0
         self.rest_lengths = np.add.reduceat(self.rest_segments, self.hair.offsets[:-1]).astype(np.float32)
-        self._columns = None
+        self._columns = self._columns32 = None
         self._rest_rows = rows
 
     def apply(self, points: np.ndarray, strands: np.ndarray | None = None) -> np.ndarray:

@@ -14,7 +14,8 @@ import numpy as np
 
 from .chain import SETTLING, least_motion, settled
 from .children import Children, neighbourhood, sag, transplant, turns
-from .collision import Collider
+from .collision import Collider, MeshField
+from .kernels.walk import colliders_list, walk_strands
 from .spaces import transform_points
 
 
@@ -51,6 +52,9 @@ class CollisionWalk:
         self._children_note = None
         self._children_turn = None    # (K, 3, 3, S) float32: their turns (Follow Surface Normal)
         self._children_margin = None
+        # points the walk kernel's running bounds could not clear (looked up), and strands it
+        # stopped for a lift, since set to 0
+        self.looked = self.stops = 0
 
     @property
     def note(self) -> str | None:
@@ -103,7 +107,9 @@ class CollisionWalk:
         instead, ending on length. What is left inside a collision surface is measured on the
         points as written (``Wig._held_depth``). ``base``: this frame's rest pose of the block (3, C)."""
         length = self.length
-        if self.walks:
+        if self.walks and self.children is None and all(isinstance(c.field, MeshField) for c in self.colliders):
+            self._walk_kernel(p, base, span, first_strand)
+        elif self.walks:
             self._walk(p, base, span, first_strand)
         else:
             not_root = self.not_root[span]
@@ -170,6 +176,63 @@ class CollisionWalk:
                 # still unresolved after the last tangent-plane step (a crease or a pocket)
                 self._swing_out(q, j, at_j, at)
         view[...] = q.transpose(0, 2, 1)
+
+    def _walk_kernel(self, p, base, span, first_strand) -> None:
+        """``_walk`` as one kernel (``kernels.walk.walk_strands``): every strand walked root to
+        tip on its own thread. Where a contact meets a strand head-on with a layer that lifts
+        (``_lift_steep``), the kernel stops that strand there; its chain is lifted here, the rest
+        of that point's rounds and its swing done as ``_walk`` does them, and the kernel walks on
+        from the next point. (The children's keep-out and the patent's rays stay with ``_walk``.)"""
+        n = self.length.uniform
+        count = p.shape[1] // n
+        rows = p if p.flags.c_contiguous else np.ascontiguousarray(p)
+        base = np.ascontiguousarray(base, np.float32)
+        length = self.length.rest_segments32[span]
+        cols = colliders_list(self.colliders)
+        margins = np.full((len(self.colliders), count), -np.inf, np.float32)
+        came = rows[:, ::n].astype(np.float64)
+        first = np.ones(count, np.int64)
+        stop = np.empty(count, np.int64)
+        record = np.empty((13, count))
+        strands = np.arange(count, dtype=np.int64)
+        rest = self.colliders[0].rest_rows
+        iterations = max(1, self.iterations)
+        looked = np.zeros(count, np.int64)
+        stops = 0
+        while strands.size:
+            walk_strands(rows, base, n, span.start, strands, first, length, float(self.length.elasticity),
+                         iterations, bool(self.lifts), SETTLING, cols, rest, margins, came, stop, record,
+                         _AROUND, 7, looked)
+            stopped = strands[stop[strands] >= 0]
+            if stopped.size == 0:
+                break
+            stops += stopped.size
+            self._lifted(rows, n, count, span, stopped, stop, record, iterations)
+            first[stopped] = stop[stopped] + 1
+            strands = stopped[first[stopped] < n]
+        if rows is not p:
+            p[...] = rows
+        self.looked += int(looked.sum())
+        self.stops += int(stops)
+
+    def _lifted(self, rows, n, count, span, stopped, stop, record, iterations) -> None:
+        """The strands the walk kernel stopped at a contact met head-on: each chain lifted
+        (``_lift_steep``), then the rest of that point's rounds and its swing, as ``_walk``."""
+        q = rows.reshape(3, count, n).transpose(0, 2, 1)                  # a view (3, n, S)
+        index = span.start + np.arange(count, dtype=np.int64) * n
+        key = stop[stopped] * iterations + record[0, stopped].astype(np.int64)
+        for k in np.unique(key):
+            at = stopped[key == k]
+            j, r = divmod(int(k), iterations)
+            at_j = index + j
+            rec = record[:, at]
+            self._lift_steep(q, j, at, rec[1:4], rec[4:7], rec[7:10], rec[10:13], at_j)
+            for _ in range(iterations - 1 - r):
+                if at.size == 0:
+                    break
+                at = self._push_round(q, j, at, at_j)
+            if at.size:
+                self._swing_out(q, j, at_j, at)
 
     def _push_round(self, q: np.ndarray, j: int, at: np.ndarray, at_j: np.ndarray, lift: bool = True) -> np.ndarray:
         """One round of contacts for points j of the walked strands ``q`` (3, n, S), those of

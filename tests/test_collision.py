@@ -238,13 +238,7 @@ def kept_length(p, seg0):
     return rounding(magnitude(p) / seg0.min(), SEGMENT + 5 + 2) + rounding(1.0, 8 + NORM)
 
 
-def test_the_walk_looks_up_only_points_a_push_could_reach(monkeypatch):
-    """Along a strand, a point is at least its previous point's distance minus the segment
-    from the surface, so the walk skips lookups while that margin lasts. Arches that leave the
-    head and land back on it, pulled into it: with and without the margins, the same bits,
-    every point out, every segment its length (elastic or not) — and lookups were skipped."""
-    from hair_wig import collision
-
+def _arches():
     rng = np.random.default_rng(11)
     n, k = 40, 16
     u = rng.normal(size=(n, 3)) * (1, 1, 0.3) + (0, 0, 1.5)
@@ -254,7 +248,28 @@ def test_the_walk_looks_up_only_points_a_push_could_reach(monkeypatch):
     s = np.linspace(0, 1, k)[None, :, None]
     r = 1 + 0.5 * np.sin(np.pi * s) + 0.004 * (s > 0)              # out, over, back down
     pts = (u[:, None] * np.cos(0.9 * s) + t[:, None] * np.sin(0.9 * s)) * r
-    hair = HairSet(pts.reshape(-1, 3).astype(np.float32), [k] * n, name="Arches")
+    return HairSet(pts.reshape(-1, 3).astype(np.float32), [k] * n, name="Arches"), pts
+
+
+def _numpy_walk(monkeypatch):
+    """The walk's numpy form (``CollisionWalk._walk``, the children's) in place of its kernel."""
+    from hair_wig.walk import CollisionWalk
+
+    monkeypatch.setattr(CollisionWalk, "_walk_kernel",
+                        lambda self, p, base, span, first: self._walk(p, base, span, first))
+
+
+def test_the_walk_looks_up_only_points_a_push_could_reach(monkeypatch):
+    """Along a strand, a point is at least its previous point's distance minus the segment
+    from the surface, so the walk skips lookups while that margin lasts. Arches that leave the
+    head and land back on it, pulled into it: every point out, every segment its length
+    (elastic or not), lookups skipped — by the kernel (counted) and by the numpy walk (with and
+    without the margins, the same bits) — and the two walks agree to float32 rounding of the
+    pushes (a few ulp of the head's size: the kernel's arithmetic is float64 throughout)."""
+    from hair_wig import collision
+
+    hair, pts = _arches()
+    n, k = 40, 16
     v, tri = sphere(1.0, 32, 64)
     looked = []
     lower_bound = collision.MeshField.lower_bound
@@ -263,29 +278,37 @@ def test_the_walk_looks_up_only_points_a_push_could_reach(monkeypatch):
         looked.append(x.shape[1])
         return lower_bound(self, x)
 
-    monkeypatch.setattr(collision.MeshField, "lower_bound", counting)
+    pull = np.eye(4)
+    pull[:3, 3] = (0.1, 0.0, -0.5)                       # down into the head
+    inp = FrameInput(np.eye(4), np.eye(4), np.array([pull]))
     for e in (0.0, 0.3):
-        wig = Wig(hair, np.eye(4), np.eye(4), [Magnet("M", np.eye(4), radius=3.0)],
-                  WigSettings(elasticity=e), head_mesh=(v, tri))
-        pull = np.eye(4)
-        pull[:3, 3] = (0.1, 0.0, -0.5)                       # down into the head
-        inp = FrameInput(np.eye(4), np.eye(4), np.array([pull]))
-        looked.clear()
-        with_margins, _ = wig.step(inp)
-        assert 0 < sum(looked) < 0.8 * n * (k - 1)
-        near_step = collision.Collider.near_step
-        monkeypatch.setattr(collision.Collider, "near_step",
-                            lambda self, q, j, strands, index, margin=None, seg=None:
-                            near_step(self, q, j, strands, index))
-        without, _ = wig.step(inp)
-        monkeypatch.setattr(collision.Collider, "near_step", near_step)
+        def wig():
+            return Wig(hair, np.eye(4), np.eye(4), [Magnet("M", np.eye(4), radius=3.0)],
+                       WigSettings(elasticity=e), head_mesh=(v, tri))
+        kernel = wig()
+        walked, _ = kernel.step(inp)
+        assert 0 < kernel.walk.looked < 0.8 * n * (k - 1)
+        with monkeypatch.context() as m:
+            _numpy_walk(m)
+            m.setattr(collision.MeshField, "lower_bound", counting)
+            numpy_wig = wig()
+            looked.clear()
+            with_margins, _ = numpy_wig.step(inp)
+            assert 0 < sum(looked) < 0.8 * n * (k - 1)
+            near_step = collision.Collider.near_step
+            m.setattr(collision.Collider, "near_step",
+                      lambda self, q, j, strands, index, margin=None, seg=None: near_step(self, q, j, strands, index))
+            without, _ = numpy_wig.step(inp)
         assert np.array_equal(with_margins, without)
-        d = exact_signed_distance(with_margins, v, tri)
-        assert d.min() >= -1e-3 * 2.0 and np.abs(with_margins - hair.points).max() > 0.2
-        seg = np.linalg.norm(np.diff(with_margins.reshape(n, k, 3), axis=1), axis=2)
-        seg0 = np.linalg.norm(np.diff(pts, axis=1), axis=2)
-        if e == 0:
-            assert np.abs(seg / seg0 - 1).max() < kept_length(with_margins, seg0)
+        # float32 rounding of positions ~2 in size, through a push, a swing and a follow a point
+        assert np.abs(walked - with_margins).max() < 64 * np.finfo(np.float32).eps * 2.0
+        for out in (walked, with_margins):
+            d = exact_signed_distance(out, v, tri)
+            assert d.min() >= -1e-3 * 2.0 and np.abs(out - hair.points).max() > 0.2
+            seg = np.linalg.norm(np.diff(out.reshape(n, k, 3), axis=1), axis=2)
+            seg0 = np.linalg.norm(np.diff(pts, axis=1), axis=2)
+            if e == 0:
+                assert np.abs(seg / seg0 - 1).max() < kept_length(out, seg0)
 
 
 def test_shells_that_cross_are_measured_exactly_where_the_grid_cannot_tell_the_side():

@@ -275,6 +275,24 @@ def closest_on_row(qx, qy, qz, tri, t):
     return cx + uc * acx, cy + uc * acy, cz + uc * acz, feature
 
 
+@njit(cache=True, inline="always")
+def signed_closest(qx, qy, qz, best, bx, by, bz, normal, floor):
+    """The signed distance of (qx, qy, qz) whose closest point on the mesh is (bx, by, bz), at
+    squared distance ``best``, on a feature of pseudo-normal ``normal`` (3,) float32 — its side
+    of that feature — and the outward direction there (the pseudo-normal itself where the point
+    lies on the surface, within ``floor``)."""
+    nx, ny, nz = np.float64(normal[0]), np.float64(normal[1]), np.float64(normal[2])
+    dx, dy, dz = qx - bx, qy - by, qz - bz
+    side = dx * nx + dy * ny + dz * nz
+    sign = -1.0 if side < 0.0 else 1.0
+    dist = math.sqrt(best)
+    if dist > floor:
+        w = sign / dist
+        return sign * dist, dx * w, dy * w, dz * w
+    nn = max(math.sqrt(nx * nx + ny * ny + nz * nz), 1e-300)      # on the surface
+    return sign * dist, nx / nn, ny / nn, nz / nn
+
+
 @njit(cache=True)
 def _exact_point(qx, qy, qz, cell, tris):
     """``MeshField.exact`` for one point (qx, qy, qz) relative to the grid's origin, from the
@@ -316,20 +334,8 @@ def _exact_point(qx, qy, qz, cell, tris):
             d2 = dx * dx + dy * dy + dz * dz
         if d2 < best or pick < 0:
             best, pick, feat, bx, by, bz = d2, t, f, cx, cy, cz
-    nx = np.float64(normals[pick, feat, 0])
-    ny = np.float64(normals[pick, feat, 1])
-    nz = np.float64(normals[pick, feat, 2])
-    dx, dy, dz = qx - bx, qy - by, qz - bz
-    side = dx * nx + dy * ny + dz * nz
-    sign = -1.0 if side < 0.0 else 1.0
-    dist = math.sqrt(best)
-    if dist > floor:
-        w = sign / dist
-        ox, oy, oz = dx * w, dy * w, dz * w
-    else:                                     # on the surface: its pseudo-normal
-        nn = max(math.sqrt(nx * nx + ny * ny + nz * nz), 1e-300)
-        ox, oy, oz = nx / nn, ny / nn, nz / nn
-    return True, sign * dist, bx, by, bz, ox, oy, oz
+    sd, ox, oy, oz = signed_closest(qx, qy, qz, best, bx, by, bz, normals[pick, feat], floor)
+    return True, sd, bx, by, bz, ox, oy, oz
 
 
 @njit(cache=True)

@@ -1,0 +1,546 @@
+"""Refinement's collision-and-length walk as one kernel (SPEC §6.4; ``hair_wig.walk`` says what
+the walk does and why): every strand of one point count walked root to tip on its own thread —
+each point placed its segment's length from the one before (follow-the-leader, ``leader.place``),
+looked at only where the grid cannot rule a contact out (``near``: the strand's running lower
+bound, the nearest node, half the room from rest, the trilinear bound), pushed out of every
+collider (``_project``: exact from the closest triangle near the surface, along the grid's
+gradient beyond) and set back on its segment's length on the contact's tangent plane
+(``_onto_circle``), ``iterations`` rounds; what is still inside after them (a crease, a pocket) is
+swung out about its leader (``_swing_out``). One place the kernel does not go: with a layer whose
+substeps lift a chain (Strands), a contact met head-on stops the strand there (``stop``), the
+caller lifts the chain with ``chain.least_motion`` and the kernel walks on from the next point.
+
+A strand is written only by its own iteration, so the result is the same bits on any number of
+threads. Arithmetic is float64 on float32 positions.
+
+Each collider is a tuple (``collider_tuple``), all of one type, in a numba typed List:
+
+``(nodes, grid32, grid64, errors, tris, box, planes, limit (P,) f32, skip2 (P,) f32, to_field
+(4, 4) f64, from_field (4, 4) f64, moved, slack f32, exact_reach f64, tolerance f64, stretch f32,
+transformed, every)``
+
+— the field's query tuples (``kernels.field``), the wig's points' collision surfaces and squared
+skip distances (``Collider``), this frame's head-local → field-space map and back (``transformed``
+False: the identity, the collider moves with the head), whether the collider moved or deforms
+(then no point is skipped for being near its rest position), and its triangles as one list
+(``_every``) for the points whose list cell cannot decide.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+from numba.typed import List
+
+from .field import (_INF32, _exact_point, _grid_error, _list_cell, _lookup64, _node_value, _signed_point,
+                    _trilinear32)
+from .leader import place
+
+_F32_KEEP = 4 * float(np.finfo(np.float32).eps)   # a segment its length to 4 ulp keeps its point
+SAMPLES = 9                                       # directions a swing scan measures (tenths)
+
+
+def collider_tuple(c):
+    """The kernel's view of a ``collision.Collider`` ``c`` bound and set for this frame (its
+    field a ``MeshField``)."""
+    f = c.field
+    moved = c.to_field is not None
+    to_field = np.eye(4) if not moved else np.ascontiguousarray(c.to_field, np.float64)
+    from_field = np.eye(4) if not moved else np.ascontiguousarray(c.from_field, np.float64)
+    return (f._k_nodes, f._k_grid32, f._k_grid64, f._k_errors, f._k_tris, f._k_box, f._k_planes,
+            np.ascontiguousarray(c.limit, np.float32), np.ascontiguousarray(c.skip2, np.float32), to_field,
+            from_field, bool(c.moved), np.float32(f.slack), float(f.exact_reach), float(c.tolerance),
+            np.float32(c.stretch), moved, _every(f))
+
+
+def _every(f):
+    """The field's triangles as one list (``kernels.field``'s ``tris`` tuple with a single cell
+    listing every triangle): ``_exact_point`` on it is ``MeshField._exact_every`` — the first
+    nearest in triangle order, found after the same bounding-sphere prune."""
+    every = getattr(f, "_k_every", None)
+    if every is None or every[2] is not f._k_tris[2]:
+        tris = f._k_tris
+        t = tris[2].shape[0]
+        every = f._k_every = (np.array([0, t], np.int64), np.arange(t, dtype=np.int32)) + tris[2:]
+    return every
+
+
+def colliders_list(colliders):
+    """The typed List the kernel reads its colliders from."""
+    out = List()
+    for c in colliders:
+        out.append(collider_tuple(c))
+    return out
+
+
+# ---------------------------------------------------------------- one point against a collider
+@njit(cache=True, inline="always")
+def _to(m, x, y, z):
+    return (m[0, 0] * x + m[0, 1] * y + m[0, 2] * z + m[0, 3],
+            m[1, 0] * x + m[1, 1] * y + m[1, 2] * z + m[1, 3],
+            m[2, 0] * x + m[2, 1] * y + m[2, 2] * z + m[2, 3])
+
+
+@njit(cache=True, inline="always")
+def _turn(m, x, y, z):
+    return (m[0, 0] * x + m[0, 1] * y + m[0, 2] * z,
+            m[1, 0] * x + m[1, 1] * y + m[1, 2] * z,
+            m[2, 0] * x + m[2, 1] * y + m[2, 2] * z)
+
+
+@njit(cache=True)
+def _exact_in_band(x, y, z, grid_d, err, cell, col):
+    """``MeshField._exact_in_band`` at one float64 field-space point: whether its distance is
+    exact, the signed distance, closest point and outward direction (field space)."""
+    grid64, errors, tris = col[2], col[3], col[4]
+    origin = grid64[1]
+    known, sd, cx, cy, cz, ox, oy, oz = _exact_point(x - origin[0], y - origin[1], z - origin[2], cell, tris)
+    reach = errors[5][cell]
+    if known and abs(sd) <= reach:
+        return True, sd, cx + origin[0], cy + origin[1], cz + origin[2], ox, oy, oz
+    if abs(grid_d) <= err and err > reach:          # a seam's cell: every triangle
+        _, sd, cx, cy, cz, ox, oy, oz = _exact_point(x - origin[0], y - origin[1], z - origin[2], 0, col[17])
+        return True, sd, cx + origin[0], cy + origin[1], cz + origin[2], ox, oy, oz
+    return False, sd, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+
+
+@njit(cache=True, inline="always")
+def _error(x, y, z, base, col):
+    """How far the grid's distance may be off at a float64 field-space point (``error_at``)."""
+    grid64, errors = col[2], col[3]
+    cell = _list_cell(x, y, z, grid64[1], errors)
+    err = errors[0][cell]
+    if errors[1].shape[0] and errors[1][base]:
+        err = _INF32
+    return err, cell
+
+
+@njit(cache=True, inline="always")
+def _field_point(col, x, y, z):
+    """A head-local point in the collider's field space (float64)."""
+    if col[16]:
+        return _to(col[9], x, y, z)
+    return x, y, z
+
+
+@njit(cache=True, inline="always")
+def _skipped(col, rest, w, px, py, pz):
+    """``Collider.candidates``: a point of a collider that has not moved which moved less than
+    ``skip`` from its rest position cannot be within its limit (float32, as the numpy rule)."""
+    if col[11]:
+        return False
+    dx = np.float32(px) - rest[0, w]
+    dy = np.float32(py) - rest[1, w]
+    dz = np.float32(pz) - rest[2, w]
+    return not (dx * dx + dy * dy + dz * dz > col[8][w])
+
+
+@njit(cache=True)
+def _project(px, py, pz, w, col, rest):
+    """``Collider.project_at`` for one head-local point (float32 values) — the wig's point ``w``
+    (``MeshField.project``): whether it is pushed out to its collision surface, where to
+    (head-local) and the unit direction it was pushed along (head-local)."""
+    if _skipped(col, rest, w, px, py, pz):
+        return False, px, py, pz, 0.0, 0.0, 0.0
+    x, y, z = _field_point(col, np.float64(np.float32(px)), np.float64(np.float32(py)), np.float64(np.float32(pz)))
+    d, gx, gy, gz, base = _lookup64(x, y, z, col[2])
+    lim = np.float64(col[7][w])
+    err, cell = _error(x, y, z, base, col)
+    if not (d < lim + err):
+        return False, px, py, pz, 0.0, 0.0, 0.0
+    dm = np.float64(d)
+    tol = col[14]
+    pushed = False
+    nx = ny = nz = ax = ay = az = 0.0
+    grid = True
+    if abs(dm) < col[13] + err:
+        ok, sd, cx, cy, cz, ox, oy, oz = _exact_in_band(x, y, z, dm, err, cell, col)
+        if ok:
+            grid = False
+            if sd < lim - tol:
+                nx, ny, nz = cx + ox * lim, cy + oy * lim, cz + oz * lim
+                ax, ay, az = ox, oy, oz
+                pushed = True
+    if grid and dm < lim - tol:
+        g0, g1, g2 = np.float64(gx), np.float64(gy), np.float64(gz)
+        gn = math.sqrt(g0 * g0 + g1 * g1 + g2 * g2)
+        if gn > 1e-12:
+            g0, g1, g2 = g0 / max(gn, 1e-300), g1 / max(gn, 1e-300), g2 / max(gn, 1e-300)
+        else:
+            g0 = g1 = g2 = 0.0
+        nx, ny, nz = x + g0 * (lim - dm), y + g1 * (lim - dm), z + g2 * (lim - dm)
+        ax, ay, az = g0, g1, g2
+        pushed = True
+    if not pushed:
+        return False, px, py, pz, 0.0, 0.0, 0.0
+    if col[16]:
+        nx, ny, nz = _to(col[10], nx, ny, nz)
+        ax, ay, az = _turn(col[10], ax, ay, az)
+        an = max(math.sqrt(ax * ax + ay * ay + az * az), 1e-300)
+        ax, ay, az = ax / an, ay / an, az / an
+    return True, np.float64(np.float32(nx)), np.float64(np.float32(ny)), np.float64(np.float32(nz)), ax, ay, az
+
+
+@njit(cache=True)
+def _depth(px, py, pz, w, cols, rest):
+    """``walk.CollisionWalk._depth`` for one point: how far it is inside its collision surface
+    over every collider, less each one's tolerance (0 outside)."""
+    deepest = 0.0
+    x32, y32, z32 = np.float32(px), np.float32(py), np.float32(pz)
+    for k in range(len(cols)):
+        col = cols[k]
+        if _skipped(col, rest, w, x32, y32, z32):
+            continue
+        x, y, z = _field_point(col, np.float64(x32), np.float64(y32), np.float64(z32))
+        d, redo = _signed_point(x, y, z, col[2], col[3], col[4], col[5])
+        if redo:                     # a seam's cell: every triangle
+            origin = col[2][1]
+            d = np.float32(_exact_point(x - origin[0], y - origin[1], z - origin[2], 0, col[17])[1])
+        depth = np.float64(col[7][w]) - np.float64(d) - col[14]
+        if depth > deepest:
+            deepest = depth
+    return deepest
+
+
+@njit(cache=True)
+def _outward(px, py, pz, col):
+    """``Collider.outward_at`` for one head-local point: the direction away from the surface
+    (unit or zero, head-local) — exact in the band, the grid's gradient beyond."""
+    x, y, z = _field_point(col, np.float64(np.float32(px)), np.float64(np.float32(py)), np.float64(np.float32(pz)))
+    d, gx, gy, gz, base = _lookup64(x, y, z, col[2])
+    g0, g1, g2 = np.float64(gx), np.float64(gy), np.float64(gz)
+    if not np.isfinite(d):
+        g0 = g1 = g2 = 0.0
+    err, cell = _error(x, y, z, base, col)
+    if abs(np.float64(d)) < col[13] + err:
+        ok, _, _, _, _, ox, oy, oz = _exact_in_band(x, y, z, np.float64(d), err, cell, col)
+        if ok:
+            g0, g1, g2 = ox, oy, oz
+    if col[16]:
+        g0, g1, g2 = _turn(col[10], g0, g1, g2)
+    n = math.sqrt(g0 * g0 + g1 * g1 + g2 * g2)
+    if n > 1e-12:
+        return g0 / n, g1 / n, g2 / n
+    return 0.0, 0.0, 0.0
+
+
+@njit(cache=True, inline="always")
+def _near(col, rest, w, px, py, pz, margins, k, s, seg, looked):
+    """``Collider.near_step`` for one point: whether the grid cannot rule out that it is within
+    its limit, the strand's running lower bound ``margins[k, s]`` kept up to date (the point lies
+    ``seg`` from the one before, and distances are 1-Lipschitz: along a strand leaving the head
+    one lookup clears the next few points)."""
+    limit = col[7][w]
+    stretch = col[15]
+    margins[k, s] -= stretch * seg if stretch != np.float32(1.0) else seg
+    if not (margins[k, s] < limit):
+        return False
+    looked[s] += 1
+    x32, y32, z32 = np.float32(px), np.float32(py), np.float32(pz)
+    if col[16]:                      # float32, as the numpy screen maps its rows
+        m = col[9]
+        fx = np.float32(m[0, 0]) * x32 + np.float32(m[0, 1]) * y32 + np.float32(m[0, 2]) * z32 + np.float32(m[0, 3])
+        fy = np.float32(m[1, 0]) * x32 + np.float32(m[1, 1]) * y32 + np.float32(m[1, 2]) * z32 + np.float32(m[1, 3])
+        fz = np.float32(m[2, 0]) * x32 + np.float32(m[2, 1]) * y32 + np.float32(m[2, 2]) * z32 + np.float32(m[2, 3])
+    else:
+        fx, fy, fz = x32, y32, z32
+    lower = _node_value(fx, fy, fz, col[0], True) - col[12]
+    margins[k, s] = lower
+    if not (lower < limit):
+        return False
+    margins[k, s] = -_INF32          # this one may be moved: the next point is looked up
+    if _skipped(col, rest, w, x32, y32, z32):
+        return False
+    d, i, j, kk, base = _trilinear32(fx, fy, fz, col[1])
+    return d < limit + _grid_error(i, j, kk, base, col[3])
+
+
+# ---------------------------------------------------------------- the walk's geometry
+@njit(cache=True, inline="always")
+def _onto_circle(cx, cy, cz, bx, by, bz, ax, ay, az, nx, ny, nz):
+    """``walk._onto_circle`` for one point: ``before`` b, at its segment's length from c, pushed
+    to ``after`` a along n — the point at that distance from c on the contact's tangent plane
+    nearest b (follow-the-leader along a − c where the sphere misses the plane)."""
+    sx, sy, sz = bx - cx, by - cy, bz - cz
+    length2 = sx * sx + sy * sy + sz * sz
+    hc = nx * (cx - ax) + ny * (cy - ay) + nz * (cz - az)
+    rho2 = length2 - hc * hc
+    mx, my, mz = cx - hc * nx, cy - hc * ny, cz - hc * nz
+    wx, wy, wz = bx - mx, by - my, bz - mz
+    wn = nx * wx + ny * wy + nz * wz
+    wx, wy, wz = wx - wn * nx, wy - wn * ny, wz - wn * nz
+    wl = math.sqrt(wx * wx + wy * wy + wz * wz)
+    if rho2 < 0.0 or wl <= 1e-12 * math.sqrt(length2):
+        dx, dy, dz = ax - cx, ay - cy, az - cz
+        dn = max(math.sqrt(dx * dx + dy * dy + dz * dz), 1e-30)
+        f = math.sqrt(length2) / dn
+        return cx + dx * f, cy + dy * f, cz + dz * f
+    f = math.sqrt(max(rho2, 0.0)) / max(wl, 1e-30)
+    return mx + wx * f, my + wy * f, mz + wz * f
+
+
+@njit(cache=True, inline="always")
+def _unit(x, y, z):
+    n = max(math.sqrt(x * x + y * y + z * z), 1e-30)
+    return x / n, y / n, z / n
+
+
+@njit(cache=True)
+def _frame(a0, a1, a2, b0, b1, b2):
+    """``walk._frame`` for one point: axes along ``a`` (unit) and the part of ``b`` across it
+    (else across ``a`` towards its smallest coordinate), and their cross product."""
+    ab = a0 * b0 + a1 * b1 + a2 * b2
+    b0, b1, b2 = b0 - a0 * ab, b1 - a1 * ab, b2 - a2 * ab
+    if math.sqrt(b0 * b0 + b1 * b1 + b2 * b2) <= 1e-6:
+        k = 0
+        if abs(a1) < abs(a0):
+            k = 1
+        if abs(a2) < (abs(a1) if k == 1 else abs(a0)):
+            k = 2
+        e0, e1, e2 = (1.0 if k == 0 else 0.0), (1.0 if k == 1 else 0.0), (1.0 if k == 2 else 0.0)
+        ae = a0 * e0 + a1 * e1 + a2 * e2
+        b0, b1, b2 = e0 - a0 * ae, e1 - a1 * ae, e2 - a2 * ae
+    b0, b1, b2 = _unit(b0, b1, b2)
+    return b0, b1, b2, a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+
+
+@njit(cache=True)
+def _arc(lo, hi, s, across):
+    """``walk._arc`` for one point: the unit direction on the great circle from ``lo`` to ``hi``
+    at the fraction ``s`` of their angle (towards ``across`` where they are opposite)."""
+    cos = min(max(lo[0] * hi[0] + lo[1] * hi[1] + lo[2] * hi[2], -1.0), 1.0)
+    w0, w1, w2 = hi[0] - lo[0] * cos, hi[1] - lo[1] * cos, hi[2] - lo[2] * cos
+    sin = math.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
+    if sin <= 1e-6:
+        w0, w1, w2, _, _, _ = _frame(lo[0], lo[1], lo[2], across[0], across[1], across[2])
+    else:
+        w0, w1, w2 = w0 / sin, w1 / sin, w2 / sin
+    angle = math.atan2(sin, cos) * s
+    c, sn = math.cos(angle), math.sin(angle)
+    return c * lo[0] + sn * w0, c * lo[1] + sn * w1, c * lo[2] + sn * w2
+
+
+@njit(cache=True)
+def _outside(cx, cy, cz, d0, d1, d2, length, w, cols, rest):
+    """Whether the candidate ``c + d · length`` is outside every collision surface."""
+    x = np.float32(cx + d0 * length)
+    y = np.float32(cy + d1 * length)
+    z = np.float32(cz + d2 * length)
+    return _depth(x, y, z, w, cols, rest) <= 0.0
+
+
+@njit(cache=True)
+def _swing_out(p, i, j, w, cols, rest, around, rounds):
+    """``walk.CollisionWalk._swing_out`` for point ``i`` of rows ``p`` (its strand's point ``j``,
+    the wig's point ``w``) still inside after the tangent-plane steps (a crease bends the surface
+    away from the plane): point ``i`` swung about its leader, at its segment's length, from where
+    it is towards a direction that is outside, to the first outside point on the way (found to
+    1e-7 of the arc: ``rounds`` scans of nine samples). ``around`` (A, 3): directions over the
+    sphere, along the first axis first (the last search's)."""
+    px, py, pz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
+    if _depth(px, py, pz, w, cols, rest) <= 0.0:
+        return
+    cx, cy, cz = np.float64(p[0, i - 1]), np.float64(p[1, i - 1]), np.float64(p[2, i - 1])
+    qx, qy, qz = px, py, pz
+    for k in range(len(cols)):
+        hit, nx, ny, nz, _, _, _ = _project(qx, qy, qz, w, cols[k], rest)
+        if hit:
+            qx, qy, qz = nx, ny, nz
+    out = np.empty(3)
+    out[0], out[1], out[2] = _unit(np.float64(np.float32(qx) - np.float32(px)),
+                                   np.float64(np.float32(qy) - np.float32(py)),
+                                   np.float64(np.float32(qz) - np.float32(pz)))
+    sx, sy, sz = px - cx, py - cy, pz - cz
+    length = math.sqrt(sx * sx + sy * sy + sz * sz)
+    lo = np.empty(3)
+    lo[0], lo[1], lo[2] = sx / max(length, 1e-30), sy / max(length, 1e-30), sz / max(length, 1e-30)
+    hi = np.empty(3)
+    if out[0] * out[0] + out[1] * out[1] + out[2] * out[2] > 0.25:
+        hi[:] = out
+    else:
+        hi[:] = lo
+    # where "out" is, the first of these that is outside: the push's direction, on along the
+    # strand's previous segment, away from each collider at the leader (a pocket under an ear
+    # can close the first way); a way of no length points nowhere
+    found = False
+    for way in range(2 + len(cols)):
+        if way == 0:
+            d0, d1, d2 = out[0], out[1], out[2]
+        elif way == 1:
+            if j < 2:
+                continue
+            d0, d1, d2 = _unit(cx - np.float64(p[0, i - 2]), cy - np.float64(p[1, i - 2]),
+                               cz - np.float64(p[2, i - 2]))
+        else:
+            d0, d1, d2 = _outward(cx, cy, cz, cols[way - 2])
+        if d0 * d0 + d1 * d1 + d2 * d2 > 0.25 and _outside(cx, cy, cz, d0, d1, d2, length, w, cols, rest):
+            hi[0], hi[1], hi[2] = d0, d1, d2
+            found = True
+            break
+    if not found:
+        # a pocket: of directions spread over the sphere in a frame of the point's own (they turn
+        # with the scene), the outside one nearest along the segment — ``around`` runs from along
+        # it to against it, so the first outside is that one
+        b0, b1, b2, c0, c1, c2 = _frame(lo[0], lo[1], lo[2], out[0], out[1], out[2])
+        for a in range(around.shape[0]):
+            u, v, t = around[a, 0], around[a, 1], around[a, 2]
+            d0 = u * lo[0] + v * b0 + t * c0
+            d1 = u * lo[1] + v * b1 + t * c1
+            d2 = u * lo[2] + v * b2 + t * c2
+            if _outside(cx, cy, cz, d0, d1, d2, length, w, cols, rest):
+                hi[0], hi[1], hi[2] = d0, d1, d2
+                break
+    for _ in range(rounds):
+        # the first outside of nine directions from lo to hi: the arc narrows to the tenth before
+        # it; none outside: from the ninth on
+        first = 0
+        m0, m1, m2 = lo[0], lo[1], lo[2]
+        a0 = a1 = a2 = 0.0
+        for k in range(1, SAMPLES + 1):
+            a0, a1, a2 = _arc(lo, hi, k / 10.0, out)
+            if _outside(cx, cy, cz, a0, a1, a2, length, w, cols, rest):
+                first = k
+                break
+            m0, m1, m2 = a0, a1, a2
+        lo[0], lo[1], lo[2] = m0, m1, m2
+        if first:
+            hi[0], hi[1], hi[2] = a0, a1, a2
+    p[0, i] = np.float32(cx + hi[0] * length)
+    p[1, i] = np.float32(cy + hi[1] * length)
+    p[2, i] = np.float32(cz + hi[2] * length)
+
+
+# ---------------------------------------------------------------- the walk
+@njit(cache=True, parallel=True)
+def walk_strands(p, base, n, start, strands, first, length, elasticity, iterations, lifts, settling, cols, rest,
+                 margins, came, stop, record, around, rounds, looked):
+    """Follow-the-leader with collision, root to tip, on ``strands`` (K,) of rows ``p`` (3, C)
+    float32 — strands of ``n`` points one after another, strand ``s``'s point ``j`` row
+    ``s n + j``, the wig's point ``start + s n + j`` — in place (``walk.CollisionWalk._walk``).
+
+    Parameters
+    ----------
+    base : (3, C) float32
+        This frame's rest pose: a segment squashed to nothing takes its direction.
+    first : (S,) int64
+        Each strand's first point to place (1, or the point after a stop).
+    length : (C,) float32
+        Each point's segment's rest length (a root's is not read).
+    elasticity : float
+        ``e`` of ``ℓ = e |d| + (1 − e) L``.
+    iterations : int
+        Rounds of contacts per point.
+    lifts, settling : bool, float
+        Whether a contact met head-on stops the strand for the caller's lift (``walk.
+        CollisionWalk._lift_steep``: the swing moved the point more than twice its push, which
+        is under ``settling`` of its segment).
+    cols : typed List of collider tuples (module docstring); rest : (3, P) float32
+        The colliders, and the wig's rest pose they were bound on.
+    margins : (len(cols), S) float32
+        Each strand's running lower bound of its last point's distance per collider (−inf to
+        start).
+    came : (3, S) float64
+        Where each strand's point ``first − 1`` was asked to be (the segment as it came in guides).
+    stop : (S,) int64
+        Written: −1 where the strand was walked to its tip, else the point where it stopped.
+    record : (13, S) float64
+        Written where it stopped: the round, the point before the push, after it, the push's
+        direction and where the swing put it.
+    around, rounds :
+        ``_swing_out``'s.
+    looked : (S,) int64
+        Each strand's count of points its running bound could not clear (looked up), added to.
+    """
+    ncol = len(cols)
+    tries = max(1, iterations)
+    for kk in prange(strands.shape[0]):
+        s = strands[kk]
+        stop[s] = -1
+        r0 = s * n
+        cx, cy, cz = came[0, s], came[1, s], came[2, s]
+        for j in range(first[s], n):
+            i = r0 + j
+            w = start + i
+            px, py, pz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
+            gx, gy, gz = px - cx, py - cy, pz - cz              # the segment as it came in
+            cx, cy, cz = px, py, pz
+            lx, ly, lz = np.float64(p[0, i - 1]), np.float64(p[1, i - 1]), np.float64(p[2, i - 1])
+            ox, oy, oz, moved = place(lx, ly, lz, px, py, pz, np.float64(length[i]), gx, gy, gz,
+                                      np.float64(base[0, i]) - np.float64(base[0, i - 1]),
+                                      np.float64(base[1, i]) - np.float64(base[1, i - 1]),
+                                      np.float64(base[2, i]) - np.float64(base[2, i - 1]),
+                                      elasticity, True, _F32_KEEP)
+            if moved:
+                p[0, i], p[1, i], p[2, i] = np.float32(ox), np.float32(oy), np.float32(oz)
+            if elasticity == 0.0:
+                seg = length[i]
+            else:
+                e0, e1, e2 = p[0, i] - p[0, i - 1], p[1, i] - p[1, i - 1], p[2, i] - p[2, i - 1]
+                seg = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+            near = False
+            for k in range(ncol):
+                if _near(cols[k], rest, w, p[0, i], p[1, i], p[2, i], margins, k, s, seg, looked):
+                    near = True
+            if not near:
+                continue
+            if ncol > 1:                     # moved by one collider: no bound for the others
+                for k in range(ncol):
+                    margins[k, s] = -_INF32
+            pushed = False
+            for r in range(tries):
+                qx, qy, qz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
+                hit = False
+                nx = ny = nz = 0.0
+                for k in range(ncol):
+                    h, hx, hy, hz, ax, ay, az = _project(qx, qy, qz, w, cols[k], rest)
+                    if h:
+                        qx, qy, qz, nx, ny, nz, hit = hx, hy, hz, ax, ay, az, True
+                pushed = hit
+                if not hit:
+                    break
+                bx, by, bz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
+                lx, ly, lz = np.float64(p[0, i - 1]), np.float64(p[1, i - 1]), np.float64(p[2, i - 1])
+                sx, sy, sz = _onto_circle(lx, ly, lz, bx, by, bz, qx, qy, qz, nx, ny, nz)
+                p[0, i], p[1, i], p[2, i] = np.float32(sx), np.float32(sy), np.float32(sz)
+                if lifts and j >= 2:
+                    d2 = (sx - bx) ** 2 + (sy - by) ** 2 + (sz - bz) ** 2
+                    p2 = (qx - bx) ** 2 + (qy - by) ** 2 + (qz - bz) ** 2
+                    l2 = (bx - lx) ** 2 + (by - ly) ** 2 + (bz - lz) ** 2
+                    if d2 > 4 * p2 and p2 < settling * settling * l2:
+                        stop[s] = j
+                        record[0, s] = r
+                        record[1, s], record[2, s], record[3, s] = bx, by, bz
+                        record[4, s], record[5, s], record[6, s] = qx, qy, qz
+                        record[7, s], record[8, s], record[9, s] = nx, ny, nz
+                        record[10, s], record[11, s], record[12, s] = sx, sy, sz
+                        came[0, s], came[1, s], came[2, s] = cx, cy, cz
+                        break
+            if stop[s] >= 0:
+                break
+            if pushed:                       # still unresolved after the last round
+                _swing_out(p, i, j, w, cols, rest, around, rounds)
+
+
+# ---------------------------------------------------------------- warm-up
+def _walk_as_called():
+    """The walk over a strand of three points against a tetrahedron (``field._small_field``'s
+    mesh), bound and set as the wig binds its colliders: the argument types a bake passes."""
+    from ..collision import Collider, ColliderMesh
+    from .field import _small_field
+
+    f = _small_field()[0]
+    rest = np.array([[0.3, 0.3, 0.3], [0.3, 0.3, 0.8], [0.3, 0.3, 1.3]], np.float32).T.copy()
+    c = Collider(ColliderMesh("warm-up", f.vertices, f.triangles), np.eye(4), 0.0)
+    c.bind(rest)
+    c.set_frame(None)
+    p = rest.copy()
+    p[0, 2] = 0.1
+    walk_strands(p, rest, 3, 0, np.zeros(1, np.int64), np.ones(1, np.int64), np.array([0, 0.5, 0.5], np.float32),
+                 0.0, 3, True, 0.05, colliders_list([c]), rest, np.full((1, 1), -np.inf, np.float32),
+                 p[:, :1].astype(np.float64), np.empty(1, np.int64), np.empty((13, 1)), np.zeros((1, 3)), 7,
+                 np.zeros(1, np.int64))
+
+
+WARM_UPS = (("collision walk", _walk_as_called),)

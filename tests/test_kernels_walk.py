@@ -1,0 +1,118 @@
+"""The collision walk's kernel (``kernels.walk.walk_strands``) against the walk's numpy form
+(``CollisionWalk._walk``, which the children's keep-out still runs): the same contacts on random
+strands pulled into a head, with a second collider that moves (a shoulder: its field reached
+through this frame's map), a crease where two shells meet (the swing out of a pocket), strands of
+two points, and with a layer that lifts (Strands: the kernel stops a strand at a head-on contact,
+the chain is lifted in numpy and the kernel walks on). And the same bits on one and two threads.
+"""
+
+import numba
+import numpy as np
+import pytest
+
+from hair_wig import FrameInput, HairSet, Magnet, Wig, WigSettings
+from hair_wig.collision import ColliderMesh
+from hair_wig.strands import StrandSettings
+from hair_wig.walk import CollisionWalk
+from test_collision import sphere
+from tolerance import FOLLOW, rounding
+
+
+def _groom(strands, n, seed):
+    """Strands rooted on the unit sphere's upper half, leaving it and curving back over it."""
+    rng = np.random.default_rng(seed)
+    u = rng.normal(size=(strands, 3)) * (1, 1, 0.4) + (0, 0, 1.0)
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    t = np.cross(u, rng.normal(size=(strands, 3)))
+    t /= np.linalg.norm(t, axis=1, keepdims=True)
+    s = np.linspace(0, 1, n)[None, :, None]
+    r = 1 + 0.25 * np.sin(np.pi * s) + 0.01 * (s > 0)
+    pts = (u[:, None] * np.cos(1.2 * s) + t[:, None] * np.sin(1.2 * s)) * r
+    return HairSet(pts.reshape(-1, 3).astype(np.float32), [n] * strands, name="Groom")
+
+
+def _scene(n=12, strands=120, lifts=False, seed=3):
+    """The groom on a head with an ear (a second shell sunk into it: a crease where they meet)
+    and a shoulder box that rises into the hair, pulled down into both by a magnet."""
+    hv, ht = sphere(1.0, 24, 48)
+    ev, et = sphere(0.35, 10, 20)
+    ev = ev + (0.95, 0.0, 0.35)
+    head = (np.concatenate([hv, ev]), np.concatenate([ht, et + len(hv)]))
+    bv, bt = sphere(0.6, 10, 20)
+    shoulder = ColliderMesh("Shoulder", bv, bt, _at(0.0, -1.75, 0.3))
+    settings = WigSettings(dynamics=StrandSettings() if lifts else None)
+    wig = Wig(_groom(strands, n, seed), np.eye(4), np.eye(4), [Magnet("M", np.eye(4), radius=3.0)], settings,
+              head_mesh=head, colliders=[shoulder])
+    return wig, head
+
+
+def _at(x, y, z):
+    m = np.eye(4)
+    m[:3, 3] = (x, y, z)
+    return m
+
+
+def _frames(count=4):
+    out = []
+    for f in range(count):
+        pull = _at(0.15 * np.sin(f), 0.05 * f, -0.35 - 0.05 * f)      # down into the head
+        out.append(FrameInput(np.eye(4), np.eye(4), np.array([pull]), time=f / 24.0,
+                              collider_matrices=np.array([_at(0.0, -1.75 + 0.04 * f, 0.3 + 0.04 * f)])))
+    return out
+
+
+def _bake(wig, frames, residuals=None):
+    state, outs = None, []
+    for inp in frames:
+        out, state = wig.step(inp, state)
+        outs.append(out.copy())
+        if residuals is not None:
+            residuals.append(wig.residual)
+    return outs
+
+
+@pytest.mark.parametrize("n, lifts", [(12, False), (2, False), (12, True)])
+def test_the_walk_kernel_meets_the_contacts_the_numpy_walk_meets(monkeypatch, n, lifts):
+    """Each frame the kernel's walk and the numpy walk place every point alike, to their
+    roundings: the numpy walk rounds its follow-the-leader in float32 (FOLLOW roundings of the
+    coordinates a point), its push, its set-back on the tangent plane and its swing (~10 more
+    a round, three rounds); the kernel in float64. A point's error is carried on to the next
+    point of its strand: n points. Coordinates up to ~1.6 (the head and the hair over it). Both
+    leave no point inside its collision surface (``Wig.residual``) and keep every segment's length; the kernel looked up points
+    and met the crease (swings) and, with Strands, stopped strands for their lifts."""
+    frames = _frames()
+    wig, _ = _scene(n=n, lifts=lifts)
+    residuals = []
+    kernel = _bake(wig, frames, residuals)
+    looked, stops = wig.walk.looked, wig.walk.stops
+    with monkeypatch.context() as m:
+        m.setattr(CollisionWalk, "_walk_kernel", lambda self, p, base, span, first: self._walk(p, base, span, first))
+        numpy_wig, _ = _scene(n=n, lifts=lifts)
+        reference = _bake(numpy_wig, frames)
+    assert looked > 0
+    if lifts:
+        assert stops > 0
+    rest = np.linalg.norm(np.diff(wig.hair.points.reshape(-1, n, 3), axis=1), axis=2)
+    tol = rounding(1.6, n * (FOLLOW + 3 * 10))
+    for a, b, inside in zip(kernel, reference, residuals):
+        assert np.abs(a - b).max() <= tol
+        # how deep any point lies inside its collision surface (the groom's clearance where it
+        # lay inside the ear at rest), measured on the points as written
+        assert inside <= wig.colliders[0].tolerance + tol
+        seg = np.linalg.norm(np.diff(a.reshape(-1, n, 3), axis=1), axis=2)
+        assert np.abs(seg - rest).max() <= rounding(1.6, 2 * FOLLOW)
+
+
+def test_the_walk_kernel_gives_the_same_bits_on_one_and_two_threads():
+    """Every strand is walked by one iteration of the kernel, writing only its own points."""
+    frames = _frames()
+    runs = []
+    was = numba.get_num_threads()
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            wig, _ = _scene(lifts=True)
+            runs.append(_bake(wig, frames))
+    finally:
+        numba.set_num_threads(was)
+    assert all(np.array_equal(a, b) for a, b in zip(*runs))
