@@ -15,7 +15,7 @@ import numpy as np
 from .chain import SETTLING, least_motion, settled
 from .children import Children, neighbourhood, sag, transplant, turns
 from .collision import Collider, MeshField
-from .kernels.walk import MAX_COLLIDERS, colliders_tuple, walk_strands
+from .kernels.walk import colliders_list, walk_strands
 from .spaces import transform_points
 
 
@@ -107,8 +107,7 @@ class CollisionWalk:
         instead, ending on length. What is left inside a collision surface is measured on the
         points as written (``Wig._held_depth``). ``base``: this frame's rest pose of the block (3, C)."""
         length = self.length
-        if (self.walks and self.children is None and len(self.colliders) <= MAX_COLLIDERS
-                and all(isinstance(c.field, MeshField) for c in self.colliders)):
+        if self.walks and self.children is None and all(isinstance(c.field, MeshField) for c in self.colliders):
             self._walk_kernel(p, base, span, first_strand)
         elif self.walks:
             self._walk(p, base, span, first_strand)
@@ -183,14 +182,13 @@ class CollisionWalk:
         tip on its own thread. Where a contact meets a strand head-on with a layer that lifts
         (``_lift_steep``), the kernel stops that strand there; its chain is lifted here, the rest
         of that point's rounds and its swing done as ``_walk`` does them, and the kernel walks on
-        from the next point. (The children's keep-out, the patent's rays and more than
-        ``MAX_COLLIDERS`` colliders stay with ``_walk``.)"""
+        from the next point. (The children's keep-out and the patent's rays stay with ``_walk``.)"""
         n = self.length.uniform
         count = p.shape[1] // n
         rows = p if p.flags.c_contiguous else np.ascontiguousarray(p)
         base = np.ascontiguousarray(base, np.float32)
         length = self.length.rest_segments32[span]
-        cols, ncol = colliders_tuple(self.colliders)
+        cols = colliders_list(self.colliders)
         margins = np.full((len(self.colliders), count), -np.inf, np.float32)
         came = rows[:, ::n].astype(np.float64)
         first = np.ones(count, np.int64)
@@ -203,7 +201,7 @@ class CollisionWalk:
         stops = 0
         while strands.size:
             walk_strands(rows, base, n, span.start, strands, first, length, float(self.length.elasticity),
-                         iterations, bool(self.lifts), SETTLING, cols, ncol, rest, margins, came, stop, record,
+                         iterations, bool(self.lifts), SETTLING, cols, rest, margins, came, stop, record,
                          _AROUND, 7, looked)
             stopped = strands[stop[strands] >= 0]
             if stopped.size == 0:

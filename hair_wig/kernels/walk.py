@@ -13,8 +13,7 @@ caller lifts the chain with ``chain.least_motion`` and the kernel walks on from 
 A strand is written only by its own iteration, so the result is the same bits on any number of
 threads. Arithmetic is float64 on float32 positions.
 
-Each collider is a tuple (``collider_tuple``), all of one type, passed in a typed List with their
-count (``colliders_tuple``, ``MAX_COLLIDERS`` at most):
+Each collider is a tuple (``collider_tuple``), all of one type, in a numba typed List:
 
 ``(nodes, grid32, grid64, errors, tris, box, planes, limit (P,) f32, skip2 (P,) f32, to_field
 (4, 4) f64, from_field (4, 4) f64, moved, slack f32, exact_reach f64, tolerance f64, stretch f32,
@@ -68,21 +67,18 @@ def _every(f):
     return every
 
 
-# Colliders the kernel walks against at most. They come in a numba typed List (a parallel loop
-# takes no tuple of tuples of arrays), which each chunk of strands turns once into a tuple of this
-# many (the last repeated): a tuple's item is read in a nanosecond, a typed List's in half a
-# microsecond (it copies the item's ~40 arrays and counts their references) — read per point, that
-# was most of a walk's time. One type whatever the count: one compile.
-MAX_COLLIDERS = 4
-CHUNK = 32                       # strands a parallel iteration walks, one after another
+# Strands a parallel iteration walks one after another. The colliders come in a numba typed List,
+# whose item costs ~0.5 us a read (it copies the item's arrays and counts their references): the
+# first — the head, often the only one — is read once a chunk, not at every point.
+CHUNK = 32
 
 
-def colliders_tuple(colliders):
-    """The kernel's colliders: a typed List of their tuples and how many there are."""
+def colliders_list(colliders):
+    """The typed List the kernel reads its colliders from."""
     out = List()
     for c in colliders:
         out.append(collider_tuple(c))
-    return out, len(colliders)
+    return out
 
 
 # ---------------------------------------------------------------- one point against a collider
@@ -194,13 +190,13 @@ def _project(px, py, pz, w, col, rest):
 
 
 @njit(cache=True)
-def _depth(px, py, pz, w, cols, ncol, rest):
+def _depth(px, py, pz, w, c0, cols, rest):
     """``walk.CollisionWalk._depth`` for one point: how far it is inside its collision surface
     over every collider, less each one's tolerance (0 outside)."""
     deepest = 0.0
     x32, y32, z32 = np.float32(px), np.float32(py), np.float32(pz)
-    for k in range(ncol):
-        col = cols[k]
+    for k in range(len(cols)):
+        col = c0 if k == 0 else cols[k]
         if _skipped(col, rest, w, x32, y32, z32):
             continue
         x, y, z = _field_point(col, np.float64(x32), np.float64(y32), np.float64(z32))
@@ -333,16 +329,16 @@ def _arc(lo, hi, s, across):
 
 
 @njit(cache=True)
-def _outside(cx, cy, cz, d0, d1, d2, length, w, cols, ncol, rest):
+def _outside(cx, cy, cz, d0, d1, d2, length, w, c0, cols, rest):
     """Whether the candidate ``c + d · length`` is outside every collision surface."""
     x = np.float32(cx + d0 * length)
     y = np.float32(cy + d1 * length)
     z = np.float32(cz + d2 * length)
-    return _depth(np.float64(x), np.float64(y), np.float64(z), w, cols, ncol, rest) <= 0.0
+    return _depth(np.float64(x), np.float64(y), np.float64(z), w, c0, cols, rest) <= 0.0
 
 
 @njit(cache=True)
-def _swing_out(p, i, j, w, cols, ncol, rest, around, rounds):
+def _swing_out(p, i, j, w, c0, cols, rest, around, rounds):
     """``walk.CollisionWalk._swing_out`` for point ``i`` of rows ``p`` (its strand's point ``j``,
     the wig's point ``w``) still inside after the tangent-plane steps (a crease bends the surface
     away from the plane): point ``i`` swung about its leader, at its segment's length, from where
@@ -350,12 +346,12 @@ def _swing_out(p, i, j, w, cols, ncol, rest, around, rounds):
     1e-7 of the arc: ``rounds`` scans of nine samples). ``around`` (A, 3): directions over the
     sphere, along the first axis first (the last search's)."""
     px, py, pz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
-    if _depth(px, py, pz, w, cols, ncol, rest) <= 0.0:
+    if _depth(px, py, pz, w, c0, cols, rest) <= 0.0:
         return
     cx, cy, cz = np.float64(p[0, i - 1]), np.float64(p[1, i - 1]), np.float64(p[2, i - 1])
     qx, qy, qz = px, py, pz
-    for k in range(ncol):
-        hit, nx, ny, nz, _, _, _ = _project(qx, qy, qz, w, cols[k], rest)
+    for k in range(len(cols)):
+        hit, nx, ny, nz, _, _, _ = _project(qx, qy, qz, w, c0 if k == 0 else cols[k], rest)
         if hit:
             qx, qy, qz = nx, ny, nz
     out = np.empty(3)
@@ -375,7 +371,7 @@ def _swing_out(p, i, j, w, cols, ncol, rest, around, rounds):
     # strand's previous segment, away from each collider at the leader (a pocket under an ear
     # can close the first way); a way of no length points nowhere
     found = False
-    for way in range(2 + ncol):
+    for way in range(2 + len(cols)):
         if way == 0:
             d0, d1, d2 = out[0], out[1], out[2]
         elif way == 1:
@@ -384,8 +380,8 @@ def _swing_out(p, i, j, w, cols, ncol, rest, around, rounds):
             d0, d1, d2 = _unit(cx - np.float64(p[0, i - 2]), cy - np.float64(p[1, i - 2]),
                                cz - np.float64(p[2, i - 2]))
         else:
-            d0, d1, d2 = _outward(cx, cy, cz, cols[way - 2])
-        if d0 * d0 + d1 * d1 + d2 * d2 > 0.25 and _outside(cx, cy, cz, d0, d1, d2, length, w, cols, ncol, rest):
+            d0, d1, d2 = _outward(cx, cy, cz, c0 if way == 2 else cols[way - 2])
+        if d0 * d0 + d1 * d1 + d2 * d2 > 0.25 and _outside(cx, cy, cz, d0, d1, d2, length, w, c0, cols, rest):
             hi[0], hi[1], hi[2] = d0, d1, d2
             found = True
             break
@@ -393,13 +389,13 @@ def _swing_out(p, i, j, w, cols, ncol, rest, around, rounds):
         # a pocket: of directions spread over the sphere in a frame of the point's own (they turn
         # with the scene), the outside one nearest along the segment — ``around`` runs from along
         # it to against it, so the first outside is that one
-        b0, b1, b2, c0, c1, c2 = _frame(lo[0], lo[1], lo[2], out[0], out[1], out[2])
+        b0, b1, b2, e0, e1, e2 = _frame(lo[0], lo[1], lo[2], out[0], out[1], out[2])
         for a in range(around.shape[0]):
             u, v, t = around[a, 0], around[a, 1], around[a, 2]
-            d0 = u * lo[0] + v * b0 + t * c0
-            d1 = u * lo[1] + v * b1 + t * c1
-            d2 = u * lo[2] + v * b2 + t * c2
-            if _outside(cx, cy, cz, d0, d1, d2, length, w, cols, ncol, rest):
+            d0 = u * lo[0] + v * b0 + t * e0
+            d1 = u * lo[1] + v * b1 + t * e1
+            d2 = u * lo[2] + v * b2 + t * e2
+            if _outside(cx, cy, cz, d0, d1, d2, length, w, c0, cols, rest):
                 hi[0], hi[1], hi[2] = d0, d1, d2
                 break
     for _ in range(rounds):
@@ -410,7 +406,7 @@ def _swing_out(p, i, j, w, cols, ncol, rest, around, rounds):
         a0 = a1 = a2 = 0.0
         for k in range(1, SAMPLES + 1):
             a0, a1, a2 = _arc(lo, hi, k / 10.0, out)
-            if _outside(cx, cy, cz, a0, a1, a2, length, w, cols, ncol, rest):
+            if _outside(cx, cy, cz, a0, a1, a2, length, w, c0, cols, rest):
                 first = k
                 break
             m0, m1, m2 = a0, a1, a2
@@ -424,8 +420,8 @@ def _swing_out(p, i, j, w, cols, ncol, rest, around, rounds):
 
 # ---------------------------------------------------------------- the walk
 @njit(cache=True, parallel=True)
-def walk_strands(p, base, n, start, strands, first, length, elasticity, iterations, lifts, settling, cols, ncol,
-                 rest, margins, came, stop, record, around, rounds, looked):
+def walk_strands(p, base, n, start, strands, first, length, elasticity, iterations, lifts, settling, cols, rest,
+                 margins, came, stop, record, around, rounds, looked):
     """Follow-the-leader with collision, root to tip, on ``strands`` (K,) of rows ``p`` (3, C)
     float32 — strands of ``n`` points one after another, strand ``s``'s point ``j`` row
     ``s n + j``, the wig's point ``start + s n + j`` — in place (``walk.CollisionWalk._walk``).
@@ -446,11 +442,9 @@ def walk_strands(p, base, n, start, strands, first, length, elasticity, iteratio
         Whether a contact met head-on stops the strand for the caller's lift (``walk.
         CollisionWalk._lift_steep``: the swing moved the point more than twice its push, which
         is under ``settling`` of its segment).
-    cols, ncol : typed List of collider tuples (module docstring), int
-        The colliders and how many there are (``colliders_tuple``; ``MAX_COLLIDERS`` at most).
-    rest : (3, P) float32
-        The wig's rest pose the colliders were bound on.
-    margins : (ncol, S) float32
+    cols : typed List of collider tuples (module docstring); rest : (3, P) float32
+        The colliders, and the wig's rest pose they were bound on.
+    margins : (len(cols), S) float32
         Each strand's running lower bound of its last point's distance per collider (−inf to
         start).
     came : (3, S) float64
@@ -465,20 +459,19 @@ def walk_strands(p, base, n, start, strands, first, length, elasticity, iteratio
     looked : (S,) int64
         Each strand's count of points its running bound could not clear (looked up), added to.
     """
-    last = ncol - 1
     for chunk in prange((strands.shape[0] + CHUNK - 1) // CHUNK):
-        here = (cols[0], cols[min(1, last)], cols[min(2, last)], cols[min(3, last)])
+        c0 = cols[0]
         for kk in range(chunk * CHUNK, min((chunk + 1) * CHUNK, strands.shape[0])):
             _walk_strand(p, base, n, start, strands[kk], first, length, elasticity, iterations, lifts, settling,
-                         here, ncol, rest, margins, came, stop, record, around, rounds, looked)
+                         c0, cols, rest, margins, came, stop, record, around, rounds, looked)
 
 
 @njit(cache=True)
-def _walk_strand(p, base, n, start, s, first, length, elasticity, iterations, lifts, settling, cols, ncol, rest,
+def _walk_strand(p, base, n, start, s, first, length, elasticity, iterations, lifts, settling, c0, cols, rest,
                  margins, came, stop, record, around, rounds, looked):
-    """``walk_strands`` for strand ``s``: its own function, so the parallel loop's body is one
-    call (numba's parallel passes then work on a few lines, not on the whole walk inlined:
-    the cold compile took a third of the time)."""
+    """``walk_strands`` for strand ``s``; ``c0``: the first collider, read from the list once per
+    chunk of strands."""
+    ncol = len(cols)
     tries = max(1, iterations)
     stop[s] = -1
     r0 = s * n
@@ -504,7 +497,7 @@ def _walk_strand(p, base, n, start, s, first, length, elasticity, iterations, li
             seg = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
         near = False
         for k in range(ncol):
-            if _near(cols[k], rest, w, p[0, i], p[1, i], p[2, i], margins, k, s, seg, looked):
+            if _near(c0 if k == 0 else cols[k], rest, w, p[0, i], p[1, i], p[2, i], margins, k, s, seg, looked):
                 near = True
         if not near:
             continue
@@ -517,7 +510,7 @@ def _walk_strand(p, base, n, start, s, first, length, elasticity, iterations, li
             hit = False
             nx = ny = nz = 0.0
             for k in range(ncol):
-                h, hx, hy, hz, ax, ay, az = _project(qx, qy, qz, w, cols[k], rest)
+                h, hx, hy, hz, ax, ay, az = _project(qx, qy, qz, w, c0 if k == 0 else cols[k], rest)
                 if h:
                     qx, qy, qz, nx, ny, nz, hit = hx, hy, hz, ax, ay, az, True
             pushed = hit
@@ -543,7 +536,7 @@ def _walk_strand(p, base, n, start, s, first, length, elasticity, iterations, li
         if stop[s] >= 0:
             break
         if pushed:                       # still unresolved after the last round
-            _swing_out(p, i, j, w, cols, ncol, rest, around, rounds)
+            _swing_out(p, i, j, w, c0, cols, rest, around, rounds)
 
 
 # ---------------------------------------------------------------- warm-up
@@ -561,7 +554,7 @@ def _walk_as_called():
     p = rest.copy()
     p[0, 2] = 0.1
     walk_strands(p, rest, 3, 0, np.zeros(1, np.int64), np.ones(1, np.int64), np.array([0, 0.5, 0.5], np.float32),
-                 0.0, 3, True, 0.05, *colliders_tuple([c]), rest, np.full((1, 1), -np.inf, np.float32),
+                 0.0, 3, True, 0.05, colliders_list([c]), rest, np.full((1, 1), -np.inf, np.float32),
                  p[:, :1].astype(np.float64), np.empty(1, np.int64), np.empty((13, 1)), np.zeros((1, 3)), 7,
                  np.zeros(1, np.int64))
 
