@@ -316,3 +316,18 @@ def test_shells_that_cross_are_measured_exactly_where_the_grid_cannot_tell_the_s
     d, e = field.distance_rows(np.ascontiguousarray(p.T, np.float32))
     beyond = np.abs(exact) > field.exact_reach              # where the grid alone decides
     assert (d - e <= exact + grid_rounding(p))[beyond].all()
+
+
+def test_groom_limits_keep_the_offset_where_the_groom_has_room_and_the_groom_where_not():
+    """SPEC §6.3, the groom is sacred: ``min(offset + margin, d0)`` in the clearance's own float
+    type (the offset rounded to it), so a limit compares with the distance it was measured by."""
+    from hair_wig.collision import groom_limits
+
+    d0 = np.array([-0.01, 0.0, 0.005, 0.02, np.inf], np.float32)
+    limit = groom_limits(d0, 0.01)
+    assert limit.dtype == np.float32
+    assert np.array_equal(limit, np.array([-0.01, 0.0, 0.005, np.float32(0.01), np.float32(0.01)], np.float32))
+    wide = groom_limits(d0.astype(np.float64), 0.1, np.array([0.0, 0.0, 0.0, -0.09, 0.05]))
+    assert wide.dtype == np.float64
+    assert np.array_equal(wide, np.minimum(0.1 + np.array([0.0, 0.0, 0.0, -0.09, 0.05]), d0.astype(np.float64)))
+    assert np.all(groom_limits(d0, 0.3) <= d0)                      # a groom at rest is never inside

@@ -14,18 +14,18 @@ goes to its closest point on them plus its allowed clearance along the outward d
 (``field.MeshField`` decides which query answers where).
 
 **The groom is sacred** (SPEC §6.3): at bind each vertex records its rest clearance ``d0`` to
-every collider; its collision surface is ``min(offset, d0)``, so nothing moves at the rest
-frame.
+every collider; its collision surface is ``min(offset, d0)`` (``colliders.groom_limits``, for
+every client), so nothing moves at the rest frame.
 """
 
-from .colliders import Collider, ColliderMesh
+from .colliders import Collider, ColliderMesh, groom_limits
 from .field import MeshField, RayField
 from .rows import _dot, _take_rows
 from .triangles import (EDGE_AB, EDGE_BC, EDGE_CA, FACE, VERT_A, VERT_B, VERT_C, closest_feet, closest_on_triangles,
                         closest_rows, exact_signed_distance, is_closed, pseudo_normals, triangle_rows)
 
 __all__ = [
-    "Collider", "ColliderMesh", "MeshField", "RayField", "_dot", "_take_rows", "FACE", "VERT_A",
+    "Collider", "ColliderMesh", "groom_limits", "MeshField", "RayField", "_dot", "_take_rows", "FACE", "VERT_A",
     "VERT_B", "VERT_C", "EDGE_AB", "EDGE_BC", "EDGE_CA", "closest_feet", "closest_on_triangles", "closest_rows",
     "exact_signed_distance", "is_closed", "pseudo_normals", "triangle_rows",
 ]

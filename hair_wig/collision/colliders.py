@@ -1,6 +1,6 @@
 """Colliders (SPEC §6.3): a collider as the scene gives it (``ColliderMesh``), bound to a hair set
-(``Collider``: its field in the head's rest space, the groom's rest clearances and collision
-surfaces, this frame's map)."""
+(``Collider``: its field in the head's rest space, the groom's rest clearances, this frame's
+map), and the one rule every client's collision surfaces follow (``groom_limits``)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,38 @@ from ..errors import HairWigError
 from ..refinement import RadiusMap
 from .field import MeshField, RayField
 from .rows import _dot, _take_rows
+
+
+def groom_limits(clearance: np.ndarray, offset: float, margin: np.ndarray | None = None) -> np.ndarray:
+    """Where each point's collision surface lies: ``min(offset + margin, clearance)`` (SPEC §6.3,
+    "the groom is sacred"), in the clearance's float type.
+
+    Parameters
+    ----------
+    clearance : array
+        Each point's signed distance ``d0`` to the collider with the hair at rest (or in a key
+        pose, which is a groom too), measured by the distance the point will collide by, so that
+        the two agree to the bit.
+    offset : float
+        How far hair keeps from the collider (field units); rounded to the clearance's type.
+    margin : array or None
+        More room a client keeps on top of the offset (broadcast against ``clearance``).
+
+    Hair the artist laid closer than the offset, or slightly inside the mesh, is where it was
+    put: its surface is its own clearance, so the groom at rest meets no contact and nothing
+    moves at the rest frame, ever; everywhere else the offset holds. Every client's limits come
+    from here: the wig's points (``Collider.bind``), the guides' shapes moved onto their
+    children (``Collider.bind_children``, with ``children.sag`` as the margin), the Strands'
+    contacts (``strands.SurfaceContacts``: points and segments, by the fast distance they
+    collide by) and the in-betweens of key poses (``keyposes.KeyedStyle``, the clearance
+    interpolated between the two key poses). Style Hair and Draw Hair make new hair, which has
+    no rest to keep: they push to the clearance the artist asks for (``styling.SurfaceCollide``).
+    """
+    clearance = np.asarray(clearance)
+    surface = np.asarray(offset, clearance.dtype)
+    if margin is not None:
+        surface = surface + np.asarray(margin, clearance.dtype)
+    return np.minimum(surface, clearance)
 
 
 class ColliderMesh:
@@ -43,10 +75,10 @@ class Collider:
     collider that deforms, its current vertices (the field is then rebuilt on them).
 
     At bind every vertex records its rest clearance ``d0``; its collision surface is
-    ``limit = min(offset, d0)`` (the groom is sacred). A point that has moved less than
-    ``skip`` from its rest position (half of ``d0 − limit``: distances are 1-Lipschitz, and the
-    grid's far values are within a few tenths of a cell per cell of distance) cannot have
-    reached its limit and is not looked up while the collider has not moved.
+    ``limit = min(offset, d0)`` (the groom is sacred: ``groom_limits``). A point that has moved
+    less than ``skip`` from its rest position (half of ``d0 − limit``: distances are 1-Lipschitz,
+    and the grid's far values are within a few tenths of a cell per cell of distance) cannot
+    have reached its limit and is not looked up while the collider has not moved.
     """
 
     def __init__(self, mesh: ColliderMesh, rest_to_field: np.ndarray, offset: float):
@@ -81,7 +113,7 @@ class Collider:
         self.rest_rows = np.ascontiguousarray(rest_rows, np.float32)     # gathered from each frame
         d = self.field.signed_distance(np.ascontiguousarray(rest_rows.T, np.float64))
         self.clearance = d.astype(np.float32)
-        self.limit = np.minimum(np.float32(self.offset), self.clearance)
+        self.limit = groom_limits(self.clearance, self.offset)
         # Skip lookups for a point while it has moved less than half its room (distances are
         # 1-Lipschitz). The room is trusted where the clearance is exact (near the surface);
         # farther, the grid's swept distance can be too large on a messy mesh, so only the
@@ -113,14 +145,15 @@ class Collider:
         """Record the rest clearance of each guide's shape moved onto its children's roots
         (``children.transplant``: ``offsets`` (K, 3, G), ``turn`` (K, 3, 3, G) or None, head-local;
         ``rest_rows`` (3, P) the guides' points, ``uniform`` each): their limits
-        ``min(offset + margin, d0)`` (``margin`` (G,), ``children.sag``) as (K, uniform, G),
-        point-major like a walk's steps. A groom at rest is outside every one of them."""
+        ``min(offset + margin, d0)`` (``groom_limits``; ``margin`` (G,), ``children.sag``) as
+        (K, uniform, G), point-major like a walk's steps. A groom at rest is outside every one of
+        them."""
         k, _, g = offsets.shape
         rest = rest_rows.reshape(3, g, uniform).astype(np.float64)
         moved = np.stack([transplant(rest[:, :, j], rest[:, :, 0], offsets, turn) for j in range(uniform)], -1)
         x = np.ascontiguousarray(moved.transpose(0, 2, 3, 1).reshape(-1, 3), np.float64)   # (K, G, n)
         d = self.bound_field.signed_distance(x).reshape(k, g, uniform)
-        limit = np.minimum(np.float32(self.offset) + margin.astype(np.float32)[None, :, None], d.astype(np.float32))
+        limit = groom_limits(d.astype(np.float32), self.offset, margin[None, :, None])
         self.child_limit = np.ascontiguousarray(limit.transpose(0, 2, 1))
 
     def set_frame(self, to_field: np.ndarray | None, vertices: np.ndarray | None = None) -> None:
