@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .collision import MeshField
+from .collision import MeshField, groom_limits
 from .errors import HairWigError
 from .hairset import HairSet
 from .scalp import locate_uv
@@ -472,8 +472,9 @@ class KeyedStyle:
         signed-distance fields (``collision.MeshField`` or ``RayField``) in field space,
         ``to_field`` (4, 4) maps this hair's rest space there, ``offsets`` the distance each keeps
         (field units). Every key pose is a groom: a point's collision surface is
-        ``min(offset, its clearance)``, the clearance interpolated between the two key poses
-        around the frame, so each key pose comes back exactly at its frame."""
+        ``min(offset, its clearance)`` (``collision.groom_limits``), the clearance interpolated
+        between the two key poses around the frame, so each key pose comes back exactly at its
+        frame."""
         to_field = np.asarray(to_field, np.float64)
         self.colliders = []
         for f, offset in zip(fields, offsets):
@@ -527,7 +528,7 @@ class KeyedStyle:
         for f, offset, clear in self.colliders:
             c = clear[k][pts]
             c = c + np.float32(u) * (clear[k + 1][pts] - c)
-            limit = np.minimum(offset, c)
+            limit = groom_limits(c, offset)
             for _ in range(3):         # a push along the grid's gradient lands near: then exactly
                 new, moved = f.project(x, limit)
                 x[moved] = new

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .collision import _dot, _take_rows
+from .collision import _dot, _take_rows, groom_limits
 from .chain import give
 from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, profile, setting
 from .errors import HairWigError
@@ -524,7 +524,9 @@ class SurfaceContacts:
         return best_t, best_d
 
     def _limits_of(self, c):
-        """Each free point's (n − fixed, S) and each segment's (n − 1, S) collision surface."""
+        """Each free point's (n − fixed, S) and each segment's (n − 1, S) collision surface
+        (``collision.groom_limits``), their rest clearances read by the fast distance the contacts
+        collide by, so a groom at rest meets no contact."""
         rest = c.rest_rows
         known = self._limits.get(id(c))
         if known is None or known[0] is not rest:
@@ -535,7 +537,7 @@ class SurfaceContacts:
 
             d_points = distance(at[:, self.fixed:].reshape(3, -1))
             _, d_seg = self.deepest(at[:, :-1].reshape(3, -1), at[:, 1:].reshape(3, -1), distance)
-            known = self._limits[id(c)] = (rest, np.minimum(c.offset, d_points), np.minimum(c.offset, d_seg))
+            known = self._limits[id(c)] = (rest, groom_limits(d_points, c.offset), groom_limits(d_seg, c.offset))
         return known[1], known[2]
 
     def move(self, was: np.ndarray, now: np.ndarray) -> None:

@@ -424,7 +424,8 @@ def field_force(fields, strength: float = 1.0, time: float = 0.0):
 class SurfaceCollide:
     """A ``collide`` callback for ``cantilever``: points of strand ``s`` closer to the collider
     ``field`` (a ``MeshField`` in the same space) than ``limit[s]`` are pushed out to it — the
-    clearance plus each strand's layer (``layer_offsets``)."""
+    clearance plus each strand's layer (``layer_offsets``). The hair is being made, so it has no
+    rest to keep (``collision.groom_limits`` is for grooms): the limit is the one asked for."""
 
     def __init__(self, field, limit):
         self.field = field

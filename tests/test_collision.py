@@ -87,10 +87,10 @@ def test_closest_point_is_no_farther_than_any_point_of_the_triangle():
 def test_sphere_distances_exact_near_the_surface_and_signed_everywhere():
     v, t = sphere()
     field = MeshField(v, t)
-    assert field.closed and not field.flipped
+    assert field.index.closed and not field.index.flipped
     # a smooth closed head has no seam: every cell's grid value is trusted (a false seam sends
     # points to the exact search every frame — it once made the live preview 7x slower)
-    assert field.seam_cells == 0 and MeshField(*sphere(1.0, 32, 64)).seam_cells == 0
+    assert field.grid.seam_cells == 0 and MeshField(*sphere(1.0, 32, 64)).grid.seam_cells == 0
     rng = np.random.default_rng(0)
     d = rng.normal(size=(4000, 3))
     d /= np.linalg.norm(d, axis=1, keepdims=True)
@@ -177,7 +177,7 @@ def test_an_open_plane_is_one_sided_its_normal_says_where_outside_is():
             q = i * 9 + j
             t += [(q, q + 1, q + 10), (q, q + 10, q + 9)]          # normals up (+z)
     field = MeshField(v, np.array(t))
-    assert not field.closed
+    assert not field.index.closed
     p = np.array([[0.1, 0.2, 0.05], [0.1, 0.2, -0.05], [-0.3, 0.4, -0.02]])
     np.testing.assert_allclose(field.signed_distance(p), [0.05, -0.05, -0.02], atol=1e-9)
     new, moved = field.project(p, np.zeros(3))
@@ -322,7 +322,7 @@ def test_shells_that_cross_are_measured_exactly_where_the_grid_cannot_tell_the_s
     ev = ev + (0.0, -0.85, 0.3)
     v, t = np.concatenate([hv, ev]), np.concatenate([ht, et + len(hv)])
     field = MeshField(v, t, resolution=40)
-    assert field.seam_cells > 0
+    assert field.grid.seam_cells > 0
     rng = np.random.default_rng(11)
     p = rng.uniform((-0.5, -1.0, -0.2), (0.5, 0.0, 0.8), (1500, 3))
     exact = exact_signed_distance(p, v, t)
@@ -339,3 +339,18 @@ def test_shells_that_cross_are_measured_exactly_where_the_grid_cannot_tell_the_s
     d, e = field.distance_rows(np.ascontiguousarray(p.T, np.float32))
     beyond = np.abs(exact) > field.exact_reach              # where the grid alone decides
     assert (d - e <= exact + grid_rounding(p))[beyond].all()
+
+
+def test_groom_limits_keep_the_offset_where_the_groom_has_room_and_the_groom_where_not():
+    """SPEC §6.3, the groom is sacred: ``min(offset + margin, d0)`` in the clearance's own float
+    type (the offset rounded to it), so a limit compares with the distance it was measured by."""
+    from hair_wig.collision import groom_limits
+
+    d0 = np.array([-0.01, 0.0, 0.005, 0.02, np.inf], np.float32)
+    limit = groom_limits(d0, 0.01)
+    assert limit.dtype == np.float32
+    assert np.array_equal(limit, np.array([-0.01, 0.0, 0.005, np.float32(0.01), np.float32(0.01)], np.float32))
+    wide = groom_limits(d0.astype(np.float64), 0.1, np.array([0.0, 0.0, 0.0, -0.09, 0.05]))
+    assert wide.dtype == np.float64
+    assert np.array_equal(wide, np.minimum(0.1 + np.array([0.0, 0.0, 0.0, -0.09, 0.05]), d0.astype(np.float64)))
+    assert np.all(groom_limits(d0, 0.3) <= d0)                      # a groom at rest is never inside

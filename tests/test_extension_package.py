@@ -13,7 +13,6 @@ import zipfile
 from pathlib import Path
 
 import bpy
-import pytest
 from conftest import ROOT
 
 INSTALL = """
@@ -49,7 +48,7 @@ kernels.follow_chains(p, np.array([0]), np.array([2]), 1, np.array([0]), np.arra
 print("NUMBA", numba.__version__, numba.__file__.startswith(local), p[1].tolist() == [0.0, 0.0, 1.0])
 """
 
-PACKAGES = ("hair_wig", "hair_wig/kernels", "operators", "panels")
+PACKAGES = ("hair_wig", "hair_wig/collision", "hair_wig/kernels", "operators", "panels")
 
 # What a working copy gathers besides the add-on: virtual environments under any name, demo and
 # bench output, caches, editor droppings, a .blend left in a package folder, a sub-folder.

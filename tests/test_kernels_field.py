@@ -97,20 +97,20 @@ def same_bits(a, b) -> bool:
 # ---------------------------------------------------------------- plain references
 def ref_node_values(f: MeshField, x, clamp):
     """``MeshField._node_values`` as numpy (the code the kernel replaced)."""
-    g = np.multiply(x, f._inv_cell)
-    g += f._shift_col
+    g = np.multiply(x, f.grid._inv_cell)
+    g += f.grid._shift_col
     if clamp:
-        np.minimum(g, f._clamp_col, out=g)
+        np.minimum(g, f.grid._clamp_col, out=g)
         np.maximum(g, 0, out=g)
     with np.errstate(invalid="ignore"):
         gi = g.astype(np.int32)
-    node = gi[0] * f._stride[0] + gi[1] * f._stride[1] + gi[2]
-    return np.take(f.distance_grid, node, mode="clip")
+    node = gi[0] * f.grid._stride[0] + gi[1] * f.grid._stride[1] + gi[2]
+    return np.take(f.grid.distance_grid, node, mode="clip")
 
 
 def ref_trilinear(f: MeshField, base, fx, fy, fz):
-    D = f.distance_grid
-    s0, s1 = int(f._stride[0]), int(f._stride[1])
+    D = f.grid.distance_grid
+    s0, s1 = int(f.grid._stride[0]), int(f.grid._stride[1])
     c = [D[base + (ox * s0 + oy * s1 + oz)] for ox in (0, 1) for oy in (0, 1) for oz in (0, 1)]
     c00 = c[0] + (c[4] - c[0]) * fx
     c01 = c[1] + (c[5] - c[1]) * fx
@@ -123,18 +123,18 @@ def ref_trilinear(f: MeshField, base, fx, fy, fz):
 
 def ref_distance_rows(f: MeshField, x):
     """``MeshField.distance_rows`` as numpy: float32 trilinear, and the list cell's error."""
-    g = x - f._origin_col
-    g *= f._inv_cell
+    g = x - f.grid._origin_col
+    g *= f.grid._inv_cell
     i = np.floor(g)
-    inside = ((i >= 0) & (i <= f._top_col - 1)).all(axis=0)
-    ii = np.clip(i, 0, f._top_col - 1).astype(np.int64)
-    base = ii[0] * int(f._stride[0]) + ii[1] * int(f._stride[1]) + ii[2]
+    inside = ((i >= 0) & (i <= f.grid._top_col - 1)).all(axis=0)
+    ii = np.clip(i, 0, f.grid._top_col - 1).astype(np.int64)
+    base = ii[0] * int(f.grid._stride[0]) + ii[1] * int(f.grid._stride[1]) + ii[2]
     d = ref_trilinear(f, base, *(g - i))[2]
     d[~inside] = np.inf
-    ii //= f.LIST_CELL
-    err = f.grid_error[(ii[0] * int(f.list_dims[1]) + ii[1]) * int(f.list_dims[2]) + ii[2]]
-    if f.untrusted is not None:
-        err[f.untrusted[base]] = np.inf
+    ii //= f.grid.LIST_CELL
+    err = f.grid.grid_error[(ii[0] * int(f.grid.list_dims[1]) + ii[1]) * int(f.grid.list_dims[2]) + ii[2]]
+    if f.grid.untrusted is not None:
+        err[f.grid.untrusted[base]] = np.inf
     return d, err
 
 
@@ -163,15 +163,15 @@ def ref_lookup(f: MeshField, p):
 
 def ref_list_cell(f: MeshField, p):
     with np.errstate(invalid="ignore"):
-        ci = np.floor((p - f.origin) / (f.cell * f.LIST_CELL)).astype(np.int64)
-    ci = np.clip(ci, 0, f.list_dims - 1)
-    return (ci[:, 0] * int(f.list_dims[1]) + ci[:, 1]) * int(f.list_dims[2]) + ci[:, 2]
+        ci = np.floor((p - f.origin) / (f.cell * f.grid.LIST_CELL)).astype(np.int64)
+    ci = np.clip(ci, 0, f.grid.list_dims - 1)
+    return (ci[:, 0] * int(f.grid.list_dims[1]) + ci[:, 1]) * int(f.grid.list_dims[2]) + ci[:, 2]
 
 
 def ref_error(f: MeshField, p):
-    err = f.grid_error[ref_list_cell(f, p)]
-    if f.untrusted is not None:
-        err[f.untrusted[ref_cells(f, p)[0]]] = np.inf
+    err = f.grid.grid_error[ref_list_cell(f, p)]
+    if f.grid.untrusted is not None:
+        err[f.grid.untrusted[ref_cells(f, p)[0]]] = np.inf
     return err
 
 
@@ -306,7 +306,7 @@ def test_held_depth_is_screen_bound_and_exact_distance(name):
     assert np.all(want[~measured] <= 0)
     assert measured.sum() > 100 and np.isfinite(want[~measured]).sum() > 100      # both ways were taken
     ruled_out = np.setdiff1d(np.arange(x.shape[1]), pick)
-    assert f.seam_cells or np.all(limit[ruled_out] - f.signed_distance(x[:, ruled_out].T.astype(np.float64)) <= 0)
+    assert f.grid.seam_cells or np.all(limit[ruled_out] - f.signed_distance(x[:, ruled_out].T.astype(np.float64)) <= 0)
 
     c = Collider(ColliderMesh(name, f.vertices, f.triangles, offset=0.05), np.eye(4), 0.05)
     c.field = c.bound_field = f

@@ -442,7 +442,7 @@ def test_a_segment_does_not_fall_through_a_bar(segments):
     layer = VerletStrands(rest, free(root_direction=False))
     collider = Collider(ColliderMesh("Bar", *bar, resolution=256), np.eye(4), 0.0)
     collider.bind(rest.reshape(3, -1))
-    error = float(collider.field.grid_error.max())
+    error = float(collider.field.grid.grid_error.max())
     assert error < 0.01                                        # a third of the bar
     contact = SurfaceContacts([collider], np.arange(rest[0].size).reshape(rest.shape[1:]), 1)
     if not segments:
@@ -603,7 +603,7 @@ def test_colliders_sweep_through_the_substeps_with_the_head():
     push = contact(x, 0.5)
     assert push is not None
     local = from_layout(x + push) - [0.3, 0.0, 0.0]
-    assert box_distance(local, np.full(3, 0.1)).min() >= -float(collider.field.grid_error.max())
+    assert box_distance(local, np.full(3, 0.1)).min() >= -float(collider.field.grid.grid_error.max())
     riding = rest.copy()
     for f in np.linspace(0, 1, 9):
         riding[0] = 0.105 + 0.6 * f                               # carried with the head, 5 mm off its face
