@@ -18,14 +18,15 @@ not inside their limit (−inf where the numpy code had a depth ≤ 0; what is r
 distance in doubt (a seam's cell, beyond its list's reach) the kernels say so (``redo``) and the
 caller searches every triangle with the numpy code. Small calls run on one thread (``launch``).
 
-The field is passed as tuples built once at bind (``MeshField._kernel_field``):
+The field is passed as tuples built once at bind (``collision.grid.DistanceGrid._kernel_tuples``, the
+triangles' from ``collision.triangles.TriangleIndex.use_lists``):
 
 ``nodes``  (distances (N,) f32, 1 / cell f32, shift (3,) f32, clamp (3,) f32, stride x, stride y)
 ``grid32`` (distances (N,) f32, origin (3,) f32, 1 / cell f32, last cell (3,) f32, stride x, stride y)
 ``grid64`` (distances (N,) f32, origin (3,) f64, cell f64, nodes per axis (3,) i64, cell f32)
 ``errors`` (error per list cell f32, untrusted per node bool (or empty), grid cells per list cell,
            list cells per axis (3,) i64, list cell size f64, list reach per list cell f32)
-``tris``   (list starts i64, listed triangles i32, triangles (T, 19) f64 (``collision.triangle_rows``
+``tris``   (list starts i64, listed triangles i32, triangles (T, 19) f64 (``collision.triangles.triangle_rows``
            transposed: a triangle's numbers side by side), bounding spheres (T, 4) f32 (centre,
            radius), pseudo-normals (T, 7, 3) f32, prune slack f64, closest-point floor f64)
 ``box``    (mesh box low (3,) f64, high (3,) f64, exact reach f32)
@@ -226,7 +227,7 @@ def _list_cell(x, y, z, origin, errors):
 # ---------------------------------------------------------------- exact distances
 @njit(cache=True)
 def closest_on_row(qx, qy, qz, tri, t):
-    """The closest point on triangle ``t`` of ``tri`` (T, 19) (``collision.triangle_rows``
+    """The closest point on triangle ``t`` of ``tri`` (T, 19) (``collision.triangles.triangle_rows``
     transposed, float64, relative to the grid's origin) to (qx, qy, qz) (``collision.
     closest_feet``: the plane's foot inside the triangle, else the nearest edge's clamped foot):
     the point and its feature."""
@@ -453,7 +454,7 @@ def _lower(x, y, z, planes, t):
     and ``s`` how far its foot there lies beyond the farthest of the triangle's edges (within the
     plane the triangle is at least that far). ``planes`` (T, 16) float32: the plane's unit normal
     and offset, then each edge's outward unit normal within the plane and offset
-    (``collision.MeshField._planes``)."""
+    (``collision.triangles.side_planes``)."""
     h = x * planes[t, 0] + y * planes[t, 1] + z * planes[t, 2] - planes[t, 3]
     out = _F0
     for k in range(4, 16, 4):
