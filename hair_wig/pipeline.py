@@ -8,7 +8,6 @@ head motion moves the hair rigidly and costs nothing; springs run in world space
 
 from __future__ import annotations
 
-import queue
 import time
 from dataclasses import dataclass, field, replace
 
@@ -146,9 +145,11 @@ class Wig:
         Root frames on the surface (head-local); frames then carry the surface's current
         ``surface_positions`` and ``surface_normals``.
     threads : int
-        Blocks of strands are independent after the dynamic magnets; with more than one thread
-        they run in parallel (numpy releases the GIL in its array passes). Results do not depend
-        on it, bit for bit.
+        Accepted for its callers (the operators, scripts and tests pass it), and kept as
+        ``self.threads``; it plans nothing. The wig steps all its points in one pass, whose hot
+        loops are kernels parallel over strands (``prange``): what parallelises them is numba's
+        thread count (``numba.set_num_threads``, set by the caller). Results do not depend on
+        either, bit for bit.
     """
 
     def __init__(self, hair: HairSet, hair_matrix, head_matrix, magnets=(), settings=None,
@@ -250,11 +251,11 @@ class Wig:
         self.compression_bound = None
         if self.alpha is not None:
             self.compression_bound = compression_vectors(self.rest_rows, self.centre, self.alpha)
-        self._pool = None
         self._keyed_rest = None
-        self._layered = None
+        self._rows = None             # the scratch rows of the points it steps, made at the first step
         self.keyed = keyed            # a keyed style (seed 002) whose pose(frame) is each frame's rest
-        self.threads = threads        # also plans the blocks
+        self.threads = max(1, int(threads))      # numba's threads parallelise (see the docstring)
+        self.strand_range = (0, hair.num_strands)     # the strands it steps (``restrict``)
 
     @property
     def head_scale(self) -> float:
@@ -266,54 +267,6 @@ class Wig:
         """The deepest any point was left inside its collision surface in the last step, in
         world units (SPEC §6.4: measured, not assumed)."""
         return self.residual * self.head_scale
-
-    # Blocks of whole strands, each run through the whole pipeline. Before collision they were
-    # cache-sized (2^15 points); the root-to-tip walk of length and collision makes a few dozen
-    # numpy calls per point of a strand, whose overhead is per block, so blocks are longer now
-    # (measured on the project machine, 1.6M points, one thread, collision + length per frame:
-    # 300 ms at 2^15, 143 at 2^17, 96 at 2^18, 86 at 2^19; the other phases did not slow).
-    BLOCK_POINTS = 1 << 18
-    THREAD_BLOCK_POINTS = 1 << 17
-
-    @property
-    def threads(self) -> int:
-        return self._threads
-
-    @threads.setter
-    def threads(self, n: int) -> None:
-        self._threads = max(1, int(n))
-        self.blocks = self._blocks()
-
-    @property
-    def blocks(self) -> list[tuple[slice, int]]:
-        return self._block_list
-
-    @blocks.setter
-    def blocks(self, blocks) -> None:
-        """Plan the blocks, and the scratch buffers each thread reuses for them (nothing of a
-        block's size is allocated per frame)."""
-        self._block_list = blocks
-        size = max(s.stop - s.start for s, _ in blocks)
-        self._workspaces = queue.SimpleQueue()
-        for _ in range(self._threads):
-            self._workspaces.put(_Workspace(size))
-
-    def _blocks(self) -> list[tuple[slice, int]]:
-        """Point ranges of whole strands (and each one's first strand) processed one at a time.
-
-        Every stage after the dynamic magnets is independent from strand to strand, so each block
-        runs the whole pipeline while its rows are in cache. Strand-length control of strands
-        with different point counts, or per segment, works on the whole set: one block then.
-        """
-        counts = self.hair.counts
-        lo, hi = getattr(self, "strand_range", (0, self.hair.num_strands))
-        if self.length is not None and not self.length.blockable:
-            return [(slice(0, self.hair.num_points), 0)]
-        size = self.BLOCK_POINTS if self._threads == 1 else self.THREAD_BLOCK_POINTS
-        per = max(1, size // int(counts.max()))
-        starts = np.arange(lo, hi, per)
-        off = self.hair.offsets
-        return [(slice(int(off[a]), int(off[min(a + per, hi)])), int(a)) for a in starts]
 
     def restrict(self, start: int, stop: int) -> None:
         """Step only the strands ``start..stop − 1`` (a part of a split bake): every stage after
@@ -336,7 +289,7 @@ class Wig:
             raise HairWigError(f"'{name}': its keyed hairstyle is in-betweened over all its strands; split "
                                "this bake by object, not by strands")
         self.strand_range = (int(start), int(stop))
-        self.blocks = self._blocks()
+        self._rows = None             # made again for the part at the next step
 
     def warnings(self) -> list[str]:
         """What the artist should know about this binding, though it bakes: magnets whose radius
@@ -387,6 +340,13 @@ class Wig:
              keep_state: bool = True, timings: dict | None = None):
         """Deformed positions for one frame, and the state for the next.
 
+        The wig orchestrates, in one pass over the points it steps (seed 000, FIG. 2): the
+        dynamic magnets (a few points, once), primary movement (``_primary``), the dynamics
+        layer (``_step_layer``), refinement (``refine``), what refinement moved carried back
+        into the layer (``_layer_feels_refinement``), the output (``_write``) and the depth it
+        holds inside the colliders (``_held_depth``). Each pass is over all those points; its
+        hot loops are kernels parallel over strands.
+
         Parameters
         ----------
         inp : FrameInput
@@ -399,8 +359,7 @@ class Wig:
             place (a bake that walks forward needs no copy of two (3, P) arrays per frame).
         timings : dict, optional
             Seconds per phase are added to it: primary, dynamics, compression, length,
-            collision, output (measure with one thread; with several, the sum over threads is
-            approximate).
+            collision, output (wall-clock, whatever numba's thread count).
 
         Returns
         -------
@@ -416,7 +375,7 @@ class Wig:
         if out is None:
             out = np.empty_like(self.hair.points)
 
-        # Scalp space: the rest pose carried by the deforming surface (each block carries its own).
+        # Scalp space: the surface's root frames this frame (``_primary`` carries the rest pose).
         scalp = None
         if (self.scalp is not None and inp.surface_positions is not None
                 and not self.scalp.at_rest(inp.surface_positions, inp.surface_normals)):
@@ -475,70 +434,101 @@ class Wig:
                 self.walk.bind_children(c, rest)
 
         self._set_colliders(inp, head)
-        self._residuals = []
-
-        layered = None
+        if self._rows is None:
+            self._rows = _Rows(self)
+        span, first_strand = self._points(), self.strand_range[0]
+        clock = _Clock(timings)
+        p, base = self._primary(rest, scalp, motions, follow)
+        clock.lap("primary")
+        layer_shown = False
         if self.layer is not None:
-            # The whole wig's goal first (the strands interact), then the layer, then refinement;
-            # its buffers are the wig's, reused frame after frame
-            if self._layered is None:
-                self._layered = _Layered(self.hair.num_points)
-            layered = self._layered
-            layered.phase, layered.shown = "goal", None
-
-        def run(block):
-            span, first_strand = block
-            self._step_block(span, first_strand, scalp, motions, to_object, out, timings, rest, follow, layered)
-
-        self._run_blocks(run)
-        if layered is not None:
             frame = LayerFrame(inp.dt, inp.time, np.asarray(inp.gravity, np.float64), inp.forces, head, head_inv,
-                               self.head_rest, self._points())
-            self._step_layer(layered, frame, state, first, timings)
-            layered.phase = "refine"
-            self._run_blocks(run)
-            self._layer_feels_refinement(layered, frame, state)
-        self.residual = max(self._residuals, default=0.0)
+                               self.head_rest, span)
+            layer_shown = self._step_layer(p, frame, state, first)
+            clock.lap("dynamics")
+        self.refine(p, base, span, first_strand, scalp is None and rest is self.rest_rows, clock,
+                    self._rows.work, self._rows.row)
+        if layer_shown:
+            self._layer_feels_refinement(p, frame, state)
+            clock.lap("dynamics")
+        self._write(p, to_object, out)
+        clock.lap("output")
+        self.residual = self._held_depth(out, to_object) if self.colliders else 0.0
+        clock.lap("collision")
         return out, state
-
-    def _run_blocks(self, run) -> None:
-        if self.threads > 1 and len(self.blocks) > 1:
-            if self._pool is None:
-                from concurrent.futures import ThreadPoolExecutor
-                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="hair_wig")
-            list(self._pool.map(run, self.blocks))
-        else:
-            for block in self.blocks:
-                run(block)
 
     def _points(self) -> slice:
         """The wig's points this wig steps (all, or a split bake's part: ``restrict``)."""
-        lo, hi = getattr(self, "strand_range", (0, self.hair.num_strands))
+        lo, hi = self.strand_range
         return slice(int(self.hair.offsets[lo]), int(self.hair.offsets[hi]))
 
-    def _step_layer(self, layered: "_Layered", frame: LayerFrame, state: WigState, first: bool,
-                    timings: dict | None) -> None:
-        """The dynamics layer on the whole wig's goal (head-local rows), into the same rows; the
-        first frame starts at rest on the goal and shows it as it is."""
-        clock = _Clock(timings)
-        if first or state.layer is None:
-            state.layer = self.layer.initial_state(layered.goal, frame)
-            clock.lap("dynamics")
-            return
-        self.layer.step(state.layer, layered.goal, frame, layered.goal)
-        layered.shown = True
-        clock.lap("dynamics")
+    def _primary(self, rest: np.ndarray, scalp, motions, follow) -> tuple[np.ndarray, np.ndarray]:
+        """Primary movement (seed 000, FIG. 2) of the points this wig steps, in head-local space:
+        this frame's rest pose ``rest`` (3, P) carried by the deformed surface (SPEC §2; ``scalp``:
+        this frame's root frames, None where the surface is at rest), then pulled by the magnets
+        (SPEC §3; ``motions`` (M, 4, 4), None without magnets) and by the magnets whose reach
+        follows them (``follow``: their centres and trail motions this frame, or None).
 
-    def _layer_feels_refinement(self, layered: "_Layered", frame: LayerFrame, state: WigState) -> None:
+        Returns the goal (3, C), in the wig's reused rows, and ``base`` (3, C): the pose before
+        the magnets, refinement's rest pose this frame (a view of ``rest`` where the surface is
+        at rest)."""
+        span, rows = self._points(), self._rows
+        base = rest[:, span]
+        if scalp is not None:
+            base = self.scalp.apply_rows(base, self.strand_of_point[span], self.attachment[span], scalp,
+                                         rows.carried)
+        goal = rows.pose
+        np.copyto(goal, base)
+        if motions is not None:
+            self.weights.displace_rows(base, motions, goal, span)
+        if follow is not None:
+            self.follow.apply_rows(base, goal, span, *follow)
+        return goal, base
+
+    def _step_layer(self, p: np.ndarray, frame: LayerFrame, state: WigState, first: bool) -> bool:
+        """The dynamics layer (SPEC §8) on the goal ``p`` (3, C) — the wig's points
+        ``frame.points``, head-local — in place; the first frame starts at rest on the goal and
+        shows it as it is. A layer steps the wig's rows (3, P): a split bake's part goes through
+        the wig-sized ``_Rows.goal``. Returns whether ``p`` now holds the layer's pose (and, for
+        a layer that absorbs refinement, ``_Rows.shown`` a copy of it)."""
+        rows = self._rows
+        goal = p if rows.goal is None else rows.goal
+        if goal is not p:
+            goal[:, frame.points] = p
+        if first or state.layer is None:
+            state.layer = self.layer.initial_state(goal, frame)
+            return False
+        self.layer.step(state.layer, goal, frame, goal)
+        if goal is not p:
+            np.copyto(p, goal[:, frame.points])
+        if rows.shown is not None:
+            np.copyto(rows.shown, p)
+        return True
+
+    def _layer_feels_refinement(self, p: np.ndarray, frame: LayerFrame, state: WigState) -> None:
         """Where refinement moved the layer's pose — collision pushed a point out of a collider,
         length set it back on its segment — the layer's own state moves with it, so it feels the
-        head (SPEC §8: the layer reads the same colliders)."""
-        if not layered.shown or state.layer is None or not self.layer.ABSORBS:
+        head (SPEC §8: the layer reads the same colliders). ``p`` (3, C): the refined rows of the
+        wig's points ``frame.points``, whose pose before refinement ``_Rows.shown`` kept."""
+        rows = self._rows
+        if state.layer is None or rows.shown is None:
             return
-        # in head-local rows; float32 rounding (a length pass re-placing every point) is no contact
-        moved = (layered.refined - layered.goal).astype(np.float64)
+        # in head-local rows, zero outside the points stepped; float32 rounding (a length pass
+        # re-placing every point) is no contact
+        moved = rows.moved
+        moved[:, frame.points] = np.subtract(p, rows.shown, out=rows.work)
         moved[:, np.einsum("kp,kp->p", moved, moved) <= self._contact_tolerance] = 0.0
         self.layer.absorb(state.layer, moved, frame)
+
+    def _write(self, p: np.ndarray, to_object: np.ndarray | None, out: np.ndarray) -> None:
+        """The refined rows ``p`` (3, C), head-local, into the points this wig steps of ``out``
+        (P, 3) float32, in the hair object's current space (``to_object``: head-local → there,
+        None for the identity): ``kernels.rows_to_points``."""
+        block = out[self._points()]
+        if to_object is None:
+            rows_copy_to_points(p, block)
+        else:
+            rows_to_points(p, np.ascontiguousarray(to_object[:3], np.float32), block)
 
     def _set_colliders(self, inp: FrameInput, head: np.ndarray) -> None:
         """Where each collider is this frame, relative to the head (SPEC §6.3): the head's own
@@ -577,80 +567,33 @@ class Wig:
         before = history[-1 - self.follow.trail, np.arange(len(self.follow))]
         return local[:, :3, 3].copy(), local @ np.linalg.inv(before)
 
-    def _step_block(self, span, first_strand, scalp, motions, to_object, out, timings=None, rest=None, follow=None,
-                    layered=None):
-        """The pipeline after the dynamic magnets, for the strands of one block. ``scalp``: this
-        frame's root frames when the surface is deformed; ``rest``: this frame's rest pose as rows
-        (3, P) when it is not the bound one; ``follow``: the following magnets' centres and trail
-        motions this frame. ``layered``: a dynamics layer that steps the whole wig sits between
-        primary movement and refinement — its first pass keeps each block's goal (and rest pose)
-        there, the second refines what the layer made of them."""
-        ws = self._workspaces.get()
-        try:
-            clock = _Clock(timings)
-            bound_rest = rest is None or rest is self.rest_rows
-            c = span.stop - span.start
-            p = ws.rows(0, c)
-            if layered is not None and layered.phase == "refine":
-                base = layered.base[:, span]
-                np.copyto(p, layered.goal[:, span])
-            else:
-                base = (self.rest_rows if rest is None else rest)[:, span]
-                if scalp is not None:
-                    base = self.scalp.apply_rows(base, self.strand_of_point[span], self.attachment[span],
-                                                 scalp, ws.rows(3, c))
-                np.copyto(p, base)
-                # Primary movement: magnets' motion from rest, in head-local space.
-                if motions is not None:
-                    self.weights.displace_rows(base, motions, p, span)
-                if follow is not None:
-                    self.follow.apply_rows(base, p, span, *follow)
-                clock.lap("primary")
-                if layered is not None:
-                    layered.goal[:, span] = p
-                    layered.base[:, span] = base
-                    return
-            self.refine(p, base, span, first_strand, scalp is None and bound_rest, clock, ws)
-            if layered is not None:
-                layered.refined[:, span] = p           # what refinement made of the layer's pose
-            block = out[span]
-            if to_object is None:
-                rows_copy_to_points(p, block)
-            else:
-                rows_to_points(p, np.ascontiguousarray(to_object[:3], np.float32), block)
-            clock.lap("output")
-            if self.colliders:
-                self._residuals.append(self._held_depth(block, span, to_object))
-            clock.lap("collision")
-        finally:
-            self._workspaces.put(ws)
-
-    def _held_depth(self, block: np.ndarray, span: slice, to_object: np.ndarray | None) -> float:
-        """How deep any point of ``block`` (C, 3) float32 — the wig's points ``span`` as written,
-        in the hair object's space (``to_object``: head-local → there, None for the identity) —
-        lies inside its collision surface (head-local units): what the bake reports is measured
-        on what it holds, every point but the roots, for every solver (SPEC §6.4: measured, not
-        assumed). Refinement's own tally left out every point it did not push, and the points
-        its screen passed over (``Collider.held_depth``): 44 mm inside Suzanne's brow was
-        reported as 6e-7."""
-        at = np.flatnonzero(self.not_root[span])
-        q = np.ascontiguousarray(block[at].T)
+    def _held_depth(self, out: np.ndarray, to_object: np.ndarray | None) -> float:
+        """How deep any point this wig steps of ``out`` (P, 3) float32 — as written, in the hair
+        object's space (``to_object``: head-local → there, None for the identity) — lies inside
+        its collision surface (head-local units): what the bake reports is measured on what it
+        holds, every point but the roots, for every solver (SPEC §6.4: measured, not assumed).
+        Refinement's own tally left out every point it did not push, and the points its screen
+        passed over (``Collider.held_depth``): 44 mm inside Suzanne's brow was reported as 6e-7.
+        Gathered into the wig's scratch rows: refinement is done with them."""
+        rows = self._rows
+        at = rows.held
+        q = rows.first(rows.work, len(at))
+        for k in range(3):           # column by column: one strided gather each, no temporaries
+            np.take(out[:, k], at, out=q[k], mode="clip")
         if to_object is not None:
-            q = transform_rows(np.linalg.inv(to_object), q, np.empty_like(q))
-        at += span.start
+            q = transform_rows(np.linalg.inv(to_object), q, rows.first(rows.pose, len(at)))
         return max(c.held_depth(q, at) for c in self.colliders)
 
     def refine(self, p: np.ndarray, base: np.ndarray, span: slice = slice(None),
-               first_strand: int = 0, at_rest: bool = False, clock=None, ws=None) -> np.ndarray:
+               first_strand: int = 0, at_rest: bool = False, clock=None, work: np.ndarray | None = None,
+               row: np.ndarray | None = None) -> np.ndarray:
         """Refinement in head-local space, in the seed's order (SPEC §6): compression (of the
         displacement from ``base``, this frame's rest pose), length, then collision and length
         together on the strands the collision touched (``walk.CollisionWalk``). Points as rows
-        (3, P) — or the block ``span`` of them, starting at strand ``first_strand`` — in place.
-        ``at_rest``: ``base`` is the bound rest pose, whose compression vectors were kept.
-        ``ws``: the thread's scratch buffers."""
+        (3, P) — or the wig's points ``span`` of them, starting at strand ``first_strand`` — in
+        place. ``at_rest``: ``base`` is the bound rest pose, whose compression vectors were kept.
+        ``work`` (3, C) and ``row`` (C,): scratch, reused when given."""
         clock = clock or _Clock(None)
-        c = p.shape[1]
-        work, row = (ws.rows(1, c), ws.row[:c]) if ws is not None else (None, None)
         if self.alpha is not None:
             bound = None
             if at_rest:
@@ -661,9 +604,10 @@ class Wig:
             self.length.apply_rows(p, None, first_strand, work, row, base)
         clock.lap("length")
         if self.colliders:
-            self.walk.run(p, base, span, first_strand, work, row)
+            self.walk.run(p, base, span, first_strand)
         clock.lap("collision")
         return p
+
 
 def exact_origin(rows: np.ndarray) -> np.ndarray:
     """An origin (3,) for head-local space among points ``rows`` (P, 3): per axis, 0 where the
@@ -689,17 +633,46 @@ def _shifted(m: np.ndarray, origin: np.ndarray) -> np.ndarray:
     return m
 
 
-class _Workspace:
-    """One thread's scratch: four (3, C) point buffers and a (C,) row for blocks of up to
-    ``points`` points. Views of flat arrays, so that every block's view is C-contiguous whatever
-    its size (BLAS writes only into those)."""
+class _Rows:
+    """The scratch rows of the points a wig steps (``Wig._points``, C of its P), made at its
+    first step and reused frame after frame (bind once, step many: no (3, P) buffer is made per
+    frame).
 
-    def __init__(self, points: int):
-        self._flat = [np.empty(3 * points, dtype=np.float32) for _ in range(4)]
-        self.row = np.empty(points, dtype=np.float32)
+    pose : (3, C) float32
+        The goal, then what the dynamics layer and refinement make of it.
+    work, row : (3, C), (C,) float32
+        Compression's and length's scratch; then the held depth's.
+    carried : (3, C) float32 or None
+        The rest pose carried by the deformed surface (a wig with a scalp).
+    goal : (3, P) float32 or None
+        The dynamics layer's rows where the wig steps a part of its points (a layer steps the
+        wig's rows); None without a layer or where it steps them all (``pose`` is those rows).
+    shown, moved : (3, C) float32, (3, P) float64, or None
+        For a layer that absorbs refinement: its pose before refinement, and what refinement
+        moved (zero outside the points stepped).
+    held : (K,) int
+        The wig points whose depth is measured: all it steps but the roots.
+    """
 
-    def rows(self, i: int, c: int) -> np.ndarray:
-        return self._flat[i][:3 * c].reshape(3, c)
+    def __init__(self, wig: Wig):
+        span = wig._points()
+        c, total = span.stop - span.start, wig.hair.num_points
+        self.pose = np.empty((3, c), np.float32)
+        self.work = np.empty((3, c), np.float32)
+        self.row = np.empty(c, np.float32)
+        self.carried = None if wig.scalp is None else np.empty((3, c), np.float32)
+        layer = wig.layer
+        self.goal = np.zeros((3, total), np.float32) if layer is not None and c < total else None
+        absorbs = layer is not None and layer.ABSORBS
+        self.shown = np.empty((3, c), np.float32) if absorbs else None
+        self.moved = np.zeros((3, total)) if absorbs else None
+        self.held = np.flatnonzero(wig.not_root[span]) + span.start
+
+    @staticmethod
+    def first(rows: np.ndarray, k: int) -> np.ndarray:
+        """The first ``3 k`` values of the C-contiguous ``rows`` as rows (3, k), C-contiguous
+        too (BLAS writes only into those)."""
+        return rows.reshape(-1)[:3 * k].reshape(3, k)
 
 
 class _Clock:
@@ -715,15 +688,3 @@ class _Clock:
             self.timings[phase] = self.timings.get(phase, 0.0) + now - self.last
             self.last = now
 
-
-class _Layered:
-    """Between the two passes of a frame with a whole-wig dynamics layer: each block's goal (the
-    pose after scalp space and magnets, head-local rows (3, P)), replaced by what the layer made
-    of it, and each block's rest pose for refinement."""
-
-    def __init__(self, points: int):
-        self.phase = "goal"
-        self.goal = np.empty((3, points), np.float32)
-        self.base = np.empty((3, points), np.float32)
-        self.refined = np.empty((3, points), np.float32)
-        self.shown = None            # whether ``goal`` holds the layer's pose (None: the first frame's goal)

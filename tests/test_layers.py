@@ -16,7 +16,7 @@ from hair_wig.dynamics_layer import settings_fields
 from hair_wig.layers import LAYERS, keyed_props, layer_for
 from hair_wig.springs import SpringSettings
 from test_strands import G, _turn, _wig_hair
-from test_wig_core import sphere_mesh
+from test_wig_core import numba_threads, sphere_mesh
 from tolerance import AFFINE, FOLLOW, SEGMENT, magnitude, rounding
 
 HEAD = sphere_mesh(0.98)
@@ -27,10 +27,8 @@ def _wig(key, hair=None, threads=1, collision=True, **over):
     hair = _wig_hair(sizes=(10, 6)) if hair is None else hair
     settings = replace(LAYERS[key].SETTINGS(), **over)
     wig = Wig(hair, np.eye(4), np.eye(4), [Magnet("Drag", np.eye(4), radius=3.0)],
-              WigSettings(dynamics=settings, use_collision=collision), head_mesh=HEAD if collision else None)
-    if threads > 1:
-        wig.THREAD_BLOCK_POINTS = 64
-        wig.threads = threads
+              WigSettings(dynamics=settings, use_collision=collision), head_mesh=HEAD if collision else None,
+              threads=threads)
     return hair, wig
 
 
@@ -153,20 +151,14 @@ def test_every_layer_resumes_from_a_saved_state_bit_for_bit(key):
 @pytest.mark.parametrize("key", KEYS)
 def test_every_layer_gives_the_same_bits_on_one_and_two_threads(key):
     """Collision, force fields (wind and turbulence) and, where the layer has it, hair–hair on:
-    blocks of strands on two threads and the kernels on two give the bits of one."""
-    import numba
-
+    the kernels on two numba threads give the bits of one."""
     extra = {"hair_hair": True, "diameter": 0.05, "links": 2} if key == "STRANDS" else {}
     inputs = _frames(12, drag=0.5, forces=_wind())
     runs = []
-    was = numba.get_num_threads()
-    try:
-        for threads in (1, 2):
-            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    for threads in (1, 2):
+        with numba_threads(threads):
             _, wig = _wig(key, threads=threads, **extra)
             runs.append(_bake(wig, inputs))
-    finally:
-        numba.set_num_threads(was)
     (one, s1), (two, s2) = runs
     assert all(np.array_equal(x, y) for x, y in zip(one, two)) and s1 == s2
 

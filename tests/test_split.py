@@ -9,7 +9,7 @@ from hair_wig import DynamicMagnet, FrameInput, Magnet, SpringSettings, Wig, Wig
 from hair_wig.errors import HairWigError
 from hair_wig.rods import RodSettings
 from test_strands import G, _turn, _wig_hair
-from test_wig_core import sphere_mesh
+from test_wig_core import numba_threads, sphere_mesh
 
 
 def _wig(sizes=(10,), **kw):
@@ -50,12 +50,10 @@ def test_parts_of_a_wig_give_its_strands_bit_for_bit(threads):
     assert np.isfinite(expected).all()
     off = hair.offsets
     got = np.full_like(expected, np.nan)
-    for a, b in ((0, 17), (17, 40), (40, 60)):                   # parts not on block boundaries
+    for a, b in ((0, 17), (17, 40), (40, 60)):                   # parts of uneven sizes
         _, wig = _wig()
-        if threads > 1:
-            wig.THREAD_BLOCK_POINTS = 64
-            wig.threads = threads
-        part = _bake(wig, (a, b))
+        with numba_threads(threads):
+            part = _bake(wig, (a, b))
         assert np.isnan(part[:, off[b]:]).all() and np.isnan(part[:, :off[a]]).all()   # the rest: not computed
         got[:, off[a]:off[b]] = part[:, off[a]:off[b]]
     assert np.array_equal(got, expected)

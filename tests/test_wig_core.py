@@ -1,5 +1,8 @@
 """The wig core (seed 000 / SPEC §1-6) against analytic answers, without Blender."""
 
+from contextlib import contextmanager
+
+import numba
 import numpy as np
 import pytest
 
@@ -13,6 +16,18 @@ from hair_wig.magnets import MAX_INFLUENCES
 from tolerance import AFFINE, FOLLOW, NORM, SEGMENT, magnitude, rounding
 
 DT = 1.0 / 24.0
+
+
+@contextmanager
+def numba_threads(n):
+    """numba's thread count ``n`` (at most its pool's) inside, as it was after: what runs the
+    wig's kernels in parallel (``Wig.threads`` plans nothing)."""
+    was = numba.get_num_threads()
+    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(was)
 
 
 def translate(x, y, z):
@@ -172,7 +187,7 @@ def surface_ordered(n=20000, k=8, seed=0):
 
 
 class SmallTiles(MagnetWeights):
-    TILE = 100            # blocks of the wig then start and end inside tiles
+    TILE = 100            # spans of the wig (a split bake's parts) then start and end inside tiles
 
 
 def test_block_sparse_weights_blend_exactly_as_the_dense_sum():
@@ -462,22 +477,21 @@ def test_frames_without_dynamics_can_be_computed_in_any_order():
 
 
 def test_threads_and_in_place_state_give_the_same_bake_bit_for_bit():
+    """The wig's kernels on one numba thread and on two, the state kept or advanced in place:
+    the same bits (``threads`` is accepted and plans nothing)."""
     v, tris = sphere_mesh(1.0)
     h, _, inputs = moving_magnet_inputs(frames=10)
     dyn = Magnet("M", translate(0, 0, 1.5), radius=3.0, dynamic=DynamicMagnet(stiffness=20, damping=2))
     settings = WigSettings(dynamics=SpringSettings(seed=5), compression=Profile.linear(1, 0.5))
     one = Wig(h, np.eye(4), np.eye(4), [dyn], settings, head_mesh=(v, tris))
-    one.BLOCK_POINTS = 64
-    one.blocks = one._blocks()               # many blocks, so that threads really share the work
-    two = Wig(h, np.eye(4), np.eye(4), [dyn], settings, head_mesh=(v, tris))
-    two.THREAD_BLOCK_POINTS = 64
-    two.threads = 2
-    assert len(two.blocks) > 4
-    expect, _ = run(one, inputs)
+    two = Wig(h, np.eye(4), np.eye(4), [dyn], settings, head_mesh=(v, tris), threads=2)
+    with numba_threads(1):
+        expect, _ = run(one, inputs)
     state, timings = None, {}
-    for f, inp in enumerate(inputs):
-        got, state = two.step(inp, state, keep_state=False, timings=timings)
-        assert np.array_equal(got, expect[f])
+    with numba_threads(2):
+        for f, inp in enumerate(inputs):
+            got, state = two.step(inp, state, keep_state=False, timings=timings)
+            assert np.array_equal(got, expect[f])
     assert set(timings) == {"primary", "dynamics", "compression", "length", "collision", "output"}
 
 
