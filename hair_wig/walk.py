@@ -15,7 +15,7 @@ import numpy as np
 from .chain import SETTLING, least_motion, settled
 from .children import Children, neighbourhood, sag, transplant, turns
 from .collision import Collider, MeshField
-from .kernels.walk import colliders_list, walk_strands
+from .kernels.walk import NO_KIDS, colliders_list, walk_strands
 from .spaces import transform_points
 
 
@@ -107,7 +107,7 @@ class CollisionWalk:
         instead, ending on length. What is left inside a collision surface is measured on the
         points as written (``Wig._held_depth``). ``base``: this frame's rest pose of the block (3, C)."""
         length = self.length
-        if self.walks and self.children is None and all(isinstance(c.field, MeshField) for c in self.colliders):
+        if self.walks and all(isinstance(c.field, MeshField) for c in self.colliders):
             self._walk_kernel(p, base, span, first_strand)
         elif self.walks:
             self._walk(p, base, span, first_strand)
@@ -182,7 +182,7 @@ class CollisionWalk:
         tip on its own thread. Where a contact meets a strand head-on with a layer that lifts
         (``_lift_steep``), the kernel stops that strand there; its chain is lifted here, the rest
         of that point's rounds and its swing done as ``_walk`` does them, and the kernel walks on
-        from the next point. (The children's keep-out and the patent's rays stay with ``_walk``.)"""
+        from the next point. (The patent's rays stay with ``_walk``.)"""
         n = self.length.uniform
         count = p.shape[1] // n
         rows = p if p.flags.c_contiguous else np.ascontiguousarray(p)
@@ -199,15 +199,18 @@ class CollisionWalk:
         iterations = max(1, self.iterations)
         looked = np.zeros(count, np.int64)
         stops = 0
+        kids = NO_KIDS
+        if self.children is not None:
+            kids = (self.children, NO_KIDS[1] if self._children_turn is None else self._children_turn)
         while strands.size:
-            walk_strands(rows, base, n, span.start, strands, first, length, float(self.length.elasticity),
-                         iterations, bool(self.lifts), SETTLING, cols, rest, margins, came, stop, record,
-                         _AROUND, 7, looked)
+            walk_strands(rows, base, n, span.start, first_strand, strands, first, length,
+                         float(self.length.elasticity), iterations, bool(self.lifts), SETTLING, cols, kids, rest,
+                         margins, came, stop, record, _AROUND, 7, looked)
             stopped = strands[stop[strands] >= 0]
             if stopped.size == 0:
                 break
             stops += stopped.size
-            self._lifted(rows, n, count, span, stopped, stop, record, iterations)
+            self._lifted(rows, n, count, span, first_strand, stopped, stop, record, iterations)
             first[stopped] = stop[stopped] + 1
             strands = stopped[first[stopped] < n]
         if rows is not p:
@@ -215,22 +218,33 @@ class CollisionWalk:
         self.looked += int(looked.sum())
         self.stops += int(stops)
 
-    def _lifted(self, rows, n, count, span, stopped, stop, record, iterations) -> None:
+    def _lifted(self, rows, n, count, span, first_strand, stopped, stop, record, iterations) -> None:
         """The strands the walk kernel stopped at a contact met head-on: each chain lifted
-        (``_lift_steep``), then the rest of that point's rounds and its swing, as ``_walk``."""
+        (``_lift_steep``), then the rest of that point as ``_walk`` does it — the rounds left,
+        the children's keep-out and its round (unless the stop was in that round: ``record``'s
+        round ``iterations``), the swing."""
         q = rows.reshape(3, count, n).transpose(0, 2, 1)                  # a view (3, n, S)
         index = span.start + np.arange(count, dtype=np.int64) * n
-        key = stop[stopped] * iterations + record[0, stopped].astype(np.int64)
+        key = stop[stopped] * (iterations + 1) + record[0, stopped].astype(np.int64)
         for k in np.unique(key):
             at = stopped[key == k]
-            j, r = divmod(int(k), iterations)
+            j, r = divmod(int(k), iterations + 1)
             at_j = index + j
             rec = record[:, at]
             self._lift_steep(q, j, at, rec[1:4], rec[4:7], rec[7:10], rec[10:13], at_j)
-            for _ in range(iterations - 1 - r):
-                if at.size == 0:
-                    break
-                at = self._push_round(q, j, at, at_j)
+            if r < iterations:
+                pushed = at
+                for _ in range(iterations - 1 - r):
+                    if pushed.size == 0:
+                        break
+                    pushed = self._push_round(q, j, pushed, at_j)
+                if self.children is not None:
+                    sub = np.ascontiguousarray(q[:, :, at])
+                    kept = self._keep_children_out(sub, j, first_strand + at)
+                    q[:, j, at] = sub[:, j]
+                    if kept.size:
+                        pushed = np.union1d(pushed, self._push_round(q, j, at[kept], at_j))
+                at = pushed
             if at.size:
                 self._swing_out(q, j, at_j, at)
 

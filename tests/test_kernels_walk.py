@@ -2,8 +2,9 @@
 (``CollisionWalk._walk``, which the children's keep-out still runs): the same contacts on random
 strands pulled into a head, with a second collider that moves (a shoulder: its field reached
 through this frame's map), a crease where two shells meet (the swing out of a pocket), strands of
-two points, and with a layer that lifts (Strands: the kernel stops a strand at a head-on contact,
-the chain is lifted in numpy and the kernel walks on). And the same bits on one and two threads.
+two points, with a layer that lifts (Strands: the kernel stops a strand at a head-on contact,
+the chain is lifted in numpy and the kernel walks on), and with children grown from the strands
+as guides (their shapes kept out on the children's roots, turned with the surface normal or not). And the same bits on one and two threads.
 """
 
 import numba
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from hair_wig import FrameInput, HairSet, Magnet, Wig, WigSettings
+from hair_wig.children import Children
 from hair_wig.collision import ColliderMesh
 from hair_wig.strands import StrandSettings
 from hair_wig.walk import CollisionWalk
@@ -31,7 +33,7 @@ def _groom(strands, n, seed):
     return HairSet(pts.reshape(-1, 3).astype(np.float32), [n] * strands, name="Groom")
 
 
-def _scene(n=12, strands=120, lifts=False, seed=3):
+def _scene(n=12, strands=120, lifts=False, seed=3, children=None):
     """The groom on a head with an ear (a second shell sunk into it: a crease where they meet)
     and a shoulder box that rises into the hair, pulled down into both by a magnet."""
     hv, ht = sphere(1.0, 24, 48)
@@ -41,8 +43,13 @@ def _scene(n=12, strands=120, lifts=False, seed=3):
     bv, bt = sphere(0.6, 10, 20)
     shoulder = ColliderMesh("Shoulder", bv, bt, _at(0.0, -1.75, 0.3))
     settings = WigSettings(dynamics=StrandSettings() if lifts else None)
+    kids = None
+    if children is not None:                 # children rooted on the head among the guides
+        rng = np.random.default_rng(seed + 1)
+        roots = rng.normal(size=(4 * strands, 3)) * (1, 1, 0.4) + (0, 0, 1.0)
+        kids = Children(roots / np.linalg.norm(roots, axis=1, keepdims=True), follow_normal=children)
     wig = Wig(_groom(strands, n, seed), np.eye(4), np.eye(4), [Magnet("M", np.eye(4), radius=3.0)], settings,
-              head_mesh=head, colliders=[shoulder])
+              head_mesh=head, colliders=[shoulder], children=kids)
     return wig, head
 
 
@@ -71,8 +78,9 @@ def _bake(wig, frames, residuals=None):
     return outs
 
 
-@pytest.mark.parametrize("n, lifts", [(12, False), (2, False), (12, True)])
-def test_the_walk_kernel_meets_the_contacts_the_numpy_walk_meets(monkeypatch, n, lifts):
+@pytest.mark.parametrize("n, lifts, children", [(12, False, None), (2, False, None), (12, True, None),
+                                               (12, False, True), (12, True, False)])
+def test_the_walk_kernel_meets_the_contacts_the_numpy_walk_meets(monkeypatch, n, lifts, children):
     """Each frame the kernel's walk and the numpy walk place every point alike, to their
     roundings: the numpy walk rounds its follow-the-leader in float32 (FOLLOW roundings of the
     coordinates a point), its push, its set-back on the tangent plane and its swing (~10 more
@@ -81,13 +89,14 @@ def test_the_walk_kernel_meets_the_contacts_the_numpy_walk_meets(monkeypatch, n,
     leave no point inside its collision surface (``Wig.residual``) and keep every segment's length; the kernel looked up points
     and met the crease (swings) and, with Strands, stopped strands for their lifts."""
     frames = _frames()
-    wig, _ = _scene(n=n, lifts=lifts)
+    wig, _ = _scene(n=n, lifts=lifts, children=children)
     residuals = []
     kernel = _bake(wig, frames, residuals)
     looked, stops = wig.walk.looked, wig.walk.stops
+    assert (wig.walk.children is not None) == (children is not None)
     with monkeypatch.context() as m:
         m.setattr(CollisionWalk, "_walk_kernel", lambda self, p, base, span, first: self._walk(p, base, span, first))
-        numpy_wig, _ = _scene(n=n, lifts=lifts)
+        numpy_wig, _ = _scene(n=n, lifts=lifts, children=children)
         reference = _bake(numpy_wig, frames)
     assert looked > 0
     if lifts:

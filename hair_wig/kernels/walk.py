@@ -17,13 +17,14 @@ Each collider is a tuple (``collider_tuple``), all of one type, in a numba typed
 
 ``(nodes, grid32, grid64, errors, tris, box, planes, limit (P,) f32, skip2 (P,) f32, to_field
 (4, 4) f64, from_field (4, 4) f64, moved, slack f32, exact_reach f64, tolerance f64, stretch f32,
-transformed, every)``
+transformed, every, child_limit (K, n, G) f32)``
 
 — the field's query tuples (``kernels.field``), the wig's points' collision surfaces and squared
 skip distances (``Collider``), this frame's head-local → field-space map and back (``transformed``
 False: the identity, the collider moves with the head), whether the collider moved or deforms
 (then no point is skipped for being near its rest position), and its triangles as one list
-(``_every``) for the points whose list cell cannot decide.
+(``_every``) for the points whose list cell cannot decide, and the limits of each guide's shape
+moved onto its children's roots (``Collider.bind_children``; empty without children).
 """
 
 from __future__ import annotations
@@ -52,7 +53,17 @@ def collider_tuple(c):
     return (f._k_nodes, f._k_grid32, f._k_grid64, f._k_errors, f._k_tris, f._k_box, f._k_planes,
             np.ascontiguousarray(c.limit, np.float32), np.ascontiguousarray(c.skip2, np.float32), to_field,
             from_field, bool(c.moved), np.float32(f.slack), float(f.exact_reach), float(c.tolerance),
-            np.float32(c.stretch), moved, _every(f))
+            np.float32(c.stretch), moved, _every(f), _children_limit(c))
+
+
+_NO_CHILDREN = np.zeros((0, 0, 0), np.float32)
+NO_KIDS = (np.zeros((0, 3, 0), np.float32), np.zeros((0, 3, 3, 0), np.float32))
+
+
+def _children_limit(c):
+    """The collider's limits of the guides' shapes moved onto their children's roots, or none."""
+    limit = getattr(c, "child_limit", None)
+    return _NO_CHILDREN if limit is None else np.ascontiguousarray(limit, np.float32)
 
 
 def _every(f):
@@ -163,9 +174,16 @@ def _project(px, py, pz, w, col, rest):
     (head-local) and the unit direction it was pushed along (head-local)."""
     if _skipped(col, rest, w, px, py, pz):
         return False, px, py, pz, 0.0, 0.0, 0.0
+    return _project_to(px, py, pz, np.float64(col[7][w]), col)
+
+
+@njit(cache=True)
+def _project_to(px, py, pz, lim, col):
+    """``MeshField.project`` of one head-local point (float32 values) out to the surface
+    ``lim`` from the collider: whether it is pushed, where to and along which unit direction
+    (head-local)."""
     x, y, z = _field_point(col, np.float64(np.float32(px)), np.float64(np.float32(py)), np.float64(np.float32(pz)))
     d, gx, gy, gz, base = _lookup64(x, y, z, col[2])
-    lim = np.float64(col[7][w])
     err, cell = _error(x, y, z, base, col)
     if not (d < lim + err):
         return False, px, py, pz, 0.0, 0.0, 0.0
@@ -433,8 +451,8 @@ def _swing_out(p, i, j, w, c0, cols, rest, around, rounds):
 
 # ---------------------------------------------------------------- the walk
 @njit(cache=True, parallel=True)
-def walk_strands(p, base, n, start, strands, first, length, elasticity, iterations, lifts, settling, cols, rest,
-                 margins, came, stop, record, around, rounds, looked):
+def walk_strands(p, base, n, start, first_strand, strands, first, length, elasticity, iterations, lifts, settling,
+                 cols, kids, rest, margins, came, stop, record, around, rounds, looked):
     """Follow-the-leader with collision, root to tip, on ``strands`` (K,) of rows ``p`` (3, C)
     float32 — strands of ``n`` points one after another, strand ``s``'s point ``j`` row
     ``s n + j``, the wig's point ``start + s n + j`` — in place (``walk.CollisionWalk._walk``).
@@ -443,6 +461,8 @@ def walk_strands(p, base, n, start, strands, first, length, elasticity, iteratio
     ----------
     base : (3, C) float32
         This frame's rest pose: a segment squashed to nothing takes its direction.
+    first_strand : int
+        The wig's strand of the rows' first (a split bake's part): the children's guide.
     first : (S,) int64
         Each strand's first point to place (1, or the point after a stop).
     length : (C,) float32
@@ -475,13 +495,13 @@ def walk_strands(p, base, n, start, strands, first, length, elasticity, iteratio
     for chunk in prange((strands.shape[0] + CHUNK - 1) // CHUNK):
         c0 = cols[0]
         for kk in range(chunk * CHUNK, min((chunk + 1) * CHUNK, strands.shape[0])):
-            _walk_strand(p, base, n, start, strands[kk], first, length, elasticity, iterations, lifts, settling,
-                         c0, cols, rest, margins, came, stop, record, around, rounds, looked)
+            _walk_strand(p, base, n, start, first_strand, strands[kk], first, length, elasticity, iterations, lifts,
+                         settling, c0, cols, kids, rest, margins, came, stop, record, around, rounds, looked)
 
 
 @njit(cache=True)
-def _walk_strand(p, base, n, start, s, first, length, elasticity, iterations, lifts, settling, c0, cols, rest,
-                 margins, came, stop, record, around, rounds, looked):
+def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, iterations, lifts, settling, c0,
+                 cols, kids, rest, margins, came, stop, record, around, rounds, looked):
     """``walk_strands`` for strand ``s``; ``c0``: the first collider, read from the list once per
     chunk of strands."""
     ncol = len(cols)
@@ -512,44 +532,136 @@ def _walk_strand(p, base, n, start, s, first, length, elasticity, iterations, li
         for k in range(ncol):
             if _near(c0 if k == 0 else cols[k], rest, w, p[0, i], p[1, i], p[2, i], margins, k, s, seg, looked):
                 near = True
-        if not near:
-            continue
-        if ncol > 1:                     # moved by one collider: no bound for the others
-            for k in range(ncol):
-                margins[k, s] = -_INF32
         pushed = False
-        for r in range(tries):
-            qx, qy, qz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
-            hit = False
-            nx = ny = nz = 0.0
-            for k in range(ncol):
-                h, hx, hy, hz, ax, ay, az = _project(qx, qy, qz, w, c0 if k == 0 else cols[k], rest)
-                if h:
-                    qx, qy, qz, nx, ny, nz, hit = hx, hy, hz, ax, ay, az, True
-            pushed = hit
-            if not hit:
-                break
-            bx, by, bz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
-            lx, ly, lz = np.float64(p[0, i - 1]), np.float64(p[1, i - 1]), np.float64(p[2, i - 1])
-            sx, sy, sz = _onto_circle(lx, ly, lz, bx, by, bz, qx, qy, qz, nx, ny, nz)
-            p[0, i], p[1, i], p[2, i] = np.float32(sx), np.float32(sy), np.float32(sz)
-            if lifts and j >= 2:
-                d2 = (sx - bx) ** 2 + (sy - by) ** 2 + (sz - bz) ** 2
-                p2 = (qx - bx) ** 2 + (qy - by) ** 2 + (qz - bz) ** 2
-                l2 = (bx - lx) ** 2 + (by - ly) ** 2 + (bz - lz) ** 2
-                if d2 > 4 * p2 and p2 < settling * settling * l2:
-                    stop[s] = j
-                    record[0, s] = r
-                    record[1, s], record[2, s], record[3, s] = bx, by, bz
-                    record[4, s], record[5, s], record[6, s] = qx, qy, qz
-                    record[7, s], record[8, s], record[9, s] = nx, ny, nz
-                    record[10, s], record[11, s], record[12, s] = sx, sy, sz
-                    came[0, s], came[1, s], came[2, s] = cx, cy, cz
+        if near:
+            if ncol > 1:                     # moved by one collider: no bound for the others
+                for k in range(ncol):
+                    margins[k, s] = -_INF32
+            for r in range(tries):
+                pushed = _round(p, i, j, w, s, r, c0, cols, rest, lifts, settling, stop, record)
+                if not pushed or stop[s] >= 0:
                     break
+        if stop[s] < 0 and kids[0].shape[0] and _children_out(p, i, j, first_strand + s, c0, cols, kids, tries):
+            for k in range(ncol):            # moved: no bound for the next point
+                margins[k, s] = -_INF32
+            # the guide's own point, checked again where its children moved it
+            if _round(p, i, j, w, s, tries, c0, cols, rest, lifts, settling, stop, record):
+                pushed = True
         if stop[s] >= 0:
+            came[0, s], came[1, s], came[2, s] = cx, cy, cz
             break
         if pushed:                       # still unresolved after the last round
             _swing_out(p, i, j, w, c0, cols, rest, around, rounds)
+
+
+@njit(cache=True)
+def _round(p, i, j, w, s, r, c0, cols, rest, lifts, settling, stop, record):
+    """One round of contacts for point ``i`` (its strand's point ``j``, the wig's point ``w``;
+    ``walk.CollisionWalk._push_round``): pushed out of every collider, then set back on its
+    segment's length on the contact's tangent plane (``_onto_circle``). Where the swing moved it
+    more than twice its push and the push is settling (under ``settling`` of the segment) with a
+    layer that ``lifts``, the strand stops here for the caller's lift (``stop``, ``record``;
+    ``r``: the round, ``tries`` for the one after the children's). Whether it was pushed."""
+    qx, qy, qz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
+    hit = False
+    nx = ny = nz = 0.0
+    for k in range(len(cols)):
+        h, hx, hy, hz, ax, ay, az = _project(qx, qy, qz, w, c0 if k == 0 else cols[k], rest)
+        if h:
+            qx, qy, qz, nx, ny, nz, hit = hx, hy, hz, ax, ay, az, True
+    if not hit:
+        return False
+    bx, by, bz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
+    lx, ly, lz = np.float64(p[0, i - 1]), np.float64(p[1, i - 1]), np.float64(p[2, i - 1])
+    sx, sy, sz = _onto_circle(lx, ly, lz, bx, by, bz, qx, qy, qz, nx, ny, nz)
+    p[0, i], p[1, i], p[2, i] = np.float32(sx), np.float32(sy), np.float32(sz)
+    if lifts and j >= 2:
+        d2 = (sx - bx) ** 2 + (sy - by) ** 2 + (sz - bz) ** 2
+        p2 = (qx - bx) ** 2 + (qy - by) ** 2 + (qz - bz) ** 2
+        l2 = (bx - lx) ** 2 + (by - ly) ** 2 + (bz - lz) ** 2
+        if d2 > 4 * p2 and p2 < settling * settling * l2:
+            stop[s] = j
+            record[0, s] = r
+            record[1, s], record[2, s], record[3, s] = bx, by, bz
+            record[4, s], record[5, s], record[6, s] = qx, qy, qz
+            record[7, s], record[8, s], record[9, s] = nx, ny, nz
+            record[10, s], record[11, s], record[12, s] = sx, sy, sz
+    return True
+
+
+@njit(cache=True)
+def _children_out(p, i, j, g, c0, cols, kids, tries):
+    """``walk.CollisionWalk._keep_children_out`` for point ``i`` (its strand's point ``j``) of
+    guide ``g``: each round, the guide's shape moved onto each of its children's roots
+    (``children.transplant``: ``kids`` = (offsets (K, 3, G) f32, turns (K, 3, 3, G) f32 or
+    empty) is pushed out of every collider to its own limit (each collider's ``child_limit``
+    (K, n, G)), and the largest push any needs moves the guide's point, set back on its
+    segment's length on that contact's tangent plane (turned back into the guide's frame).
+    Whether it moved."""
+    off, turn = kids
+    turned = turn.shape[0] > 0
+    r0 = i - j
+    moved = False
+    for _ in range(tries):
+        px, py, pz = np.float32(p[0, i]), np.float32(p[1, i]), np.float32(p[2, i])
+        ox, oy, oz = p[0, r0], p[1, r0], p[2, r0]
+        best = np.float32(-1.0)
+        d0 = d1 = d2 = n0 = n1 = n2 = 0.0
+        pick = 0
+        for k in range(off.shape[0]):
+            if turned:
+                ux, uy, uz = px - ox, py - oy, pz - oz
+                vx = ox + off[k, 0, g] + (turn[k, 0, 0, g] * ux + turn[k, 0, 1, g] * uy + turn[k, 0, 2, g] * uz)
+                vy = oy + off[k, 1, g] + (turn[k, 1, 0, g] * ux + turn[k, 1, 1, g] * uy + turn[k, 1, 2, g] * uz)
+                vz = oz + off[k, 2, g] + (turn[k, 2, 0, g] * ux + turn[k, 2, 1, g] * uy + turn[k, 2, 2, g] * uz)
+            else:
+                vx, vy, vz = px + off[k, 0, g], py + off[k, 1, g], pz + off[k, 2, g]
+            bx, by, bz = vx, vy, vz
+            ax = ay = az = 0.0
+            for c in range(len(cols)):
+                col = c0 if c == 0 else cols[c]
+                lim = col[18][k, j, g]
+                if not (_screen(col, vx, vy, vz) < lim + col[12]):
+                    continue
+                h, hx, hy, hz, gx, gy, gz = _project_to(np.float64(vx), np.float64(vy), np.float64(vz),
+                                                        np.float64(lim), col)
+                if h:
+                    vx, vy, vz = np.float32(hx), np.float32(hy), np.float32(hz)
+                    ax, ay, az = gx, gy, gz
+            e0, e1, e2 = vx - bx, vy - by, vz - bz
+            size = e0 * e0 + e1 * e1 + e2 * e2
+            if size > best:
+                best, pick = size, k
+                d0, d1, d2, n0, n1, n2 = np.float64(e0), np.float64(e1), np.float64(e2), ax, ay, az
+        if not (best > 0):
+            break
+        moved = True
+        if turned:                       # back into the guide's own frame: Rᵀ
+            t = turn[pick]
+            d0, d1, d2 = (t[0, 0, g] * d0 + t[1, 0, g] * d1 + t[2, 0, g] * d2,
+                          t[0, 1, g] * d0 + t[1, 1, g] * d1 + t[2, 1, g] * d2,
+                          t[0, 2, g] * d0 + t[1, 2, g] * d1 + t[2, 2, g] * d2)
+            n0, n1, n2 = (t[0, 0, g] * n0 + t[1, 0, g] * n1 + t[2, 0, g] * n2,
+                          t[0, 1, g] * n0 + t[1, 1, g] * n1 + t[2, 1, g] * n2,
+                          t[0, 2, g] * n0 + t[1, 2, g] * n1 + t[2, 2, g] * n2)
+        hx, hy, hz = np.float64(px), np.float64(py), np.float64(pz)
+        sx, sy, sz = _onto_circle(np.float64(p[0, i - 1]), np.float64(p[1, i - 1]), np.float64(p[2, i - 1]),
+                                  hx, hy, hz, hx + d0, hy + d1, hz + d2, n0, n1, n2)
+        p[0, i], p[1, i], p[2, i] = np.float32(sx), np.float32(sy), np.float32(sz)
+    return moved
+
+
+@njit(cache=True, inline="always")
+def _screen(col, x, y, z):
+    """The distance at the grid node nearest a head-local float32 point (``MeshField.screen``:
+    no clamping — beyond the grid some node's distance, safe for a screen)."""
+    if col[16]:
+        m = col[9]
+        fx = np.float32(m[0, 0]) * x + np.float32(m[0, 1]) * y + np.float32(m[0, 2]) * z + np.float32(m[0, 3])
+        fy = np.float32(m[1, 0]) * x + np.float32(m[1, 1]) * y + np.float32(m[1, 2]) * z + np.float32(m[1, 3])
+        fz = np.float32(m[2, 0]) * x + np.float32(m[2, 1]) * y + np.float32(m[2, 2]) * z + np.float32(m[2, 3])
+        return _node_value(fx, fy, fz, col[0], False)
+    return _node_value(x, y, z, col[0], False)
 
 
 # ---------------------------------------------------------------- warm-up
@@ -566,8 +678,8 @@ def _walk_as_called():
     c.set_frame(None)
     p = rest.copy()
     p[0, 2] = 0.1
-    walk_strands(p, rest, 3, 0, np.zeros(1, np.int64), np.ones(1, np.int64), np.array([0, 0.5, 0.5], np.float32),
-                 0.0, 3, True, 0.05, colliders_list([c, c]), rest, np.full((2, 1), -np.inf, np.float32),
+    walk_strands(p, rest, 3, 0, 0, np.zeros(1, np.int64), np.ones(1, np.int64), np.array([0, 0.5, 0.5], np.float32),
+                 0.0, 3, True, 0.05, colliders_list([c, c]), NO_KIDS, rest, np.full((2, 1), -np.inf, np.float32),
                  p[:, :1].astype(np.float64), np.empty(1, np.int64), np.empty((13, 1)), np.zeros((1, 3)), 7,
                  np.zeros(1, np.int64))
 
