@@ -574,7 +574,7 @@ class Wig:
         holds, every point but the roots, for every solver (SPEC §6.4: measured, not assumed).
         Refinement's own tally left out every point it did not push, and the points its screen
         passed over (``Collider.held_depth``): 44 mm inside Suzanne's brow was reported as 6e-7.
-        Gathered into the wig's scratch rows: refinement is done with them."""
+        Gathered into the wig's scratch rows: refinement and the output are done with them."""
         rows = self._rows
         at = rows.held
         q = rows.first(rows.work, len(at))
