@@ -5,7 +5,7 @@ of every strand from root to tip, each point placed at its segment's length from
 plane, lifted with its chain where a contact meets it head-on (with a layer whose substeps give
 alike), swung out of creases, and kept where the children grown from a guide are outside too.
 Otherwise (the whole-strand length, mixed point counts) collision and length alternate, ending on
-length. The wig calls ``run`` on each block of strands after compression and length.
+length. The wig calls ``run`` on the strands it steps after compression and length.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ class CollisionWalk:
         before (follow-the-leader) and out of every collider, so collision never stretches hair.
         With the whole-strand length mode, length (the strand's scale) and collision alternate
         instead, ending on length. What is left inside a collision surface is measured on the
-        points as written (``Wig._held_depth``). ``base``: this frame's rest pose of the block (3, C)."""
+        points as written (``Wig._held_depth``). ``base``: this frame's rest pose of those points (3, C)."""
         length = self.length
         if self.walks and all(isinstance(c.field, MeshField) for c in self.colliders):
             self._walk_kernel(p, base, span, first_strand)
@@ -131,13 +131,13 @@ class CollisionWalk:
                     length.apply_rows(p, touched, first_strand, base=base)
 
     def _walk(self, p, base, span, first_strand) -> None:
-        """Follow-the-leader with collision, root to tip, on every strand of the block (one point
+        """Follow-the-leader with collision, root to tip, on every strand stepped (one point
         count; SPEC §6.4): each point placed its segment's length from the one before
         (``LengthControl.steps``: towards where it was asked to be, turned towards the segment
         as it came in where that is squashed or turns back, and towards the rest segment of
         ``base`` (3, C) where that is zero too); then the points the grid says may be within
         their limit are pushed out of every collider and set back on their segment's length, ``collision_iterations`` times. The
-        block is turned point-major once, so each step is one pass over contiguous rows. What is
+        points are turned point-major once, so each step is one pass over contiguous rows. What is
         left inside is measured on the points as written (``Wig._held_depth``)."""
         length = self.length
         n = length.uniform

@@ -9,7 +9,6 @@ nothing in the scene but the rest pose it is asked to capture (``capture_rest``)
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -26,9 +25,6 @@ from .properties import head_of
 
 LEADER = "hair_wig_leader"         # bool, curve domain: the curve leads a wisp (key leader strand)
 WISP = "hair_wig_wisp"             # int, curve domain: the leader an imitator was made from (-1: none)
-
-
-THREADS = min(4, os.cpu_count() or 1)     # strand blocks stepped in parallel (both cores here)
 
 
 def is_wig(ob) -> bool:
@@ -430,7 +426,7 @@ def bind(context, ob, rest_points=None, dynamics: bool = True, children=READ_NOW
         surface = Surface(source.surface, head)
         scalp = surface.bind(source, depsgraph, s.rest_frame)
     wig = Wig(source.hair, hair_rest, head_rest, magnets, read_settings(s, dynamics), head_mesh, scalp=scalp,
-              threads=THREADS, head_name=head.name, colliders=colliders, children=children, keyed=keyed)
+              head_name=head.name, colliders=colliders, children=children, keyed=keyed)
     if keyed is not None:
         bind_style(keyed, wig, source, hair_rest, head, head_rest, surface)
     # Each frame's input reads the colliders again: where they are, and their shape if they deform.

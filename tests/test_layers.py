@@ -10,7 +10,7 @@ from dataclasses import fields, replace
 import numpy as np
 import pytest
 
-from hair_wig import FrameInput, ForceField, HairSet, Magnet, Wig, WigSettings
+from hair_wig import FrameInput, ForceField, Magnet, Wig, WigSettings
 from hair_wig.collision import exact_signed_distance
 from hair_wig.dynamics_layer import settings_fields
 from hair_wig.layers import LAYERS, keyed_props, layer_for

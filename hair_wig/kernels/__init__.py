@@ -81,8 +81,9 @@ def _safe_layer_loads() -> bool:
 
 def _threading_layer() -> None:
     """A threading layer that may be entered from several threads at once (tbb — which Blender
-    ships and loads — or OpenMP): the wig's blocks call kernels from a pool of threads, and
-    numba's fallback layer (workqueue) aborts the process when used so. Set
+    ships and loads — or OpenMP): kernels may be launched from more than one thread (a bake and
+    the viewport's preview handler, a caller's own pool), and numba's fallback layer (workqueue)
+    aborts the process when used so. Set
     ``NUMBA_THREADING_LAYER`` (and ``OMP_WAIT_POLICY``) to choose."""
     from numba.core import config
 
