@@ -22,16 +22,30 @@ singular: the step grows like δ/θ and the rounds need not converge — that an
 ``settled`` refuses it (its lengths are off, or it moves points far more than the push).
 Refinement's collision walk and the Strands layer's substeps share it: one answer to one
 contact, not two that undo each other.
+
+Each chain is solved on its own (hair_wig/kernels/chain.py, a chain per thread): its ``A Aᵀ``,
+rows ordered along the chain, is banded — a segment meets only its neighbours and its ends'
+contacts — and ``A Aᵀ + RIDGE·I`` is symmetric positive definite, so a banded LDLᵀ solves it in
+time linear in the chain's points.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .kernels.chain import give_candidates, give_chains, least_motion_chains
+
 ROUNDS = 5
 # added to A Aᵀ's diagonal: a row of no constraint (a point with no contact) solves to 0, and
 # constraints that fight are met in the least-squares sense
 RIDGE = 1e-12
+
+
+def _held(fixed: int) -> int:
+    """``fixed`` as the kernels take it, the root held at least."""
+    if fixed < 1:
+        raise ValueError("least_motion: the root must be held (fixed >= 1)")
+    return int(fixed)
 
 
 def least_motion(x: np.ndarray, fixed: int, length: np.ndarray, normal: np.ndarray, reach: np.ndarray,
@@ -47,9 +61,25 @@ def least_motion(x: np.ndarray, fixed: int, length: np.ndarray, normal: np.ndarr
     directly: one row per segment (``u_i`` at its end, ``−u_i`` at its start where that is
     free), one per free point (its contact's normal, or nothing). Constraints that cannot all
     hold (two contacts pushing one segment's ends apart) are met in the least-squares sense of
-    the regularised system, never by a NaN."""
-    if fixed < 1:
-        raise ValueError("least_motion: the root must be held (fixed >= 1)")
+    the regularised system, never by a NaN.
+
+    One kernel (``kernels.chain.least_motion_chains``), a chain per thread: ``A Aᵀ`` is banded
+    along the chain and factored so; ``_least_motion_numpy`` is the same steps in numpy, the
+    tests' reference."""
+    fixed = _held(fixed)
+    x = np.array(x, np.float64, order="C")
+    if x.shape[1] > fixed and x.shape[2]:
+        as_rows = lambda a: np.ascontiguousarray(a, np.float64)          # one compiled version
+        least_motion_chains(x, fixed, as_rows(length), as_rows(normal), as_rows(reach), int(rounds), RIDGE)
+    return x
+
+
+def _least_motion_numpy(x: np.ndarray, fixed: int, length: np.ndarray, normal: np.ndarray, reach: np.ndarray,
+                        rounds: int = ROUNDS) -> np.ndarray:
+    """``least_motion`` in numpy, as it was before its kernel: the tests' reference. Every chain
+    has a row for every point a contact touches in any chain (a row of zeros but for the ridge
+    where its own has none), and ``A Aᵀ`` is solved dense (``numpy.linalg.solve``)."""
+    fixed = _held(fixed)
     x = np.array(x, np.float64)
     _, n, k = x.shape
     r = n - fixed                          # free points, and the segments that end on them
@@ -138,7 +168,32 @@ def give(x: np.ndarray, length: np.ndarray, push: np.ndarray, fixed: int = 1):
     push) and every segment is set back on its length. Points ``0 … fixed − 1`` stay. Returns
     the strands that gave (positions into S) and how far their points moved (3, n, K).
 
-    Only the strands pushed are looked at (a contact touches few)."""
+    Only the strands pushed are given (a contact touches few).
+
+    Two kernels, a strand per thread: ``kernels.chain.give_candidates`` reads every strand's
+    pushes and segments for the strands to look at, ``give_chains`` gives those (their contacts,
+    least motion and ``settled``); ``_give_numpy`` is the same in numpy, the tests' reference."""
+    fixed = _held(fixed)
+    n, num = x.shape[1], x.shape[2]
+    none = np.zeros(0, np.int64), np.zeros((3, n, 0))
+    rows = [np.ascontiguousarray(a, np.float64) for a in (x, length, push)]    # one compiled version
+    look = np.empty(num, np.bool_)
+    give_candidates(*rows, GIVE, SETTLING, HEAD_ON, look)
+    pick = np.flatnonzero(look)
+    if pick.size == 0:
+        return none
+    moved, ok = np.empty((3, n, pick.size)), np.empty(pick.size, np.bool_)
+    give_chains(*rows, pick, fixed, ROUNDS, RIDGE, KEPT, moved, ok)
+    if not ok.any():
+        return none
+    at, moved = pick[ok], moved[:, :, ok]
+    x[:, :, at] += moved
+    return at, moved
+
+
+def _give_numpy(x: np.ndarray, length: np.ndarray, push: np.ndarray, fixed: int = 1):
+    """``give`` in numpy, as it was before its kernels (with ``_least_motion_numpy``): the tests'
+    reference."""
     none = np.zeros(0, np.int64), np.zeros((3, x.shape[1], 0))
     r2 = np.einsum("kns,kns->ns", push, push)
     hit = np.flatnonzero(r2.max(axis=0) > 0)
@@ -163,7 +218,7 @@ def give(x: np.ndarray, length: np.ndarray, push: np.ndarray, fixed: int = 1):
     n = np.where(pushed[None, :, pick], normal[:, :, pick], 0.0)
     chain = x_hit[:, :, pick]
     reach = np.einsum("kns,kns->ns", n, chain)
-    gave = least_motion(chain, fixed, lengths[:, pick], n, reach)
+    gave = _least_motion_numpy(chain, fixed, lengths[:, pick], n, reach)
     # what follow-the-leader would do instead: swing the short segment's end back on its length
     # from a leader that stays, √(2 L δ) for a shortfall δ
     lacking = np.maximum(lengths[:, pick] - now[:, pick], 0.0)
