@@ -8,6 +8,7 @@ import numpy as np
 from .errors import HairWigError
 from .hairset import HairSet
 from .kernels import follow_chains, strand_major
+from .kernels.compression import compress_rows
 from .leader import follow_the_leader
 
 
@@ -40,16 +41,31 @@ def compensate_compression_rows(rest: np.ndarray, p: np.ndarray, centre: np.ndar
                                 alpha: np.ndarray, bound=None, work: np.ndarray | None = None,
                                 row: np.ndarray | None = None) -> np.ndarray:
     """``compensate_compression`` in place on points stored as rows (3, P):
-    ``p += c · (α − 1) · max(0, d·c) / |c|²``. ``bound`` may carry ``compression_vectors``
-    of this ``rest`` (they depend on the rest pose only); ``work`` (3, P) and ``row`` (P,)
-    are scratch."""
+    ``p += c · (α − 1) · max(0, d·c) / |c|²`` (``kernels.compression.compress_rows``). ``bound``
+    may carry ``compression_vectors`` of this ``rest`` (they depend on the rest pose only).
+    ``work`` and ``row``: the numpy form's scratch, unused."""
+    rows = p if p.flags.c_contiguous and p.dtype == np.float32 else np.ascontiguousarray(p, np.float32)
+    rest32 = np.ascontiguousarray(rest, np.float32)
+    alpha32 = np.ascontiguousarray(alpha, np.float32)
+    if bound is None:
+        c, factor = rest32, alpha32                   # not read: computed in the kernel
+    else:
+        c, factor = (np.ascontiguousarray(a, np.float32) for a in bound)
+    compress_rows(rows, rest32, c, factor, np.asarray(centre, np.float32), alpha32, bound is not None)
+    if rows is not p:
+        p[...] = rows
+    return p
+
+
+def _compensate_numpy(rest: np.ndarray, p: np.ndarray, centre: np.ndarray, alpha: np.ndarray,
+                      bound=None) -> np.ndarray:
+    """The numpy form of ``compensate_compression_rows`` (the kernel's reference in tests)."""
     c, factor = compression_vectors(rest, centre, alpha) if bound is None else bound
-    d = np.subtract(p, rest, out=work)
-    dn = np.einsum("kp,kp->p", d, c, out=row)
+    d = np.subtract(p, rest)
+    dn = np.einsum("kp,kp->p", d, c)
     np.maximum(dn, 0, out=dn)               # only where the displacement points inward
     dn *= factor
-    np.multiply(c, dn, out=d)
-    p += d
+    p += c * dn
     return p
 
 
