@@ -15,7 +15,7 @@ from hair_wig.kernels import contacts as contact_kernels
 from hair_wig.strands import SurfaceContacts
 from test_collision import sphere
 from test_kernels_walk import _groom
-from tolerance import AFFINE, NORM, rounding
+from tolerance import AFFINE, NORM, magnitude, rounding
 
 N, STRANDS = 16, 320            # 5120 points: past the kernel's one-thread size (``contacts.SERIAL``)
 
@@ -109,14 +109,16 @@ def test_the_kernel_meets_a_moving_collider_as_the_numpy_contacts_do():
     rounding or so, which reaches the float32 field's value only where a coordinate lies that
     near a float32 rounding's edge. A push is then off by the field's rounding at the point —
     the map's (AFFINE) and the gradient's turn and norm (NORM) in float32 of coordinates up to
-    ~1.6 — times up to 2 (a segment's end takes at most twice its push), three pushes a point a
-    collider (its own and its two segments'), two colliders; or, where a rounding decides
-    whether a point counts as inside, by up to the collider's tolerance (the push then is
-    shorter than it)."""
+    the points' (the hair's, up to ~1.3 from the head's centre) — times up to 2 (a segment's
+    end takes at most twice its push), three pushes a point a collider (its own and its two
+    segments'), two colliders; or, where a rounding decides whether a point counts as inside, by
+    up to the collider's tolerance (the push then is shorter than it)."""
     kernel, _ = _run(True, 1, numpy=False)
     reference, _ = _run(True, 1, numpy=True)
     assert sum(t for _, t in reference) > 0
-    tol = 2 * 3 * 2 * (rounding(1.6, AFFINE + NORM) + max(1e-7 * 3, 2 * 1.2e-7 * 1.6))
+    rest = _rest()
+    cs, _ = _colliders(rest, True)
+    tol = 2 * 3 * 2 * (rounding(magnitude(rest), AFFINE + NORM) + max(c.tolerance for c in cs))
     for (a, ta), (b, tb) in zip(kernel, reference):
         assert (a is None) == (b is None)
         if a is not None:
