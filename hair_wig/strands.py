@@ -521,6 +521,7 @@ class SurfaceContacts:
         self._kernel_cols = (None, None)
         self._kernel_limits = (None, None, None)
         self._records = None
+        self._buffers = None
         self._fresh = True
 
     def deepest(self, a: np.ndarray, b: np.ndarray, distance, first=None):
@@ -617,10 +618,12 @@ class SurfaceContacts:
         shape = x.shape
         n, num = shape[1], shape[2]
         m, back = self._head_at(f)
-        q = transform_rows(m, x.reshape(3, -1), np.empty((3, n * num))).reshape(shape)   # head-local
+        if self._buffers is None or self._buffers[0].shape != shape:
+            # kept from call to call: fresh memory a call costs its pages' first touches
+            self._buffers = (np.empty(shape), np.empty(shape), np.empty(num, np.int64), np.empty(num, np.int64))
+        q, push, touched, looked = self._buffers
+        transform_rows(m, x.reshape(3, -1), q.reshape(3, -1))                          # head-local
         cols, lim_p, lim_s = self._kernel_colliders()
-        push = np.empty(shape)
-        touched, looked = np.empty(num, np.int64), np.empty(num, np.int64)
         # each segment's ends' shares (n − 1,), as the numpy code broadcasts them
         w_a, w_b = (np.ascontiguousarray(np.broadcast_to(w, (n - 1, 1))[:, 0], np.float64)
                     for w in (self.w_a, self.w_b))
