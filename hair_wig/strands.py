@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .collision import _dot, _take_rows, groom_limits
+from .collision import MeshField, _dot, _take_rows, groom_limits
 from .chain import give
 from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, profile, setting
 from .errors import HairWigError
 from .interaction import Contacts, link_forces, repulsion, static_links
+from .kernels import contacts as contact_kernels
 from .kernels import verlet_substeps
 from .leader import follow_the_leader
 from .profiles import Profile
@@ -492,9 +493,14 @@ class SurfaceContacts:
     wig points; ``fixed``: how many points from the root the constraints hold (pinned root, and
     the root's direction). ``move`` sets, every frame, where the head was and is: the
     colliders move with it through the substeps as the goal does (linearly), so a turning head
-    sweeps through the hair a substep at a time, not a frame's turn at once."""
+    sweeps through the hair a substep at a time, not a frame's turn at once.
 
-    SAMPLES = (0.5, 0.25, 0.75)          # where a segment is met; the middle first
+    A call is one kernel (``kernels.contacts.surface_contacts``) where every collider is a
+    ``MeshField``'s and the points are float64; else (a RAY collider) the numpy code,
+    ``_call_numpy``, which is also the kernel's reference. ``every``: look at every point at
+    every substep (the skipping off); ``looked``: the points and segments looked at, all calls."""
+
+    SAMPLES = contact_kernels.SAMPLES    # where a segment is met: (0.5, 0.25, 0.75), the middle first
     LIPSCHITZ = 2.0                      # the fast distance's slope at most (√3 for exact nodes)
 
     def __init__(self, colliders, index: np.ndarray, fixed: int):
@@ -508,6 +514,15 @@ class SurfaceContacts:
         movable = (np.arange(index.shape[0]) >= self.fixed).astype(np.float64)
         self.w_a, self.w_b = movable[:-1, None], movable[1:, None]          # (n − 1, 1)
         self.touched = 0                 # points and segments pushed in the last call
+        self.looked = 0                  # points and segments looked at, all calls
+        self.every = False
+        # the kernel's: its colliders (the fields and maps they were made of) and limits, and
+        # per collider where each point and segment was last looked at, and its room then
+        self._kernel_cols = (None, None)
+        self._kernel_limits = (None, None, None)
+        self._records = None
+        self._buffers = None
+        self._fresh = True
 
     def deepest(self, a: np.ndarray, b: np.ndarray, distance, first=None):
         """The deepest of the sample points of segments ``a → b`` (3, K): ``t`` (K,) and its
@@ -560,6 +575,7 @@ class SurfaceContacts:
         """A new frame: where the points were at the last look is forgotten (each frame starts
         by looking at every point, so a resumed bake meets the same contacts)."""
         self._seen = {}
+        self._fresh = True
 
     def _look(self, c, key, now: np.ndarray, spread: np.ndarray | None = None) -> np.ndarray:
         """Which of the points ``now`` (3, K) head-local — free points, or segments' middles with
@@ -569,7 +585,7 @@ class SurfaceContacts:
         node distances: each partial derivative is at most 1), so the others cannot have reached
         their surface."""
         seen = self._seen.get(key)
-        if seen is None:
+        if seen is None or self.every:
             return np.arange(now.shape[1])
         ref, ref_spread, room = seen
         step = now - ref
@@ -592,7 +608,67 @@ class SurfaceContacts:
 
     def __call__(self, x: np.ndarray, f: float = 1.0):
         """How far (3, n, S) world the colliders push the points ``x`` (3, n, S) world out at the
-        fraction ``f`` of the frame, or None where nothing touches."""
+        fraction ``f`` of the frame, or None where nothing touches: ``_call_numpy``'s result by
+        one kernel (``kernels.contacts``), the points taken into head-local space and the push
+        back into the world as there."""
+        if not self.colliders:
+            return None
+        if x.dtype != np.float64 or not all(isinstance(c.field, MeshField) for c in self.colliders):
+            return self._call_numpy(x, f)
+        shape = x.shape
+        n, num = shape[1], shape[2]
+        m, back = self._head_at(f)
+        if self._buffers is None or self._buffers[0].shape != shape:
+            # kept from call to call: fresh memory a call costs its pages' first touches
+            self._buffers = (np.empty(shape), np.empty(shape), np.empty(num, np.int64), np.empty(num, np.int64))
+        q, push, touched, looked = self._buffers
+        transform_rows(m, x.reshape(3, -1), q.reshape(3, -1))                          # head-local
+        cols, lim_p, lim_s = self._kernel_colliders()
+        # each segment's ends' shares (n − 1,), as the numpy code broadcasts them
+        w_a, w_b = (np.ascontiguousarray(np.broadcast_to(w, (n - 1, 1))[:, 0], np.float64)
+                    for w in (self.w_a, self.w_b))
+        seen = self._kernel_records(lim_p.shape, lim_s.shape)
+        contact_kernels.meet(q, self.fixed, cols, lim_p, lim_s, w_a, w_b, self._fresh, self.every, self.LIPSCHITZ,
+                             seen, push, touched, looked)
+        self._fresh = False
+        self.touched = int(touched.sum())
+        self.looked += int(looked.sum())
+        if not self.touched:
+            return None
+        return transform_rows(back, push.reshape(3, -1), np.empty((3, n * num)), translate=False).reshape(shape)
+
+    def _kernel_colliders(self):
+        """The kernel's colliders (``kernels.contacts.colliders_list``), made again when a
+        collider's field or map changed, and their limits (C, (n − fixed) S), (C, (n − 1) S)."""
+        now = [(c.field, c.to_field) for c in self.colliders]
+        made, cols = self._kernel_cols
+        if made is None or any(a is not b or t is not u for (a, t), (b, u) in zip(made, now)):
+            cols = contact_kernels.colliders_list(self.colliders)
+            self._kernel_cols = (now, cols)
+        limits = [self._limits_of(c) for c in self.colliders]
+        known, lim_p, lim_s = self._kernel_limits
+        if known is None or any(a is not b for pair, was in zip(limits, known) for a, b in zip(pair, was)):
+            lim_p = np.stack([p for p, _ in limits])
+            lim_s = np.stack([s for _, s in limits])
+            self._kernel_limits = (limits, lim_p, lim_s)
+        return cols, lim_p, lim_s
+
+    def _kernel_records(self, points: tuple, segments: tuple):
+        """The kernel's records of the last looks (``_look``): each free point's place and room
+        (C, 3, K), (C, K), each segment's middle, half length and room; filled at the frame's
+        first call (``begin``)."""
+        r = self._records
+        if r is None or r[1].shape != points or r[4].shape != segments:
+            c, k = points
+            _, m = segments
+            r = self._records = (np.empty((c, 3, k)), np.empty(points), np.empty((c, 3, m)), np.empty(segments),
+                                 np.empty(segments))
+            self._fresh = True
+        return r
+
+    def _call_numpy(self, x: np.ndarray, f: float = 1.0):
+        """``__call__`` in numpy, collider by collider: RAY colliders' path, and the plain
+        reference the kernel is tested against (tests/test_kernels_contacts.py)."""
         if not self.colliders:
             return None
         shape = x.shape
@@ -606,6 +682,7 @@ class SurfaceContacts:
             tol = c.tolerance
             free = q[:, self.fixed:].reshape(3, -1)
             look = self._look(c, (id(c), "points"), free)
+            self.looked += look.size
             if look.size:
                 at = _take_rows(free, look)
                 d = c.fast_distance(at)
@@ -623,6 +700,7 @@ class SurfaceContacts:
             ab = b - a
             half = 0.5 * np.sqrt(_dot(ab, ab))
             look = self._look(c, (id(c), "segments"), mid, half)
+            self.looked += look.size
             if look.size == 0:
                 continue
             # a middle farther than half the segment past its surface keeps the segment out
