@@ -167,7 +167,7 @@ def _skipped(col, rest, w, px, py, pz):
     return not (dx * dx + dy * dy + dz * dz > col[8][w])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _project(px, py, pz, w, col, rest):
     """``Collider.project_at`` for one head-local point (float32 values) — the wig's point ``w``
     (``MeshField.project``): whether it is pushed out to its collision surface, where to
@@ -177,7 +177,7 @@ def _project(px, py, pz, w, col, rest):
     return _project_to(px, py, pz, np.float64(col[7][w]), col)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _project_to(px, py, pz, lim, col):
     """``MeshField.project`` of one head-local point (float32 values) out to the surface
     ``lim`` from the collider: whether it is pushed, where to and along which unit direction
@@ -499,7 +499,7 @@ def walk_strands(p, base, n, start, first_strand, strands, first, length, elasti
                          settling, c0, cols, kids, rest, margins, came, stop, record, around, rounds, looked)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, iterations, lifts, settling, c0,
                  cols, kids, rest, margins, came, stop, record, around, rounds, looked):
     """``walk_strands`` for strand ``s``; ``c0``: the first collider, read from the list once per
@@ -528,9 +528,13 @@ def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, 
         else:
             e0, e1, e2 = p[0, i] - p[0, i - 1], p[1, i] - p[1, i - 1], p[2, i] - p[2, i - 1]
             seg = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
-        near = False
-        for k in range(ncol):
-            if _near(c0 if k == 0 else cols[k], rest, w, p[0, i], p[1, i], p[2, i], margins, k, s, seg, looked):
+        # the first collider by name, the others from the list: a tuple of arrays bound to a
+        # variable (a branch's value, a list's item) counts a reference to each of its ~40
+        # arrays, atomically, and takes it back — per point, that was most of the walk's time,
+        # and slower on two threads than on one (they fought over the counts)
+        near = _near(c0, rest, w, p[0, i], p[1, i], p[2, i], margins, 0, s, seg, looked)
+        for k in range(1, ncol):
+            if _near(cols[k], rest, w, p[0, i], p[1, i], p[2, i], margins, k, s, seg, looked):
                 near = True
         pushed = False
         if near:
@@ -554,7 +558,7 @@ def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, 
             _swing_out(p, i, j, w, c0, cols, rest, around, rounds)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _round(p, i, j, w, s, r, c0, cols, rest, lifts, settling, stop, record):
     """One round of contacts for point ``i`` (its strand's point ``j``, the wig's point ``w``;
     ``walk.CollisionWalk._push_round``): pushed out of every collider, then set back on its
