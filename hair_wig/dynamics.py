@@ -14,6 +14,7 @@ exact for any stiffness (no explicit-Euler blow-up at k = 10⁴, dt = 1/24).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -136,12 +137,7 @@ class ForceField:
         r = np.abs(rel @ d) if self.shape == "PLANE" else np.linalg.norm(rel, axis=-1)
         fac = np.where(r > self.min_distance, (1 + np.maximum(r - self.min_distance, 0)) ** -self.falloff_power, 1.0)
         fac = np.where(r > self.max_distance, 0.0, fac)
-        gust = 1.0
-        if self.noise:
-            rng = np.random.default_rng(self.seed)
-            freq = rng.uniform(0.3, 2.0, 3)
-            phase = rng.uniform(0, 2 * np.pi, 3)
-            gust = 1.0 + self.noise * np.sin(2 * np.pi * freq * time + phase).mean()
+        gust = self.gust(time)
         if self.kind == "WIND":
             return (self.strength * gust * fac)[..., None] * d
         if self.kind == "TURBULENCE":
@@ -155,8 +151,53 @@ class ForceField:
         # −v̂ (lin |v| + quad |v|²) = −v (lin + quad |v|)
         return -(gust * fac * (lin + quad * speed))[..., None] * v
 
+    def gust(self, time: float) -> float:
+        """The noise's gust at ``time`` (s): ``1 + noise · mean(sin(2π f t + φ))`` over three
+        seeded frequencies and phases; 1 without noise."""
+        if not self.noise:
+            return 1.0
+        rng = np.random.default_rng(self.seed)
+        freq = rng.uniform(0.3, 2.0, 3)
+        phase = rng.uniform(0, 2 * np.pi, 3)
+        return 1.0 + self.noise * np.sin(2 * np.pi * freq * time + phase).mean()
+
+
+def pack_fields(forces: list, time: float) -> tuple:
+    """The fields ``forces`` at ``time`` as the kernel reads them (``kernels.fields.field_accel``),
+    made once a frame: kinds ``(F, 4)`` int64 (kind, shape, global coordinates, noise table),
+    floats ``(F, 13)`` float64 (position, unit direction, strength × gust — the gust alone for
+    drag —, falloff power, min and max distance, noise size, linear and quadratic drag) and the
+    noise tables ``(T, 4096, 3)`` of their seeds, each value computed as ``ForceField.force`` does."""
+    kinds = np.zeros((len(forces), 4), np.int64)
+    floats = np.zeros((len(forces), 13))
+    seeds: list[int] = []
+    for f, w in enumerate(forces):
+        d = np.asarray(w.direction, dtype=np.float64)
+        gust = w.gust(time)
+        kinds[f, :3] = KINDS.index(w.kind), w.shape != "PLANE", bool(w.global_coords)
+        if w.kind == "TURBULENCE":
+            if int(w.seed) not in seeds:
+                seeds.append(int(w.seed))
+            kinds[f, 3] = seeds.index(int(w.seed))
+        floats[f, :3] = np.asarray(w.position, dtype=np.float64)
+        floats[f, 3:6] = d / max(np.linalg.norm(d), 1e-12)
+        floats[f, 6] = gust if w.kind == "DRAG" else w.strength * gust
+        floats[f, 7:13] = (w.falloff_power, w.min_distance, w.max_distance, max(w.size, 1e-6),
+                           min(w.linear_drag, 2.0), min(w.quadratic_drag, 2.0))
+    tables = np.stack([_noise_table(s) for s in seeds]) if seeds else np.zeros((0, _TABLE, 3))
+    return kinds, floats, tables
+
 
 _TABLE = 4096
+
+
+@lru_cache(maxsize=32)
+def _noise_table(seed: int) -> np.ndarray:
+    """The turbulence's seeded random vectors on the lattice (4096, 3), each component in −1…1
+    (read-only: shared by every call with the seed)."""
+    table = np.random.default_rng(int(seed)).uniform(-1.0, 1.0, (_TABLE, 3))
+    table.flags.writeable = False
+    return table
 
 
 def turbulence(p: np.ndarray, seed: int = 0, octaves: int = 2) -> np.ndarray:
@@ -165,7 +206,7 @@ def turbulence(p: np.ndarray, seed: int = 0, octaves: int = 2) -> np.ndarray:
     (continuous value and gradient), the next octave at twice the frequency and half the
     amplitude."""
     p = np.asarray(p, np.float64)
-    table = np.random.default_rng(int(seed)).uniform(-1.0, 1.0, (_TABLE, 3))
+    table = _noise_table(int(seed))
     total = np.zeros(p.shape)
     amp, norm = 1.0, 0.0
     for o in range(octaves):

@@ -20,7 +20,9 @@ from dataclasses import MISSING, dataclass, field, fields
 
 import numpy as np
 
+from .dynamics import pack_fields
 from .hairset import strand_of_point, vertex_t
+from .kernels import field_accel
 from .spaces import rotation_of, transform_rows
 
 
@@ -139,15 +141,23 @@ class LayerFrame:
     points: slice = field(default_factory=lambda: slice(None))
 
     def accel(self):
-        """The force fields' acceleration ``accel(x, v)`` at world rows ``x`` (3, ...) moving at
-        ``v``, or None when the scene has none."""
+        """The force fields' acceleration ``accel(x, v, out=None)`` at world rows ``x`` (3, ...)
+        moving at ``v`` (3, ...) (None: no drag), float64 (3, ...) — into ``out`` (C-contiguous
+        float64) where given —, or None when the scene has none. The fields are packed here, once
+        a frame however many substeps call it, and summed by one kernel
+        (``kernels.fields.field_accel``; ``ForceField.force`` is its numpy reference, SPEC §4)."""
         if not self.forces:
             return None
-        forces, now = self.forces, self.time
+        packed = pack_fields(self.forces, self.time)
+        still = np.zeros((3, 0))
 
-        def accel(x, v):
-            pts, vel = np.moveaxis(x, 0, -1), np.moveaxis(v, 0, -1)
-            return np.moveaxis(sum(f.force(pts, now, vel) for f in forces), -1, 0)
+        def accel(x, v, out=None):
+            x = np.ascontiguousarray(x, dtype=np.float64)
+            rows = x.reshape(3, -1)
+            vel = still if v is None else np.ascontiguousarray(v, dtype=np.float64).reshape(3, -1)
+            res = np.empty(x.shape) if out is None else out
+            field_accel(rows, vel, res.reshape(3, -1), *packed)
+            return res
         return accel
 
     def world(self, rows: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import FROM_ZERO, HairWigError
+from .kernels import scalp_carry
 
 
 def _normalize(v):
@@ -153,8 +154,17 @@ class ScalpSpace:
     def apply_rows(self, rest: np.ndarray, strand_of_point: np.ndarray, attachment: np.ndarray,
                    frame, out: np.ndarray) -> np.ndarray:
         """``out = q + a(t) · (S q − q)`` (SPEC §2) for points stored as rows ``rest`` (3, C)
-        float32 of the strands ``strand_of_point`` (C,), attachment (C,); ``frame`` is this
-        frame's ``transforms`` as float32. ``out`` (3, C) must not be ``rest``."""
+        float32 of the strands ``strand_of_point`` (C,) int32, attachment (C,) float32; ``frame``
+        is this frame's ``transforms`` as float32. ``out`` (3, C) must not be ``rest``. One pass
+        of ``kernels.scalp_carry``; ``apply_rows_numpy`` is its reference."""
+        rot, o0, o1 = frame
+        scalp_carry(rest, strand_of_point, attachment, rot, o0, o1, out)
+        return out
+
+    @staticmethod
+    def apply_rows_numpy(rest: np.ndarray, strand_of_point: np.ndarray, attachment: np.ndarray,
+                         frame, out: np.ndarray) -> np.ndarray:
+        """``apply_rows`` in numpy: the plain reference its kernel is tested against."""
         rot, o0, o1 = frame
         rel = rest - o0[strand_of_point].T
         np.einsum("pkj,jp->kp", rot[strand_of_point], rel, out=out)

@@ -102,7 +102,7 @@ _threading_layer()
 # The kernel modules besides follow-the-leader, in the order they warm up: each has its
 # ``WARM_UPS`` (what an artist reads while it runs, the call that compiles it as the core calls it)
 MODULES = ("field", "walk", "compression", "contacts", "pairs", "rods", "verlet", "springs", "magnets", "points",
-           "chain")
+           "chain", "fields", "scalp")
 
 
 def _import_kernels():
@@ -128,11 +128,13 @@ from .verlet import verlet_substeps  # noqa: E402  (imported above)
 from .springs import spring_follow  # noqa: E402  (imported above)
 from .magnets import magnet_blend  # noqa: E402  (imported above)
 from .points import rows_copy_to_points, rows_to_points  # noqa: E402  (imported above)
+from .fields import field_accel  # noqa: E402  (imported above)
+from .scalp import scalp_carry  # noqa: E402  (imported above)
 
 import numpy as np  # noqa: E402
 
-__all__ = ["follow_chains", "magnet_blend", "point_major", "rod_angles", "rod_build", "rod_moments", "rod_substeps", "rows_copy_to_points",
-           "rows_to_points", "spring_follow", "strand_major", "verlet_substeps", "warm_up", "warmed"]
+__all__ = ["field_accel", "follow_chains", "magnet_blend", "point_major", "rod_angles", "rod_build", "rod_moments", "rod_substeps", "rows_copy_to_points",
+           "rows_to_points", "scalp_carry", "spring_follow", "strand_major", "verlet_substeps", "warm_up", "warmed"]
 
 
 def _follow_chains_as_called():
