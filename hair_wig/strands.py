@@ -30,7 +30,7 @@ from .collision import MeshField, _dot, _take_rows, groom_limits
 from .chain import give
 from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, profile, setting
 from .errors import HairWigError
-from .interaction import Contacts, link_forces, repulsion, static_links
+from .interaction import Contacts, link_forces, repulsion, segment_rows, static_links
 from .kernels import contacts as contact_kernels
 from .kernels import verlet_substeps
 from .leader import follow_the_leader
@@ -186,8 +186,7 @@ class VerletStrands:
         self.contacts = Contacts(self.segment_strand, s.diameter, s.diameter) if s.hair_hair else None
         # the groom's segments (point-major, as the pairs number them): contacts are measured
         # against the distances the groom has (``repulsion``)
-        self._rest_segments = (np.ascontiguousarray(rest[:, :-1].reshape(3, -1)),
-                               np.ascontiguousarray(rest[:, 1:].reshape(3, -1)))
+        self._rest_segments = segment_rows(rest[:, :-1].reshape(3, -1), rest[:, 1:].reshape(3, -1))
         self._h = None                                                   # the last substep (s)
 
     def set_dynablend(self, dynablend: float) -> None:
