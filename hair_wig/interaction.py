@@ -92,15 +92,14 @@ class Contacts:
     every pair now closer than ``threshold`` is among them — exactly the pairs a new search would
     find; once a point has moved farther, it searches again.
 
-    The skin starts at ``margin`` and follows the motion: a list that served only the call that
-    searched for it (points moving more than the skin every substep) halves it, and below a
-    sixteenth of the margin the list is given up — every call searches at the threshold itself
-    (a millionth over it, for the rounding of the boxes): a list that serves one call is only
-    the search's pairs measured twice, and each wider search finds more pairs to measure. A call
-    there whose points moved less than a quarter of the margin since the last one takes the
-    margin back (a list of it would serve two calls or more); one that served four calls or more
-    doubles the skin, back up to the margin. Any skin gives the same pairs now closer than
-    ``threshold`` in the same order, so the forces do not depend on it."""
+    The skin is the margin while a list serves three calls or more, else none: a list that
+    served fewer (a point moved more than half the margin within two calls) is given up, and every
+    call searches at the threshold itself (a millionth over it, for the rounding of the boxes)
+    until a call finds the points moved less than a sixth of the margin since the last. (A list
+    of the margin holds about four times the pairs closer than the threshold in hair lying in
+    layers, and its search costs two to three times a search at the threshold: measured at
+    10k strands x 32, 1.2M pairs in 660 ms against 250k in 250 ms.) Any skin gives the same
+    pairs now closer than ``threshold`` in the same order, so the forces do not depend on it."""
 
     def __init__(self, strand: np.ndarray, threshold: float, margin: float):
         self.strand = np.ascontiguousarray(strand, np.int64)
@@ -120,12 +119,10 @@ class Contacts:
                 self.served += 1
                 return self.pairs
             if self.skin == 0:
-                if moved <= (0.25 * self.margin) ** 2:
+                if moved <= (self.margin / 6) ** 2:
                     self.skin = self.margin
-            elif self.served == 1:
-                self.skin = 0.5 * self.skin if self.skin > self.margin / 16 else 0.0
-            elif self.served >= 4:
-                self.skin = min(2.0 * self.skin, self.margin)
+            elif self.served < 3:
+                self.skin = 0.0
         reach = self.threshold * (1 + 1e-6) + self.skin
         i, j, _, _, _ = pairs.find_pairs(_rows(a), _rows(b), self.strand, reach, closest_points=False)
         if self.at is None or self.at.shape != now.shape:
