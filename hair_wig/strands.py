@@ -182,7 +182,8 @@ class VerletStrands:
         d = rest[:, :, self.link_b] - rest[:, :, self.link_a]
         self.link_rest = np.sqrt(np.einsum("knl,knl->nl", d, d))
         self.pairs = 0                                                   # hair–hair pairs, last step
-        # the broadphase searches again only once a point has moved half a diameter
+        # the broadphase kept while no point has moved half a diameter, given up for a search
+        # at every substep while the hair moves faster than that (``Contacts``)
         self.contacts = Contacts(self.segment_strand, s.diameter, s.diameter) if s.hair_hair else None
         # the groom's segments (point-major, as the pairs number them): contacts are measured
         # against the distances the groom has (``repulsion``)
