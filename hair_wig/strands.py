@@ -30,7 +30,7 @@ from .collision import MeshField, _dot, _take_rows, groom_limits
 from .chain import give
 from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, profile, setting
 from .errors import HairWigError
-from .interaction import Contacts, link_forces, repulsion, static_links
+from .interaction import Contacts, link_forces, repulsion, segment_rows, static_links
 from .kernels import contacts as contact_kernels
 from .kernels import verlet_substeps
 from .leader import follow_the_leader
@@ -182,12 +182,12 @@ class VerletStrands:
         d = rest[:, :, self.link_b] - rest[:, :, self.link_a]
         self.link_rest = np.sqrt(np.einsum("knl,knl->nl", d, d))
         self.pairs = 0                                                   # hair–hair pairs, last step
-        # the broadphase searches again only once a point has moved half a diameter
+        # the broadphase kept while no point has moved half a diameter, given up for a search
+        # at every substep while the hair moves faster than that (``Contacts``)
         self.contacts = Contacts(self.segment_strand, s.diameter, s.diameter) if s.hair_hair else None
         # the groom's segments (point-major, as the pairs number them): contacts are measured
         # against the distances the groom has (``repulsion``)
-        self._rest_segments = (np.ascontiguousarray(rest[:, :-1].reshape(3, -1)),
-                               np.ascontiguousarray(rest[:, 1:].reshape(3, -1)))
+        self._rest_segments = segment_rows(rest[:, :-1].reshape(3, -1), rest[:, 1:].reshape(3, -1))
         self._h = None                                                   # the last substep (s)
 
     def set_dynablend(self, dynablend: float) -> None:
