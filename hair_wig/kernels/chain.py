@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit, prange
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _factor(band, m):
     """LDLᵀ of the symmetric band ``band`` (m, 3) in place: on entry ``band[j, 0]`` is
     ``a_jj``, ``band[j, 1]`` ``a_{j+1,j}`` and ``band[j, 2]`` ``a_{j+2,j}``; on return
@@ -55,7 +55,7 @@ def _factor(band, m):
             band[j, 2] = band[j, 2] / d
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _solve(band, m, z):
     """``z`` (m,) ← ``(L D Lᵀ)⁻¹ z`` in place, ``band`` factored by ``_factor``."""
     for j in range(1, m):
@@ -70,7 +70,7 @@ def _solve(band, m, z):
             z[j] -= band[j, 2] * z[j + 2]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _chain_moves(p, nrm, rch, lng, fixed, rounds, ridge, u, now, row, band, z):
     """One chain ``p`` (n, 3) moved by ``rounds`` minimum-norm Gauss–Newton steps, in place
     (``hair_wig.chain.least_motion``): its contacts ``nrm`` (n, 3) (zero: none) and ``rch`` (n,),

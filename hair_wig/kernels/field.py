@@ -53,7 +53,7 @@ _INT32_MIN = -2147483648
 _INT64_MIN = np.iinfo(np.int64).min
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _as_int32(g):
     """``float → int32`` as numpy's ``astype`` does on x86: truncation, and the 'integer
     indefinite' ``−2³¹`` for NaN and values beyond int32 (numba's own conversion leaves those
@@ -63,7 +63,7 @@ def _as_int32(g):
     return _INT32_MIN
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _as_int64(g):
     """``float → int64`` as numpy's ``astype`` does on x86 (see ``_as_int32``)."""
     if g >= -9.223372036854775808e18 and g < 9.223372036854775808e18:
@@ -71,13 +71,13 @@ def _as_int64(g):
     return _INT64_MIN
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _wrap32(v):
     """An int64 ``v`` wrapped to int32, as numpy's int32 arithmetic overflows."""
     return ((v + 2147483648) & 0xFFFFFFFF) - 2147483648
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _clip01(x):
     """``np.clip(x, 0, 1)`` of a float64: NaN stays NaN."""
     if x != x:
@@ -86,13 +86,13 @@ def _clip01(x):
     return x if x < 1.0 else 1.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _clip_int(i, lo, hi):
     return min(max(i, lo), hi)
 
 
 # ---------------------------------------------------------------- the grid
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _node_axis(c, inv_cell, shift, top, clamp):
     """A float32 coordinate's nearest node along one axis, as int32 (``MeshField._node_values``:
     ``c / cell + shift``, truncated)."""
@@ -117,7 +117,7 @@ def _node_value(x, y, z, nodes, clamp):
     return grid[_clip_int(_wrap32(node), 0, grid.shape[0] - 1)]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _corners(grid, base, s0, s1):
     """The 8 node values round the cell whose low corner is ``base``, in the order
     ``(ox, oy, oz)`` = 000, 001, 010, 011, 100, 101, 110, 111."""
@@ -125,7 +125,7 @@ def _corners(grid, base, s0, s1):
             grid[base + s0], grid[base + s0 + 1], grid[base + s0 + s1], grid[base + s0 + s1 + 1])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _interpolate(c, fx, fy, fz):
     """The trilinear value at fractions (fx, fy, fz) of corners ``c`` — along x, then y, then z —
     and its partial interpolants."""
@@ -138,7 +138,7 @@ def _interpolate(c, fx, fy, fz):
     return c0 + (c1 - c0) * fz, c00, c01, c10, c11, c0, c1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _axis32(c, origin, inv_cell, last):
     """One float32 coordinate's cell (clipped; NaN: the first), its fraction and whether it
     lies within the grid (``MeshField.trilinear_rows``)."""
@@ -181,7 +181,7 @@ def _grid_error(i, j, k, base, errors):
     return grid_error[cell]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _axis64(c, origin, cell, n):
     """One float64 coordinate's cell (clipped), its fraction (float32) and whether it lies within
     the grid of ``n`` nodes (``MeshField.lookup``)."""

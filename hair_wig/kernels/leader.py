@@ -42,7 +42,7 @@ _TINY = np.finfo(np.float64).tiny
 LANES = 8                              # strands a kernel iteration walks side by side
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _smoothstep(x):
     if x <= 0.0:
         return 0.0
