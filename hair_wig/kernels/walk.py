@@ -545,20 +545,30 @@ def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, 
             if _near(cols[k], rest, w, p[0, i], p[1, i], p[2, i], margins, k, s, seg, looked):
                 near = True
         pushed = False
-        if near:
-            if ncol > 1:                     # moved by one collider: no bound for the others
-                for k in range(ncol):
-                    margins[k, s] = -_INF32
-            for r in range(tries):
-                pushed = _round(p, i, j, w, s, r, c0, cols, rest, lifts, settling, stop, record)
-                if not pushed or stop[s] >= 0:
-                    break
-        if stop[s] < 0 and kids[0].shape[0] and _children_out(p, i, j, first_strand + s, c0, cols, kids, tries):
-            for k in range(ncol):            # moved: no bound for the next point
+        if near and ncol > 1:                # moved by one collider: no bound for the others
+            for k in range(ncol):
                 margins[k, s] = -_INF32
-            # the guide's own point, checked again where its children moved it
-            if _round(p, i, j, w, s, tries, c0, cols, rest, lifts, settling, stop, record):
-                pushed = True
+        # the rounds, then — where the children's keep-out moved the guide's point — one more
+        # round (``tries``) where they put it: one loop, so ``_round`` is inlined at one site
+        # (each site is a deep copy of its IR and the compile's largest cost)
+        r = 0 if near else tries
+        after = False
+        while True:
+            if r < tries or after:
+                got = _round(p, i, j, w, s, r, c0, cols, rest, lifts, settling, stop, record)
+                if after:
+                    pushed = pushed or got
+                    break
+                pushed = got
+                r += 1
+                if got and stop[s] < 0 and r < tries:
+                    continue
+            if stop[s] < 0 and kids[0].shape[0] and _children_out(p, i, j, first_strand + s, c0, cols, kids, tries):
+                for k in range(ncol):        # moved: no bound for the next point
+                    margins[k, s] = -_INF32
+                after, r = True, tries
+                continue
+            break
         if stop[s] >= 0:
             came[0, s], came[1, s], came[2, s] = cx, cy, cz
             break
