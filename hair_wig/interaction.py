@@ -213,8 +213,9 @@ class Volume:
         if not np.isfinite(cell) or cell <= 0:
             raise HairWigError(f"hair against hair (Volume): the cell, from Diameter, must be > 0, got {cell}")
         self.cell = float(cell)
-        self.rest_density = self.density(rest)
         self.nodes = 0                                               # the last grid's nodes
+        self._buffers = {}
+        self.rest_density = self.density(rest)
 
     def _grid(self, q: np.ndarray, vel: np.ndarray | None):
         q = np.ascontiguousarray(q, np.float64)
@@ -228,19 +229,28 @@ class Volume:
                                f"{self.cell:g} m; raise Diameter (the cell grows with it) or use Strand Pairs")
         fx = np.empty_like(q)
         volume_kernels.grid_coords(q, scale, origin, fx)
-        start, order = np.empty(nx * ny * nz + 1, np.int64), np.empty(q.shape[1], np.int64)
-        volume_kernels.bin_points(fx, nx, ny, nz, start, order)
         nodes = (nx + 1) * (ny + 1) * (nz + 1)
-        rho = np.empty(nodes)
-        mom = np.empty((3, nodes if vel is not None else 0))
+        start = self._buffer("start", nx * ny * nz + 1, np.int64)
+        order = self._buffer("order", q.shape[1], np.int64)
+        volume_kernels.bin_points(fx, nx, ny, nz, start, order)
+        rho = self._buffer("rho", nodes)
+        mom = self._buffer("mom", 3 * nodes if vel is not None else 0).reshape(3, -1)
         volume_kernels.gather_nodes(fx, np.zeros((3, 0)) if vel is None else vel, start, order, nx, ny, nz,
                                     rho, mom)
         self.nodes = nodes
-        return fx, (nx, ny, nz), rho, mom
+        return fx, (nx, ny, nz), rho, mom, order
+
+    def _buffer(self, name: str, size: int, dtype=np.float64) -> np.ndarray:
+        """``size`` entries of a buffer kept from call to call (fresh memory a substep costs its
+        pages' first touches: tens of MB on a head's grid), grown when too small."""
+        have = self._buffers.get(name)
+        if have is None or have.size < size:
+            have = self._buffers[name] = np.empty(max(size, 1), dtype)
+        return have[:size]
 
     def density(self, q: np.ndarray) -> np.ndarray:
         """The hair's density (P,) at its own points ``q`` (3, P), in points per cell."""
-        fx, (_, ny, nz), rho, _ = self._grid(q, None)
+        fx, (_, ny, nz), rho, _, _ = self._grid(q, None)
         out = np.empty(fx.shape[1])
         volume_kernels.sample_density(fx, rho, ny, nz, out)
         return out
@@ -252,9 +262,9 @@ class Volume:
         the substep ``h``, and ``push`` (1/s²) down the density's gradient where it exceeds the
         groom's (``kernels.volume.volume_accel``). ``turn`` (3, 3): the head's frame → the world."""
         vel = np.ascontiguousarray(vel, np.float64)
-        fx, (_, ny, nz), rho, mom = self._grid(q, vel)
+        fx, (_, ny, nz), rho, mom, order = self._grid(q, vel)
         out = np.empty_like(vel)
         turn = np.eye(3) if turn is None else np.ascontiguousarray(turn, np.float64)
-        volume_kernels.volume_accel(fx, vel, self.rest_density, rho, mom, ny, nz, self.cell, float(push),
+        volume_kernels.volume_accel(fx, vel, self.rest_density, rho, mom, order, ny, nz, self.cell, float(push),
                                     float(share), float(h), self.BAND, turn, out)
         return out

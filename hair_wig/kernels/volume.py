@@ -62,42 +62,62 @@ def bin_points(fx, nx, ny, nz, start, order):
 
 @njit(cache=True, parallel=True)
 def gather_nodes(fx, vel, start, order, nx, ny, nz, rho, mom):
-    """Each node's density ``rho`` (N,) and momentum ``mom`` (3, N) (N = (nx+1)(ny+1)(nz+1)):
-    ``ρ_n = Σ_p w_np``, ``M_n = Σ_p w_np v_p`` with ``w_np`` the trilinear weight of point ``p``
-    at node ``n`` (unit masses; Petrovic et al. 2005 §3, the hair's density and velocity
-    fields), summed over the node's eight cells in order, each cell's points in point order.
-    ``vel`` (3, P), or (3, 0): density only."""
+    """Each node's density ``rho`` (N,) and velocity ``mom`` (3, N) (N = (nx+1)(ny+1)(nz+1)):
+    ``ρ_n = Σ_p w_np``, the momentum ``M_n = Σ_p w_np v_p`` and the velocity ``V_n = M_n / ρ_n``
+    (0 where no point reaches), ``w_np`` the trilinear weight of point ``p`` at node ``n`` (unit
+    masses; Petrovic et al. 2005 §3, the hair's density and velocity fields). ``vel`` (3, P), or
+    (3, 0): density only.
+
+    A column of nodes ``(i, j, ·)`` is gathered at once from the four columns of cells around
+    it — a column's cells are one run of ``order`` — in the order ``(ci, cj)``, then the cells
+    up the column, each cell's points in point order: a fixed order, whatever the threads. A
+    column of nodes no point reaches is skipped and left as it was (no point reads it): most of
+    a head's box is empty."""
     with_v = vel.shape[1] > 0
-    mx, my, mz = nx + 1, ny + 1, nz + 1
-    for node in prange(mx * my * mz):
-        ni = node // (my * mz)
-        nj = (node // mz) % my
-        nk = node % mz
-        r = 0.0
-        m0 = 0.0
-        m1 = 0.0
-        m2 = 0.0
+    my, mz = ny + 1, nz + 1
+    for col in prange((nx + 1) * my):
+        ni = col // my
+        nj = col % my
+        reached = False
         for ci in range(max(ni - 1, 0), min(ni, nx - 1) + 1):
             for cj in range(max(nj - 1, 0), min(nj, ny - 1) + 1):
-                for ck in range(max(nk - 1, 0), min(nk, nz - 1) + 1):
-                    c = (ci * ny + cj) * nz + ck
-                    for e in range(start[c], start[c + 1]):
-                        p = order[e]
-                        a = fx[0, p] - ci
-                        b = fx[1, p] - cj
-                        d = fx[2, p] - ck
-                        w = ((a if ni > ci else 1.0 - a) * (b if nj > cj else 1.0 - b)
-                             * (d if nk > ck else 1.0 - d))
-                        r += w
+                c0 = (ci * ny + cj) * nz
+                if start[c0 + nz] > start[c0]:
+                    reached = True
+        if not reached:
+            continue
+        base = col * mz
+        for k in range(mz):
+            rho[base + k] = 0.0
+            if with_v:
+                mom[0, base + k] = 0.0
+                mom[1, base + k] = 0.0
+                mom[2, base + k] = 0.0
+        for ci in range(max(ni - 1, 0), min(ni, nx - 1) + 1):
+            for cj in range(max(nj - 1, 0), min(nj, ny - 1) + 1):
+                c0 = (ci * ny + cj) * nz
+                for e in range(start[c0], start[c0 + nz]):
+                    p = order[e]
+                    a = fx[0, p] - ci
+                    b = fx[1, p] - cj
+                    ck = int(math.floor(fx[2, p]))
+                    d = fx[2, p] - ck
+                    wxy = (a if ni > ci else 1.0 - a) * (b if nj > cj else 1.0 - b)
+                    for dk in range(2):
+                        w = wxy * (d if dk else 1.0 - d)
+                        n = base + ck + dk
+                        rho[n] += w
                         if with_v:
-                            m0 += w * vel[0, p]
-                            m1 += w * vel[1, p]
-                            m2 += w * vel[2, p]
-        rho[node] = r
+                            mom[0, n] += w * vel[0, p]
+                            mom[1, n] += w * vel[1, p]
+                            mom[2, n] += w * vel[2, p]
         if with_v:
-            mom[0, node] = m0
-            mom[1, node] = m1
-            mom[2, node] = m2
+            # once a node, not once for each of the points that read it
+            for k in range(mz):
+                r = rho[base + k]
+                if r > 0.0:
+                    for c in range(3):
+                        mom[c, base + k] /= r
 
 
 @njit(cache=True, parallel=True)
@@ -119,7 +139,7 @@ def sample_density(fx, rho, ny, nz, out):
 
 
 @njit(cache=True, parallel=True)
-def volume_accel(fx, vel, rest_rho, rho, mom, ny, nz, cell, push, share, h, band, turn, out):
+def volume_accel(fx, vel, rest_rho, rho, mom, order, ny, nz, cell, push, share, h, band, turn, out):
     """Each point's hair–hair acceleration ``out`` (3, P) (world; ``turn`` (3, 3) the grid's
     axes → the world's):
 
@@ -135,10 +155,13 @@ def volume_accel(fx, vel, rest_rho, rho, mom, ny, nz, cell, push, share, h, band
       ``e = ρ / ρ₀ − 1 − band`` and ``g = cell ∇ρ / ρ`` — an overlap of ``e`` cells pushed as
       the strand pairs push one of that depth.
 
-    ``vel`` (3, P) world; ``rest_rho`` (P,); ``rho``, ``mom`` the nodes' (``gather_nodes``)."""
+    ``vel`` (3, P) world; ``rest_rho`` (P,); ``rho``, ``mom`` the nodes' density and velocity
+    (``gather_nodes``);
+    the points taken in cell ``order`` (neighbours read the same nodes), each written once."""
     mz = nz + 1
     my = ny + 1
-    for p in prange(fx.shape[1]):
+    for e in prange(fx.shape[1]):
+        p = order[e]
         ci, cj, ck, a, b, d = _place(fx, p)
         r = 0.0
         g0 = 0.0
@@ -163,10 +186,9 @@ def volume_accel(fx, vel, rest_rho, rho, mom, ny, nz, cell, push, share, h, band
                     g0 += sx * wy * wz * rn
                     g1 += wx * sy * wz * rn
                     g2 += wx * wy * sz * rn
-                    if rn > 0.0 and w > 0.0:
-                        v0 += w * (mom[0, n] / rn)
-                        v1 += w * (mom[1, n] / rn)
-                        v2 += w * (mom[2, n] / rn)
+                    v0 += w * mom[0, n]
+                    v1 += w * mom[1, n]
+                    v2 += w * mom[2, n]
         f = share / h
         o0 = f * (v0 - vel[0, p])
         o1 = f * (v1 - vel[1, p])
@@ -199,7 +221,7 @@ def _as_called():
         gather_nodes(fx, vel, start, order, 1, 1, 1, rho, mom)
     dens = np.empty(2)
     sample_density(fx, rho, 1, 1, dens)
-    volume_accel(fx, np.zeros((3, 2)), np.ones(2), rho, mom, 1, 1, 0.1, 1.0, 0.5, 0.01, 0.01, np.eye(3),
+    volume_accel(fx, np.zeros((3, 2)), np.ones(2), rho, mom, order, 1, 1, 0.1, 1.0, 0.5, 0.01, 0.01, np.eye(3),
                  np.empty((3, 2)))
 
 
