@@ -227,18 +227,21 @@ class Volume:
         if nx * ny * nz > self.MAX_CELLS:
             raise HairWigError(f"hair against hair (Volume): the hair spans {nx} x {ny} x {nz} cells of "
                                f"{self.cell:g} m; raise Diameter (the cell grows with it) or use Strand Pairs")
-        fx = np.empty_like(q)
-        volume_kernels.grid_coords(q, scale, origin, fx)
         nodes = (nx + 1) * (ny + 1) * (nz + 1)
+        count = q.shape[1]
+        cell_of = self._buffer("cell_of", count, np.int64)
+        volume_kernels.cell_ids(q, scale, origin, ny, nz, cell_of)
         start = self._buffer("start", nx * ny * nz + 1, np.int64)
-        order = self._buffer("order", q.shape[1], np.int64)
-        volume_kernels.bin_points(fx, nx, ny, nz, start, order)
+        order = self._buffer("order", count, np.int64)
+        volume_kernels.count_sort(cell_of, nx * ny * nz, start, order)
+        xs = self._buffer("xs", 3 * count).reshape(count, 3)
+        vs = self._buffer("vs", 3 * count if vel is not None else 0).reshape(count, -1 if vel is not None else 0)
+        volume_kernels.sort_points(q, np.zeros((3, 0)) if vel is None else vel, scale, origin, order, xs, vs)
         rho = self._buffer("rho", nodes)
-        mom = self._buffer("mom", 3 * nodes if vel is not None else 0).reshape(3, -1)
-        volume_kernels.gather_nodes(fx, np.zeros((3, 0)) if vel is None else vel, start, order, nx, ny, nz,
-                                    rho, mom)
+        mom = self._buffer("mom", 3 * nodes if vel is not None else 0).reshape(-1 if vel is not None else 0, 3)
+        volume_kernels.gather_nodes(xs, vs, start, nx, ny, nz, rho, mom)
         self.nodes = nodes
-        return fx, (nx, ny, nz), rho, mom, order
+        return xs, vs, order, (nx, ny, nz), rho, mom
 
     def _buffer(self, name: str, size: int, dtype=np.float64) -> np.ndarray:
         """``size`` entries of a buffer kept from call to call (fresh memory a substep costs its
@@ -250,9 +253,9 @@ class Volume:
 
     def density(self, q: np.ndarray) -> np.ndarray:
         """The hair's density (P,) at its own points ``q`` (3, P), in points per cell."""
-        fx, (_, ny, nz), rho, _, _ = self._grid(q, None)
-        out = np.empty(fx.shape[1])
-        volume_kernels.sample_density(fx, rho, ny, nz, out)
+        xs, _, order, (_, ny, nz), rho, _ = self._grid(q, None)
+        out = np.empty(xs.shape[0])
+        volume_kernels.sample_density(xs, order, rho, ny, nz, out)
         return out
 
     def accel(self, q: np.ndarray, vel: np.ndarray, push: float, share: float, h: float,
@@ -262,9 +265,9 @@ class Volume:
         the substep ``h``, and ``push`` (1/s²) down the density's gradient where it exceeds the
         groom's (``kernels.volume.volume_accel``). ``turn`` (3, 3): the head's frame → the world."""
         vel = np.ascontiguousarray(vel, np.float64)
-        fx, (_, ny, nz), rho, mom, order = self._grid(q, vel)
+        xs, vs, order, (_, ny, nz), rho, mom = self._grid(q, vel)
         out = np.empty_like(vel)
         turn = np.eye(3) if turn is None else np.ascontiguousarray(turn, np.float64)
-        volume_kernels.volume_accel(fx, vel, self.rest_density, rho, mom, order, ny, nz, self.cell, float(push),
+        volume_kernels.volume_accel(xs, vs, order, self.rest_density, rho, mom, ny, nz, self.cell, float(push),
                                     float(share), float(h), self.BAND, turn, out)
         return out
