@@ -1,7 +1,8 @@
 """Hair–hair interaction (seed 004, Barnes after Chang, Jin, Yu; SPEC §7 "004"): segments of
 different strands closer than a hair's diameter repel with ``k (threshold − d)`` along the
 shortest vector between them, and static links between neighbouring strands hold a style's
-volume.
+volume. For dense hair, ``Volume`` does it through a grid instead (Petrovic, Henne, Anderson
+2005): friction as the grid's smoothed velocity, repulsion down the density's gradient.
 
 The broadphase sorts and sweeps the segments' boxes (grown by half the threshold) in columns of
 a grid — each pair once; the narrow phase is the exact distance between two segments. Both, the
@@ -13,7 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import HairWigError
 from .kernels import pairs
+from .kernels import volume as volume_kernels
 
 
 def segment_closest(p0, p1, q0, q1):
@@ -187,3 +190,84 @@ def link_forces(pos: np.ndarray, link_a: np.ndarray, link_b: np.ndarray, rest: n
     lists = pairs.link_lists(link_a, link_b, pos.shape[2])
     pairs.gather_links(pos, link_a, link_b, np.ascontiguousarray(rest, np.float64), float(stiffness), *lists, out)
     return out
+
+
+class Volume:
+    """Hair–hair interaction through a volume (Petrovic, Henne, Anderson 2005, *Volumetric Methods
+    for Simulation and Rendering of Hair*, §3): the points counted into a grid of cubes of side
+    ``cell`` in the head's frame, each node's density and momentum gathered from the points
+    around it, and each point pulled towards the grid's velocity (hair–hair friction) and pushed
+    down the density's gradient where the hair is packed tighter than in the groom
+    (``kernels.volume``). Cost: a few passes over the points and the grid's nodes, whatever the
+    hair's density — where the strand pairs' search grows with the pairs.
+
+    ``rest`` (3, P): the groom's points in the head's frame, in the order the calls pass them;
+    its density at each point (``rest_density``) is what the hair may have without being
+    pushed, so the groom at rest feels nothing."""
+
+    BAND = 0.01       # packed less than 1 % tighter than in the groom: nothing (the groom carried
+                      # by the head, rounded through float32 goals, changes the density ~1e-6)
+    MAX_CELLS = 1 << 23
+
+    def __init__(self, rest: np.ndarray, cell: float):
+        if not np.isfinite(cell) or cell <= 0:
+            raise HairWigError(f"hair against hair (Volume): the cell, from Diameter, must be > 0, got {cell}")
+        self.cell = float(cell)
+        self.nodes = 0                                               # the last grid's nodes
+        self._buffers = {}
+        self.rest_density = self.density(rest)
+
+    def _grid(self, q: np.ndarray, vel: np.ndarray | None):
+        q = np.ascontiguousarray(q, np.float64)
+        scale = 1.0 / self.cell
+        lo, hi = np.floor(q.min(axis=1) * scale), np.floor(q.max(axis=1) * scale)
+        origin = lo - 1.0                                            # a cell's margin each side
+        dims = (hi - origin + 2).astype(np.int64)
+        nx, ny, nz = (int(d) for d in dims)
+        if nx * ny * nz > self.MAX_CELLS:
+            raise HairWigError(f"hair against hair (Volume): the hair spans {nx} x {ny} x {nz} cells of "
+                               f"{self.cell:g} m; raise Diameter (the cell grows with it) or use Strand Pairs")
+        nodes = (nx + 1) * (ny + 1) * (nz + 1)
+        count = q.shape[1]
+        cell_of = self._buffer("cell_of", count, np.int64)
+        volume_kernels.cell_ids(q, scale, origin, ny, nz, cell_of)
+        start = self._buffer("start", nx * ny * nz + 1, np.int64)
+        order = self._buffer("order", count, np.int64)
+        volume_kernels.count_sort(cell_of, nx * ny * nz, start, order)
+        xs = self._buffer("xs", 3 * count).reshape(count, 3)
+        vs = self._buffer("vs", 3 * count if vel is not None else 0).reshape(count, -1 if vel is not None else 0)
+        volume_kernels.sort_points(q, np.zeros((3, 0)) if vel is None else vel, scale, origin, order, xs, vs)
+        rho = self._buffer("rho", nodes)
+        mom = self._buffer("mom", 3 * nodes if vel is not None else 0).reshape(-1 if vel is not None else 0, 3)
+        volume_kernels.gather_nodes(xs, vs, start, nx, ny, nz, rho, mom)
+        self.nodes = nodes
+        return xs, vs, order, (nx, ny, nz), rho, mom
+
+    def _buffer(self, name: str, size: int, dtype=np.float64) -> np.ndarray:
+        """``size`` entries of a buffer kept from call to call (fresh memory a substep costs its
+        pages' first touches: tens of MB on a head's grid), grown when too small."""
+        have = self._buffers.get(name)
+        if have is None or have.size < size:
+            have = self._buffers[name] = np.empty(max(size, 1), dtype)
+        return have[:size]
+
+    def density(self, q: np.ndarray) -> np.ndarray:
+        """The hair's density (P,) at its own points ``q`` (3, P), in points per cell."""
+        xs, _, order, (_, ny, nz), rho, _ = self._grid(q, None)
+        out = np.empty(xs.shape[0])
+        volume_kernels.sample_density(xs, order, rho, ny, nz, out)
+        return out
+
+    def accel(self, q: np.ndarray, vel: np.ndarray, push: float, share: float, h: float,
+              turn: np.ndarray | None = None) -> np.ndarray:
+        """Accelerations (3, P) at points ``q`` (3, P), the head's frame, moving at ``vel`` (3, P)
+        world: friction taking ``share`` of each point's velocity difference to the grid's over
+        the substep ``h``, and ``push`` (1/s²) down the density's gradient where it exceeds the
+        groom's (``kernels.volume.volume_accel``). ``turn`` (3, 3): the head's frame → the world."""
+        vel = np.ascontiguousarray(vel, np.float64)
+        xs, vs, order, (_, ny, nz), rho, mom = self._grid(q, vel)
+        out = np.empty_like(vel)
+        turn = np.eye(3) if turn is None else np.ascontiguousarray(turn, np.float64)
+        volume_kernels.volume_accel(xs, vs, order, self.rest_density, rho, mom, ny, nz, self.cell, float(push),
+                                    float(share), float(h), self.BAND, turn, out)
+        return out

@@ -30,7 +30,7 @@ from .collision import MeshField, _dot, _take_rows, groom_limits
 from .chain import give
 from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, profile, setting
 from .errors import HairWigError
-from .interaction import Contacts, link_forces, repulsion, segment_rows, static_links
+from .interaction import Contacts, Volume, link_forces, repulsion, segment_rows, static_links
 from .kernels import contacts as contact_kernels
 from .kernels import verlet_substeps
 from .leader import follow_the_leader
@@ -38,6 +38,7 @@ from .profiles import Profile
 from .spaces import rotation_of, transform_rows
 
 METHODS = ("FTL", "JAKOBSEN")
+HAIR_HAIR_METHODS = ("PAIRS", "VOLUME")
 
 
 @dataclass
@@ -103,13 +104,32 @@ class StrandSettings:
     # with repulsion · (diameter − d); static links join each strand to its nearest neighbours
     hair_hair: bool = field(default=False, metadata=setting(
         "strands_hair_hair", "Hair Against Hair", "Strands closer than the hair diameter push each other "
-        "apart (costly with many strands: use on guides)"))
+        "apart (Strand Pairs is costly with many strands: use Volume for dense hair)"))
+    # PAIRS: seed 004's segment pairs, exact; VOLUME: a density and velocity grid (Petrovic,
+    # Henne, Anderson 2005), whose cost does not grow with how many strands touch
+    hair_hair_method: str = field(default="PAIRS", metadata=setting(
+        "strands_hair_hair_method", "Hair Against Hair By", "How strands feel each other: strand by strand "
+        "for guides and sparse hair, or as a volume for dense hair (thousands of strands)",
+        when=("hair_hair", True),
+        items=[("PAIRS", "Strand Pairs", "Every two strands closer than the diameter push apart: exact, for "
+                                         "guides and sparse hair; slow on dense hair"),
+               ("VOLUME", "Volume", "Hair is felt as a volume: strands are pushed out of where hair is packed "
+                                    "tighter than in the groom and drag their neighbours along (Hair "
+                                    "Friction). Fast on dense hair; no single strand is kept off another")]))
     diameter: float = field(default=0.005, metadata=setting(
-        "strands_diameter", "Diameter", "How close two strands may come before they push apart",
+        "strands_diameter", "Diameter", "How close two strands may come before they push apart; with Volume, "
+        "the size of the cells hair is counted in (never less than a segment's length)",
         when=("hair_hair", True), min=0.0, max=1.0, soft_max=0.05, subtype="DISTANCE"))
     repulsion: float = field(default=2000.0, metadata=setting(
-        "strands_repulsion", "Push", "How hard strands push apart once closer than the diameter",
+        "strands_repulsion", "Push", "How hard strands push apart once closer than the diameter (with Volume: "
+        "once packed tighter than in the groom)",
         when=("hair_hair", True), min=0.0, max=1e6, soft_max=10000.0))
+    # Petrovic et al.'s hair-hair friction: the share of a point's velocity difference to the
+    # volume's smoothed velocity taken off over each 1/24 s
+    hair_friction: float = field(default=0.1, metadata=setting(
+        "strands_hair_friction", "Hair Friction", "How much neighbouring strands drag each other along "
+        "(Volume only): 0 they slide freely past each other, 1 hair moves in clumps as one",
+        when=("hair_hair_method", "VOLUME"), min=0.0, max=1.0, subtype="FACTOR"))
     # neighbours each strand is linked to (0: none)
     links: int = field(default=0, metadata=setting(
         "strands_links", "Links", "Each strand is tied to this many of its nearest neighbours (by their "
@@ -134,6 +154,11 @@ class StrandSettings:
             raise HairWigError(f"strand dynamics: iterations must be at least 1, got {self.iterations}")
         if self.friction > 1:
             raise HairWigError(f"strand dynamics: friction must be in 0..1, got {self.friction}")
+        if self.hair_hair_method not in HAIR_HAIR_METHODS:
+            raise HairWigError(f"strand dynamics: hair against hair method must be one of {HAIR_HAIR_METHODS}, "
+                               f"got {self.hair_hair_method!r}")
+        if not 0 <= self.hair_friction <= 1:
+            raise HairWigError(f"strand dynamics: hair friction must be in 0..1, got {self.hair_friction}")
         if int(self.links) < 0:
             raise HairWigError(f"strand dynamics: links must be 0 or more, got {self.links}")
 
@@ -156,7 +181,10 @@ class VerletStrands:
     last frame's ``goal`` (3, n, S), and ``hold`` (3,) in the head's frame — so a bake can copy,
     compare and resume it."""
 
-    def __init__(self, rest: np.ndarray, settings: StrandSettings | None = None):
+    def __init__(self, rest: np.ndarray, settings: StrandSettings | None = None,
+                 rest_frame: np.ndarray | None = None):
+        """``rest_frame`` (4, 4): rigid, world → the head's frame at rest (``step``'s ``frame``
+        as the groom was bound), where a hair-hair Volume measures the groom's density."""
         self.settings = s = settings or StrandSettings()
         s.check()
         rest = np.asarray(rest, np.float64)
@@ -184,7 +212,14 @@ class VerletStrands:
         self.pairs = 0                                                   # hair–hair pairs, last step
         # the broadphase kept while no point has moved half a diameter, given up for a search
         # at every substep while the hair moves faster than that (``Contacts``)
-        self.contacts = Contacts(self.segment_strand, s.diameter, s.diameter) if s.hair_hair else None
+        volume = s.hair_hair and s.hair_hair_method == "VOLUME"
+        self.contacts = Contacts(self.segment_strand, s.diameter, s.diameter) if s.hair_hair and not volume else None
+        self.volume = None
+        if volume:
+            # cells no shorter than a segment: finer, a strand's points leave gaps in its own
+            # density and each point would feel its own sampling
+            rest_q = self._in_frame(rest, rest_frame).reshape(3, -1)
+            self.volume = Volume(rest_q, max(float(s.diameter), float(np.median(self.length))))
         # the groom's segments (point-major, as the pairs number them): contacts are measured
         # against the distances the groom has (``repulsion``)
         self._rest_segments = segment_rows(rest[:, :-1].reshape(3, -1), rest[:, 1:].reshape(3, -1))
@@ -265,7 +300,7 @@ class VerletStrands:
             if accel is not None:
                 a += accel(pos, v)
             if s.hair_hair or self.link_a.size:
-                a += self.interaction(pos, frame)
+                a += self.interaction(pos, frame, prev)
             # the goal's spring implicitly: x' = x + v h + (a + k (target − x')) h², stable
             # for any stiffness, and exactly x at rest on the goal
             new = pos + v * h + a * (h * h) + kh2 * target
@@ -315,7 +350,7 @@ class VerletStrands:
                     v += (1 - keep) * toward * v_goal
                     extra += accel(pos, v)
                 if s.hair_hair or self.link_a.size:
-                    extra += self.interaction(pos, frame)
+                    extra += self.interaction(pos, frame, prev)
             verlet_substeps(pos, prev, new, g0, step, i, m if whole else 1, h, keep, toward, base, extra, kh2,
                             bend, length, bool(s.pinned), bool(s.root_direction), float(s.ftl_damping), tiny)
             if self._meet(contact, new, prev, i / m, h):
@@ -367,13 +402,18 @@ class VerletStrands:
         if at.size:
             prev[:, :, at] += moved
 
-    def interaction(self, pos: np.ndarray, frame: np.ndarray | None = None) -> np.ndarray:
+    def interaction(self, pos: np.ndarray, frame: np.ndarray | None = None,
+                    prev: np.ndarray | None = None) -> np.ndarray:
         """Hair–hair accelerations (3, n, S) at positions ``pos``: repulsion between segments of
-        different strands closer than the diameter, and the static links' springs. ``frame``
-        (4, 4): rigid, world → the frame the broadphase tracks motion in (``step``)."""
+        different strands closer than the diameter (or the Volume's friction and repulsion), and
+        the static links' springs. ``frame`` (4, 4): rigid, world → the frame the broadphase
+        tracks motion in (``step``); ``prev`` (3, n, S): the positions a substep before (the
+        Volume's friction reads the velocity ``(pos − prev) / h``)."""
         s = self.settings
         out = link_forces(pos, self.link_a, self.link_b, self.link_rest, s.link_stiffness)
-        if s.hair_hair:
+        if self.volume is not None:
+            out += self._volume_accel(pos, frame, prev)
+        elif s.hair_hair:
             n, num = self.n, pos.shape[2]
             a, b = pos[:, :-1].reshape(3, -1), pos[:, 1:].reshape(3, -1)
             on_a, on_b, self.pairs = repulsion(a, b, self.segment_strand, s.diameter, s.repulsion,
@@ -382,6 +422,23 @@ class VerletStrands:
             out[:, :-1] += on_a.reshape(3, n - 1, num)
             out[:, 1:] += on_b.reshape(3, n - 1, num)
         return out
+
+    def _volume_accel(self, pos: np.ndarray, frame: np.ndarray | None, prev: np.ndarray | None) -> np.ndarray:
+        """The Volume's accelerations (3, n, S) (``interaction.Volume``), the grid in the head's
+        frame (a groom carried by the head keeps its density). Friction as Petrovic et al. (2005,
+        §3) blend velocities, ``v ← (1 − F) v + F V_grid``, with ``F = 1 − (1 − Hair Friction)^(24 h)``
+        over a substep ``h`` (the setting's share a 1/24 s, whatever the substeps), held over the
+        substep as the acceleration ``F (V_grid − v) / h`` (``kernels.volume.volume_accel``)."""
+        s = self.settings
+        h = self._h
+        q = self._in_frame(pos, frame).reshape(3, -1)
+        if prev is None or not h:
+            vel, share, h = np.zeros(q.shape), 0.0, 1.0
+        else:
+            vel = (pos - prev).reshape(3, -1) / h
+            share = 1.0 - (1.0 - float(s.hair_friction)) ** (24.0 * h)
+        turn = None if frame is None else np.asarray(frame, np.float64)[:3, :3].T
+        return self.volume.accel(q, vel, s.repulsion, share, h, turn).reshape(pos.shape)
 
     def _bend(self, x: np.ndarray, prev: np.ndarray, goal: np.ndarray, share: float) -> None:
         """Bend the predicted points ``x`` (3, n, S), root to tip, ``share`` of the way towards
@@ -756,12 +813,17 @@ class StrandLayer(DynamicsLayer):
         super().__init__(model, settings)
         rest_rows, offsets = model.world_rest(), model.offsets
         counts = np.diff(offsets)
+        # world → the head's frame at rest, without its scale (as ``LayerFrame.rigid`` at rest)
+        turn = rotation_of(model.head_rest)
+        rest_frame = np.eye(4)
+        rest_frame[:3, :3] = turn.T
+        rest_frame[:3, 3] = -turn.T @ np.asarray(model.head_rest, np.float64)[:3, 3]
         self.groups = []
         for n in np.unique(counts):
             strands = np.flatnonzero(counts == n)
             index = offsets[strands][None, :] + np.arange(n)[:, None]          # (n, S) into P
             rest = np.asarray(rest_rows, np.float64)[:, index]
-            self.groups.append((int(n), index, VerletStrands(rest, settings)))
+            self.groups.append((int(n), index, VerletStrands(rest, settings, rest_frame)))
         self.contacts = None
 
     def bind_colliders(self, colliders) -> None:

@@ -389,12 +389,16 @@ def _strands_groom(strands: int, points: int) -> np.ndarray:
                                           * (1 - np.cos(s * 1.2)) * 0.8 + root[:, None] * 0.1 * s)
 
 
-def strands_one(strands: int, points: int, hair_hair: bool, frames: int = 6) -> dict:
+def strands_one(strands: int, points: int, hair_hair: bool, frames: int = 6, method: str = "PAIRS") -> dict:
     """The wig core per frame with the Strands layer (8 substeps, collision with a sphere head in
     its substeps and in refinement): ``strands`` combed out and down from the head's crown, the
-    head turning; with ``hair_hair``, segments of different strands closer than 5 mm repel.
+    head turning; with ``hair_hair``, segments of different strands closer than 5 mm repel
+    (``method`` PAIRS), or the hair is felt as a volume (VOLUME).
     Reports the median ms per frame after a warm-up frame, the layer's and refinement's parts,
-    the hair-hair interaction's part, and the process's peak memory."""
+    the hair-hair interaction's part, the process's peak memory and a hash of the positions
+    of every frame (a change that should keep the bits keeps it)."""
+    import hashlib
+
     sys.path.insert(0, str(ROOT))
     from hair_wig import FrameInput, HairSet, Magnet, Wig, WigSettings
     from hair_wig.strands import StrandSettings, VerletStrands
@@ -402,21 +406,23 @@ def strands_one(strands: int, points: int, hair_hair: bool, frames: int = 6) -> 
     pts = _strands_groom(strands, points)
     hair = HairSet(np.ascontiguousarray(pts.transpose(2, 1, 0)).reshape(-1, 3).astype(np.float32),
                    np.full(strands, points), name="bench")
-    settings = WigSettings(dynamics=StrandSettings(hair_hair=hair_hair, diameter=0.005), use_collision=True)
+    settings = WigSettings(dynamics=StrandSettings(hair_hair=bool(hair_hair), diameter=0.005, hair_hair_method=method),
+                           use_collision=True)
     wig = Wig(hair, np.eye(4), np.eye(4), [Magnet("M", np.eye(4), radius=0.01)], settings,
               head_mesh=sphere_mesh())
     spent = [0.0]
     original = VerletStrands.interaction
 
-    def interaction(self, pos, frame=None):
+    def interaction(self, pos, frame=None, prev=None):
         t1 = time.perf_counter()
         try:
-            return original(self, pos, frame)
+            return original(self, pos, frame, prev)
         finally:
             spent[0] += time.perf_counter() - t1
 
     VerletStrands.interaction = interaction
     times, state, phases = [], None, {}
+    digest = hashlib.sha1()
     for f in range(frames + 1):
         head = np.eye(4)
         c, si = np.cos(0.9 * f / frames), np.sin(0.9 * f / frames)
@@ -424,11 +430,13 @@ def strands_one(strands: int, points: int, hair_hair: bool, frames: int = 6) -> 
         if f == 1:
             spent[0], phases = 0.0, {}
         t1 = time.perf_counter()
-        _, state = wig.step(FrameInput(np.eye(4), head, np.array([np.eye(4)]), time=f / 24), state,
-                            keep_state=False, timings=phases)
+        out, state = wig.step(FrameInput(np.eye(4), head, np.array([np.eye(4)]), time=f / 24), state,
+                              keep_state=False, timings=phases)
         if f:
             times.append(time.perf_counter() - t1)
-    return {"strands": strands, "points": points, "hair_hair": hair_hair, "ms": 1e3 * float(np.median(times)),
+        digest.update(np.ascontiguousarray(out).tobytes())
+    return {"strands": strands, "points": points, "hair_hair": hair_hair, "method": method,
+            "hash": digest.hexdigest()[:16], "ms": 1e3 * float(np.median(times)),
             "mean_ms": 1e3 * float(np.mean(times)), "layer_ms": 1e3 * phases.get("dynamics", 0.0) / frames,
             "refine_ms": 1e3 * (phases.get("collision", 0.0) + phases.get("length", 0.0)) / frames,
             "interaction_ms": 1e3 * spent[0] / frames,
@@ -683,7 +691,7 @@ def main(argv=None) -> int:
                      (args.field_one, field_build), (args.wig_strands_one, lambda n: wig_bake(n, 48, "STRANDS")),
                      (args.wig_rods_one, lambda n: wig_bake(n, 48, "RODS")),
                      (args.particle_collide_one, lambda n: particle_hair(n, 48, collide=True)),
-                     (args.strands_one, lambda k: strands_one(*map(int, k.split("x")))),
+                     (args.strands_one, lambda k: strands_one(*map(int, k.split("x")[:4]), *k.split("x")[4:5])),
                      (args.search_one, lambda k: one_search(*map(int, k.split("x")))),
                      (args.style_one, style_one), (args.rods_one, rods_one), (args.draw_one, draw_one)):
         if flag:
