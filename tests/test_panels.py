@@ -140,7 +140,7 @@ SAVED = {"secondary_stiffness": 120.0, "secondary_damping": 8.0, "secondary_rand
          "secondary_dynablend": 1.0, "strands_stiffness": 150.0, "strands_goal_damping": 10.0,
          "strands_bend": 1000.0, "strands_drag": 0.5, "strands_substeps": 8, "strands_method": "FTL",
          "strands_iterations": 20, "strands_friction": 0.3, "strands_hair_hair": False,
-         "strands_diameter": 0.005, "strands_repulsion": 2000.0, "strands_links": 0,
+         "strands_hair_hair_method": "PAIRS", "strands_hair_friction": 0.1, "strands_diameter": 0.005, "strands_repulsion": 2000.0, "strands_links": 0,
          "strands_link_stiffness": 50.0, "strands_dynablend": 1.0, "rods_stiffness": 10.0,
          "rods_response": 100.0, "rods_damping": 4.0, "rods_wobble": 0.25, "rods_max_substeps": 64,
          "rods_dynablend": 1.0}
