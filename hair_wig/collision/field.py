@@ -77,6 +77,7 @@ class MeshField:
     _k_grid64 = _of("grid", "_k_grid64", "The grid in float64 coordinates (``lookup``).")
     _k_errors = _of("grid", "_k_errors", "The grid's error bounds and the lists' cells and reach.")
     _k_tris = _of("index", "_k_tris", "The cell lists and the triangles (the exact queries).")
+    _k_every = _of("index", "_k_every", "Every triangle as one list (a seam's cell's exact query).")
     _k_planes = _of("index", "_k_planes", "Each triangle's plane and side planes (``_depths``'s bound).")
     _slack = _of("grid", "_slack", "``slack``, as the kernels read it.")
     nbytes = _of("grid", "nbytes", "What the grid and its lists hold (bytes).")

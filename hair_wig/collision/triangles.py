@@ -256,6 +256,11 @@ class TriangleIndex:
         spheres = np.ascontiguousarray(np.concatenate([self.centres, self.radii[None]]).T)      # (T, 4)
         self._k_tris = (grid.list_start, grid.list_tri, self._tri_cols, spheres,
                         self.normals, 1e-5 * self.size, 1e-9 * self.extent)
+        # the same triangles as one list holding every one: where a point's list cell cannot
+        # decide (a seam's cell), the exact query searches them all — the first nearest in
+        # triangle order after the same bounding-sphere prune, as ``exact_every``
+        t = self._tri_cols.shape[0]
+        self._k_every = (np.array([0, t], np.int64), np.arange(t, dtype=np.int32)) + self._k_tris[2:]
 
     def exact(self, p: np.ndarray, every: bool = False):
         """Exact signed distance (N,) of points ``p`` (N, 3), their closest points (N, 3) and the

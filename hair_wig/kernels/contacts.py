@@ -33,7 +33,7 @@ import numpy as np
 from numba import njit, prange
 
 from .field import _lookup64, _trilinear32, launch
-from .walk import _add_collider, _first_collider
+from .walk import add_collider, first_collider
 
 # Strands a parallel iteration meets one after another: a typed List's item costs ~0.5 µs a read
 # (``kernels.walk``), so each collider is read once a chunk.
@@ -60,9 +60,9 @@ def collider_tuple(c):
 def colliders_list(colliders):
     """The typed List the kernel reads its colliders from, made and filled by the walk's cached
     kernels (a typed List's own methods compile again in every process)."""
-    out = _first_collider(collider_tuple(colliders[0]))
+    out = first_collider(collider_tuple(colliders[0]))
     for c in colliders[1:]:
-        _add_collider(out, collider_tuple(c))
+        add_collider(out, collider_tuple(c))
     return out
 
 

@@ -23,7 +23,7 @@ transformed, every, child_limit (K, n, G) f32)``
 skip distances (``Collider``), this frame's head-local → field-space map and back (``transformed``
 False: the identity, the collider moves with the head), whether the collider moved or deforms
 (then no point is skipped for being near its rest position), and its triangles as one list
-(``_every``) for the points whose list cell cannot decide, and the limits of each guide's shape
+(``TriangleIndex._k_every``) for the points whose list cell cannot decide, and the limits of each guide's shape
 moved onto its children's roots (``Collider.bind_children``; empty without children).
 """
 
@@ -53,7 +53,7 @@ def collider_tuple(c):
     return (f._k_nodes, f._k_grid32, f._k_grid64, f._k_errors, f._k_tris, f._k_box, f._k_planes,
             np.ascontiguousarray(c.limit, np.float32), np.ascontiguousarray(c.skip2, np.float32), to_field,
             from_field, bool(c.moved), np.float32(f.slack), float(f.exact_reach), float(c.tolerance),
-            np.float32(c.stretch), moved, _every(f), _children_limit(c))
+            np.float32(c.stretch), moved, f._k_every, _children_limit(c))
 
 
 _NO_CHILDREN = np.zeros((0, 0, 0), np.float32)
@@ -66,18 +66,6 @@ def _children_limit(c):
     return _NO_CHILDREN if limit is None else np.ascontiguousarray(limit, np.float32)
 
 
-def _every(f):
-    """The field's triangles as one list (``kernels.field``'s ``tris`` tuple with a single cell
-    listing every triangle): ``_exact_point`` on it is ``MeshField._exact_every`` — the first
-    nearest in triangle order, found after the same bounding-sphere prune."""
-    every = getattr(f, "_k_every", None)
-    if every is None or every[2] is not f._k_tris[2]:
-        tris = f._k_tris
-        t = tris[2].shape[0]
-        every = f._k_every = (np.array([0, t], np.int64), np.arange(t, dtype=np.int32)) + tris[2:]
-    return every
-
-
 # Strands a parallel iteration walks one after another. The colliders come in a numba typed List,
 # whose item costs ~0.5 us a read (it copies the item's arrays and counts their references): the
 # first — the head, often the only one — is read once a chunk, not at every point.
@@ -87,21 +75,24 @@ CHUNK = 32
 def colliders_list(colliders):
     """The typed List the kernel reads its colliders from: made and filled by cached kernels
     (a typed List's own methods compile again in every process: 0.9 s, measured)."""
-    out = _first_collider(collider_tuple(colliders[0]))
+    out = first_collider(collider_tuple(colliders[0]))
     for c in colliders[1:]:
-        _add_collider(out, collider_tuple(c))
+        add_collider(out, collider_tuple(c))
     return out
 
 
 @njit(cache=True)
-def _first_collider(col):
+def first_collider(col):
+    """A typed List of collider tuples holding ``col`` (every client's colliders: the walk's, the
+    contacts'), made by a cached kernel."""
     out = List()
     out.append(col)
     return out
 
 
 @njit(cache=True)
-def _add_collider(cols, col):
+def add_collider(cols, col):
+    """``col`` appended to the typed List ``cols`` (``first_collider``'s)."""
     cols.append(col)
 
 
