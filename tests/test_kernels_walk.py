@@ -15,7 +15,10 @@ from hair_wig import FrameInput, HairSet, Magnet, Wig, WigSettings
 from hair_wig.children import Children
 from hair_wig.collision import ColliderMesh
 from hair_wig.strands import StrandSettings
+from hair_wig import chain
+from hair_wig import walk as walk_module
 from hair_wig.walk import CollisionWalk
+from test_chain import _constraints
 from test_collision import sphere
 from tolerance import FOLLOW, rounding
 
@@ -91,7 +94,10 @@ def test_the_walk_kernel_meets_the_contacts_the_numpy_walk_meets(monkeypatch, n,
     frames = _frames()
     wig, _ = _scene(n=n, lifts=lifts, children=children)
     residuals = []
-    kernel = _bake(wig, frames, residuals)
+    lifted = [1.0]                       # the worst conditioning of a lift's constraints
+    with monkeypatch.context() as m:
+        m.setattr(walk_module, "least_motion", _conditioning(lifted))
+        kernel = _bake(wig, frames, residuals)
     looked, stops = wig.walk.looked, wig.walk.stops
     assert (wig.walk.children is not None) == (children is not None)
     with monkeypatch.context() as m:
@@ -102,7 +108,10 @@ def test_the_walk_kernel_meets_the_contacts_the_numpy_walk_meets(monkeypatch, n,
     if lifts:
         assert stops > 0
     rest = np.linalg.norm(np.diff(wig.hair.points.reshape(-1, n, 3), axis=1), axis=2)
-    tol = rounding(1.6, n * (FOLLOW + 3 * 10))
+    # a lifted chain is solved from points that differ by the roundings above, and its solution
+    # moves by them times the conditioning of its constraints (``chain.least_motion``: a least
+    # motion onto rows of unit vectors, first order), carried on along the strand from there
+    tol = rounding(1.6, n * (FOLLOW + 3 * 10)) * lifted[0]
     for a, b, inside in zip(kernel, reference, residuals):
         assert np.abs(a - b).max() <= tol
         # how deep any point lies inside its collision surface (the groom's clearance where it
@@ -110,6 +119,17 @@ def test_the_walk_kernel_meets_the_contacts_the_numpy_walk_meets(monkeypatch, n,
         assert inside <= wig.colliders[0].tolerance + tol
         seg = np.linalg.norm(np.diff(a.reshape(-1, n, 3), axis=1), axis=2)
         assert np.abs(seg - rest).max() <= rounding(1.6, 2 * FOLLOW)
+
+
+def _conditioning(worst):
+    """``chain.least_motion`` that also keeps, in ``worst[0]``, the largest condition number of
+    the constraints it solved (each lifted chain's, at its answer)."""
+    def least_motion(x, fixed, length, normal, reach, **kw):
+        y = chain.least_motion(x, fixed, length, normal, reach, **kw)
+        for a in _constraints(y, fixed, normal):
+            worst[0] = max(worst[0], float(np.linalg.cond(a)))
+        return y
+    return least_motion
 
 
 def test_the_walk_kernel_gives_the_same_bits_on_one_and_two_threads():
