@@ -461,6 +461,8 @@ def main(argv=None) -> int:
     p.add_argument("--frame", type=int, default=14)
     p.add_argument("--solver", choices=("SCENE", "SPRINGS", "STRANDS", "RODS"), default="SCENE",
                    help="the dynamics solver every groom bakes with (SCENE: as each scene sets it)")
+    p.add_argument("--hair-hair", choices=("OFF", "PAIRS", "VOLUME"), default="OFF",
+                   help="with --solver STRANDS: Hair Against Hair on, by Strand Pairs or as a Volume")
     args = p.parse_args(argv)
     addon.ensure_registered()
     tiles = []
@@ -471,6 +473,9 @@ def main(argv=None) -> int:
         g = BUILDERS[name](**(SMALL[name] if args.small else {}))
         if args.solver != "SCENE":
             use_solver(g, args.solver)
+        if args.hair_hair != "OFF":
+            g.hair.hair_wig.strands_hair_hair = True
+            g.hair.hair_wig.strands_hair_hair_method = args.hair_hair
         cache, seconds = bake(g)
         m = measure(g, cache)
         print(f"| {m['scene']} | {m['strands']} x {m['points'] // m['strands']} | {m['rest_move']:.2e} | "
