@@ -155,21 +155,31 @@ class VIEW3D_PT_hair_wig_dynamics(_WigSubPanel, bpy.types.Panel):
         if layer is None:
             return
         curves = []
-        for f in settings_fields(layer.SETTINGS):
+        fields = {f.name: f for f in settings_fields(layer.SETTINGS)}
+        for f in fields.values():
             if "profile" in f.metadata:
                 curves.append(f.metadata["profile"])
                 continue
             row = layout
-            when = f.metadata.get("when")
-            if when is not None:
-                other, value = when
-                now = getattr(s, next(g.metadata["prop"] for g in settings_fields(layer.SETTINGS) if g.name == other))
+            if f.metadata.get("when") is not None:
                 row = layout.column()
-                row.active = bool(now) if value is True else now == value
+                row.active = _in_use(s, fields, f.name)
             row.prop(s, f.metadata["prop"])
         for name in curves:
             draw_profile(layout, s, name)
         layout.label(text="Shows in a bake; the live preview has no dynamics", icon="INFO")
+
+
+def _in_use(s, fields: dict, name: str) -> bool:
+    """Whether the layer setting ``name`` acts with the wig's settings ``s``: its ``when``
+    holds, and the setting that ``when`` names acts too (Hair Friction needs the Volume, which
+    needs Hair Against Hair on)."""
+    when = fields[name].metadata.get("when")
+    if when is None:
+        return True
+    other, value = when
+    now = getattr(s, fields[other].metadata["prop"])
+    return (bool(now) if value is True else now == value) and _in_use(s, fields, other)
 
 
 class VIEW3D_PT_hair_wig_refinement(_WigSubPanel, bpy.types.Panel):

@@ -114,6 +114,45 @@ def test_panels_draw_only_existing_properties(scene, addon, dynamic, curves, lay
         assert name in data.bl_rna.properties, (type(data).__name__, name)
 
 
+class ActiveRecorder(Recorder):
+    """A layout that records, for each property drawn, whether it is drawn active."""
+
+    def __init__(self, seen, active=True):
+        super().__init__(seen)
+        self.active = active
+
+    def prop(self, data, name, **kw):
+        self.seen.append((name, self.active))
+
+    def column(self, **_kw):
+        return ActiveRecorder(self.seen, self.active)
+
+
+@pytest.mark.parametrize("on, method, friction", [(False, "VOLUME", False), (True, "VOLUME", True),
+                                                  (True, "PAIRS", False)])
+def test_a_setting_is_drawn_active_only_when_what_it_needs_acts(scene, addon, on, method, friction):
+    """Hair Friction acts only with the Volume, and the Volume only with Hair Against Hair on: the
+    Dynamics panel draws it greyed unless both hold (its ``when`` names the method; the method's
+    names Hair Against Hair)."""
+    from hair_wig_addon.panels import sidebar
+
+    pts, counts = scenes.straight_strands(3, 4)
+    ob = scenes.curves_hair("Hair", pts, counts)
+    ob.hair_wig.enabled = True
+    ob.hair_wig.use_secondary = True
+    ob.hair_wig.dynamics_layer = "STRANDS"
+    ob.hair_wig.strands_hair_hair = on
+    ob.hair_wig.strands_hair_hair_method = method
+    bpy.context.view_layer.objects.active = ob
+    seen = []
+    panel = type("PanelSelf", (), {"layout": ActiveRecorder(seen)})()
+    sidebar.VIEW3D_PT_hair_wig_dynamics.draw(panel, bpy.context)
+    drawn = dict(seen)
+    assert drawn["strands_hair_friction"] is friction
+    assert drawn["strands_hair_hair_method"] is on
+    assert drawn["strands_diameter"] is on
+
+
 def test_every_setting_says_in_words_what_it_does(addon):
     """Issue 14 part 8: every setting an artist sees has a tooltip, and none speaks in the seeds'
     letters and formulas ("(a)", "distance^-exponent", "the patent's way")."""
