@@ -191,34 +191,13 @@ def test_the_volume_refuses_a_grid_too_large_by_the_setting():
 
 def test_a_wig_with_volume_strands_bakes_the_same_bits_on_two_threads_and_when_resumed():
     """``test_strands``' bake on 1 and 2 threads and resumed, with the Volume."""
-    from test_strands import _inputs, _wig
-    from test_wig_core import numba_threads
-
-    def settings():
-        return StrandSettings(hair_hair=True, hair_hair_method="VOLUME", diameter=0.05, links=2)
+    from test_strands import _inputs, _wig, bake_on_two_threads_and_resumed
 
     inputs = _inputs(20, 12)
-    _, one = _wig(settings(), sizes=(10,))
-    _, two = _wig(settings(), threads=2, sizes=(10,))
-    state1 = state2 = None
-    frames = []
-    for f, inp in enumerate(inputs):
-        with numba_threads(1):
-            a, state1 = one.step(inp, state1)
-        with numba_threads(2):
-            b, state2 = two.step(inp, state2, keep_state=False)
-        assert np.array_equal(a, b), f
-        frames.append(a)
-        if f == 9:
-            saved = state1.copy()
-    assert saved != state1 and state1 == state2
+    one, frames = bake_on_two_threads_and_resumed(
+        lambda: StrandSettings(hair_hair=True, hair_hair_method="VOLUME", diameter=0.05, links=2), inputs)
     layer = one.layer.groups[0][2]
     assert layer.volume is not None and layer.volume.nodes > 0
-    _, again = _wig(settings(), sizes=(10,))
-    state = saved
-    for inp in inputs[10:]:
-        last, state = again.step(inp, state)
-    assert np.array_equal(last, frames[-1]) and state == state1
     # the volume changes the bake: it is on
     _, off = _wig(StrandSettings(diameter=0.05, links=2), sizes=(10,))
     state = None

@@ -307,10 +307,11 @@ def test_a_wig_with_strands_holds_its_groom_at_rest_and_lags_when_the_head_turns
     assert np.abs(seg[inner] / seg0[inner] - 1).max() <= kept
 
 
-def test_a_wig_with_strands_bakes_the_same_bits_on_two_threads_and_when_resumed():
-    inputs = _inputs(20, 12)
-    _, one = _wig(StrandSettings(hair_hair=True, diameter=0.05, links=2), sizes=(10,))
-    _, two = _wig(StrandSettings(hair_hair=True, diameter=0.05, links=2), threads=2, sizes=(10,))
+def bake_on_two_threads_and_resumed(settings, inputs):
+    """A wig of ``settings()`` baked over ``inputs`` on 1 and 2 threads (the same bits each
+    frame) and resumed at frame 10 from a saved state (the same last frame and state); the wig
+    baked on one thread and its frames, for what else a caller checks."""
+    one, two = _wig(settings(), sizes=(10,))[1], _wig(settings(), threads=2, sizes=(10,))[1]
     state1 = state2 = None
     frames = []
     for f, inp in enumerate(inputs):
@@ -323,12 +324,18 @@ def test_a_wig_with_strands_bakes_the_same_bits_on_two_threads_and_when_resumed(
         if f == 9:
             saved = state1.copy()
     assert saved != state1 and state1 == state2
-    assert one.layer.groups[0][2].pairs > 0 and one.layer.groups[0][2].link_a.size > 0   # they touch
-    _, again = _wig(StrandSettings(hair_hair=True, diameter=0.05, links=2), sizes=(10,))
+    _, again = _wig(settings(), sizes=(10,))
     state = saved
     for inp in inputs[10:]:
         last, state = again.step(inp, state)
     assert np.array_equal(last, frames[-1]) and state == state1
+    return one, frames
+
+
+def test_a_wig_with_strands_bakes_the_same_bits_on_two_threads_and_when_resumed():
+    one, _ = bake_on_two_threads_and_resumed(lambda: StrandSettings(hair_hair=True, diameter=0.05, links=2),
+                                             _inputs(20, 12))
+    assert one.layer.groups[0][2].pairs > 0 and one.layer.groups[0][2].link_a.size > 0   # they touch
 
 
 def test_a_wig_refuses_settings_no_layer_takes_by_name():
