@@ -27,15 +27,17 @@ from .spaces import rotation_of, transform_rows
 
 
 def setting(prop: str, name: str, description: str, *, keyed: bool = False, when: tuple | None = None,
-            **limits) -> dict:
+            reads: str | None = None, **limits) -> dict:
     """Field metadata of a layer setting an artist sets in the Dynamics panel: ``prop`` the wig
     property's name in Blender (kept across versions: saved files hold it), ``name`` and
     ``description`` what the panel shows, ``keyed`` whether an animator can key it (the layer reads
     it each frame, ``DynamicsLayer.key``), ``when`` ``(other field, value)`` — shown active only
     then (``value`` ``True``: while the other is on or non-zero) — and Blender's property limits
-    (``min``, ``max``, ``soft_min``, ``soft_max``, ``subtype``, ``items`` for a choice)."""
+    (``min``, ``max``, ``soft_min``, ``soft_max``, ``subtype``, ``items`` for a choice). A text
+    setting with ``reads`` names an integer curve attribute of the hair: the scene reader reads
+    it (one value a strand, or None where the hair has none) into the settings' field ``reads``."""
     return {"prop": prop, "ui": dict(name=name, description=description, **limits), "keyed": keyed,
-            "when": when}
+            "when": when, "reads": reads}
 
 
 def profile(name: str, label: str, description: str, preset: str) -> dict:

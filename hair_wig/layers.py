@@ -10,12 +10,14 @@ from .errors import HairWigError
 from .rods import RodLayer
 from .springs import SpringLayer
 from .strands import StrandLayer
+from .wisps import WispLayer
 
 # in the order the panel lists them; the first is the default
 LAYERS: dict[str, type[DynamicsLayer]] = {layer.KEY: layer for layer in (
     SpringLayer,
     StrandLayer,
     RodLayer,
+    WispLayer,
 )}
 
 

@@ -419,6 +419,27 @@ def read_strand_set(ob, attribute: str) -> np.ndarray | None:
     return _read_selection(ob.data, ob.name, attribute, _curve_offsets(ob.data))
 
 
+def read_strand_ints(ob, attribute: str) -> np.ndarray | None:
+    """(N,) int64 one value a strand of the integer (or float, rounded) curve attribute
+    ``attribute`` of a Curves hair object, or None where it has no such curve attribute."""
+    if ob.type != "CURVES":
+        raise HairWigError(f"'{ob.name}': legacy Curve objects have no attribute '{attribute}'")
+    attr = ob.data.attributes.get(attribute)
+    if attr is None or attr.domain != "CURVE":
+        return None
+    if attr.data_type not in ("INT", "INT8", "FLOAT", "BOOLEAN"):
+        raise HairWigError(f"'{ob.name}': its attribute '{attribute}' is {attr.data_type.lower()}, not a number "
+                           "a strand")
+    n = len(ob.data.curves)
+    if attr.data_type == "FLOAT":
+        out = np.empty(n, np.float32)
+        attr.data.foreach_get("value", out)
+        return np.rint(out).astype(np.int64)
+    out = np.empty(n, np.int32 if attr.data_type != "BOOLEAN" else bool)
+    attr.data.foreach_get("value", out)
+    return out.astype(np.int64)
+
+
 def selected_curves(ob) -> np.ndarray:
     """Curves selected in Sculpt Mode (Blender's ``.selection``), as indices."""
     if ob.data.attributes.get(".selection") is None:

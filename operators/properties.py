@@ -406,7 +406,8 @@ def layer_properties() -> dict:
             if not f.metadata["keyed"]:
                 ui["options"] = set()
             kind = "enum" if "items" in ui else f.type
-            prop = {"float": FloatProperty, "int": IntProperty, "bool": BoolProperty, "enum": EnumProperty}.get(kind)
+            prop = {"float": FloatProperty, "int": IntProperty, "bool": BoolProperty, "enum": EnumProperty,
+                    "str": StringProperty}.get(kind)
             if prop is None:
                 raise TypeError(f"{layer.LABEL}: setting {f.name} of type {f.type} has no Blender property kind")
             made[f.metadata["prop"]] = prop(**ui)

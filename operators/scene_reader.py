@@ -280,6 +280,9 @@ def layer_settings(s):
             values[f.name] = profile_curves.read(s, f.metadata["profile"])
         else:
             values[f.name] = getattr(s, f.metadata["prop"])
+            if f.metadata.get("reads") and values[f.name]:
+                # an integer curve attribute the layer reads, one value a strand (None: the hair has none)
+                values[f.metadata["reads"]] = blender_io.read_strand_ints(s.id_data, values[f.name])
     try:
         return layer.SETTINGS(**values)
     except HairWigError as err:

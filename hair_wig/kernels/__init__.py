@@ -102,7 +102,7 @@ _threading_layer()
 # The kernel modules besides follow-the-leader, in the order they warm up: each has its
 # ``WARM_UPS`` (what an artist reads while it runs, the call that compiles it as the core calls it)
 MODULES = ("field", "walk", "compression", "contacts", "pairs", "volume", "rods", "verlet", "springs", "magnets", "points",
-           "chain", "fields", "scalp")
+           "chain", "fields", "scalp", "wisps")
 
 
 def _import_kernels():

@@ -1,0 +1,668 @@
+"""Kernels of the Wisps dynamics layer (seed 001, Plante, Cani, Poulin 2002; SPEC §7 "001";
+``hair_wig/wisps.py``).
+
+A wig's wisps all have ``N`` skeleton points (``K = N − 1`` segments); their arrays are wisp-major:
+skeleton points ``(W, N, 3)``, cross-section frames ``(W, N, 2, 3)`` (``e₁, e₂``; the tangent is
+the bisector of the two segments at a point), envelope radii ``(W, N, 4)`` along the half-lines
+``+e₁, +e₂, −e₁, −e₂``. The strands riding the wisps are the wig's points, ``(P, 3)`` views of rows.
+
+Every kernel but the interactions' runs ``prange`` over wisps (or strands), each writing only its
+own: the same bits on any thread count. The interactions between wisps exchange momentum between
+any two of them, so they are one serial loop in a fixed order (the wisps are few: a few thousand
+point masses) — deterministic by construction.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+SIN_PLANE = np.sin(np.radians(25.0))     # seed 001 §7.1: within 25° of the common plane, wisps interpenetrate
+PARALLEL = 0.1                           # |σ_p × σ_s| below this: the wisps are parallel (≈ 6°)
+
+
+@njit(cache=True)
+def _unit3(x, y, z):
+    r = np.sqrt(x * x + y * y + z * z)
+    if r < 1e-300:
+        return 0.0, 0.0, 0.0, 0.0
+    return x / r, y / r, z / r, r
+
+
+@njit(cache=True)
+def _turn(ux, uy, uz, wx, wy, wz, dx, dy, dz):
+    """The least rotation taking unit ``u`` onto unit ``w``, applied to ``d`` (the strands'
+    bend formula, no cross product): ``R d = d − (s·d)/(1 + u·w) s + 2 (u·d) w``, ``s = u + w``."""
+    sx, sy, sz = ux + wx, uy + wy, uz + wz
+    c = 1.0 + ux * wx + uy * wy + uz * wz
+    if c < 1e-9:               # u opposite w: no least rotation; leave d (a folded skeleton)
+        return dx, dy, dz
+    k = (sx * dx + sy * dy + sz * dz) / c
+    ud = 2.0 * (ux * dx + uy * dy + uz * dz)
+    return dx - k * sx + ud * wx, dy - k * sy + ud * wy, dz - k * sz + ud * wz
+
+
+@njit(cache=True, parallel=True)
+def wisp_gather(points, wisp_start, wisp_strands, samp_a, samp_f, weight, out):
+    """Each wisp's skeleton ``out`` (W, N, 3): the weighted mean of its strands sampled at the
+    same arc-length fractions ``i / K`` (seed 001 §3.2: the skeleton carries the strands' mass).
+    ``points`` (P, 3); strands of wisp ``w`` are ``wisp_strands[wisp_start[w]:wisp_start[w+1]]``;
+    strand ``s``'s sample ``i`` lies ``samp_f[s, i]`` of the way from point ``samp_a[s, i]`` to
+    the next; ``weight`` (S,) each strand's share of its wisp (summing to 1)."""
+    num_w, n = out.shape[0], out.shape[1]
+    for w in prange(num_w):
+        for i in range(n):
+            x = y = z = 0.0
+            for j in range(wisp_start[w], wisp_start[w + 1]):
+                s = wisp_strands[j]
+                a = samp_a[s, i]
+                f = samp_f[s, i]
+                g = 1.0 - f
+                c = weight[s]
+                x += c * (g * points[a, 0] + f * points[a + 1, 0])
+                y += c * (g * points[a, 1] + f * points[a + 1, 1])
+                z += c * (g * points[a, 2] + f * points[a + 1, 2])
+            out[w, i, 0] = x
+            out[w, i, 1] = y
+            out[w, i, 2] = z
+
+
+@njit(cache=True)
+def _frames_of(x, w, anchor, e1_root, frames, tangent):
+    """Cross-section frames of wisp ``w`` of skeleton ``x`` (W, N, 3) into ``frames[w]`` (N, 2, 3)
+    and ``tangent[w]`` (N, 3): each in the plane bisecting its two segments (seed 001 §3.3; the
+    root's first neighbour is the anchor direction ``anchor[w]``, the tip's its last segment);
+    ``e₁`` at the root is ``e1_root[w]`` made square to the root's tangent, then carried root to
+    tip by the least rotation between successive tangents: no twist."""
+    n = x.shape[1]
+    px, py, pz = anchor[w, 0], anchor[w, 1], anchor[w, 2]
+    for i in range(n):
+        if i < n - 1:
+            dx, dy, dz, _ = _unit3(x[w, i + 1, 0] - x[w, i, 0], x[w, i + 1, 1] - x[w, i, 1],
+                                   x[w, i + 1, 2] - x[w, i, 2])
+        else:
+            dx, dy, dz = px, py, pz
+        tx, ty, tz, r = _unit3(px + dx, py + dy, pz + dz)
+        if r < 1e-9:                    # folded back on itself: keep the segment before
+            tx, ty, tz = px, py, pz
+        if i == 0:
+            ex, ey, ez = e1_root[w, 0], e1_root[w, 1], e1_root[w, 2]
+            k = ex * tx + ey * ty + ez * tz
+            ex, ey, ez, r = _unit3(ex - k * tx, ey - k * ty, ez - k * tz)
+        else:
+            ux, uy, uz = tangent[w, i - 1, 0], tangent[w, i - 1, 1], tangent[w, i - 1, 2]
+            ex, ey, ez = _turn(ux, uy, uz, tx, ty, tz, frames[w, i - 1, 0, 0], frames[w, i - 1, 0, 1],
+                               frames[w, i - 1, 0, 2])
+            k = ex * tx + ey * ty + ez * tz              # rounding: keep it square to the tangent
+            ex, ey, ez, r = _unit3(ex - k * tx, ey - k * ty, ez - k * tz)
+        tangent[w, i, 0], tangent[w, i, 1], tangent[w, i, 2] = tx, ty, tz
+        frames[w, i, 0, 0], frames[w, i, 0, 1], frames[w, i, 0, 2] = ex, ey, ez
+        frames[w, i, 1, 0] = ty * ez - tz * ey
+        frames[w, i, 1, 1] = tz * ex - tx * ez
+        frames[w, i, 1, 2] = tx * ey - ty * ex
+        px, py, pz = dx, dy, dz
+
+
+@njit(cache=True, parallel=True)
+def wisp_frames(x, anchor, e1_root, frames, tangent):
+    """``_frames_of`` for every wisp."""
+    for w in prange(x.shape[0]):
+        _frames_of(x, w, anchor, e1_root, frames, tangent)
+
+
+@njit(cache=True)
+def _placed(x, frames, ratio, stretch, w, k, u, a, b, c):
+    """A strand point at fixed coordinates ``(k, u; a, b, c)`` in wisp ``w`` (seed 001 §6): on
+    segment ``k`` at ``u`` of its length, ``a, b`` along the cross-sections' ``e₁, e₂`` (each
+    scaled by the envelope's radius on its side, now over rest, ``ratio`` (W, N, 4)), ``c``
+    along the segment scaled by its stretch ``stretch`` (W, K): waves keep their count as a
+    wisp stretches, their amplitude follows the envelope."""
+    g = 1.0 - u
+    qa = 0 if a >= 0.0 else 2
+    qb = 1 if b >= 0.0 else 3
+    sa = a * (g * ratio[w, k, qa] + u * ratio[w, k + 1, qa])
+    sb = b * (g * ratio[w, k, qb] + u * ratio[w, k + 1, qb])
+    dx, dy, dz, _ = _unit3(x[w, k + 1, 0] - x[w, k, 0], x[w, k + 1, 1] - x[w, k, 1], x[w, k + 1, 2] - x[w, k, 2])
+    sc = c * stretch[w, k]
+    out0 = g * x[w, k, 0] + u * x[w, k + 1, 0] + sc * dx
+    out1 = g * x[w, k, 1] + u * x[w, k + 1, 1] + sc * dy
+    out2 = g * x[w, k, 2] + u * x[w, k + 1, 2] + sc * dz
+    for d in range(3):
+        e1 = g * frames[w, k, 0, d] + u * frames[w, k + 1, 0, d]
+        e2 = g * frames[w, k, 1, d] + u * frames[w, k + 1, 1, d]
+        v = sa * e1 + sb * e2
+        if d == 0:
+            out0 += v
+        elif d == 1:
+            out1 += v
+        else:
+            out2 += v
+    return out0, out1, out2
+
+
+@njit(cache=True, parallel=True)
+def wisp_place(goal, out, offsets, point_wisp, point_seg, point_u, coords, blend,
+               x, frames, ratio, stretch, gx, gframes, gstretch, unit):
+    """The shown strands (seed 001 §6): each point ``goal + blend · (placed(wisp) − placed(goal
+    wisp))`` into ``out`` (P, 3) — its fixed coordinates in the simulated wisp (skeleton ``x``,
+    ``frames``, envelope ``ratio``, segment ``stretch``) less the same in the goal's wisp
+    (``gx``, ``gframes``, rest radii ``unit`` (W, N, 4) of ones, ``gstretch``). So the groom's
+    own shape within a wisp (and what magnets did to it) stays, the wisp's motion is added, and a
+    wisp resting on its goal shows the goal exactly. Strand by strand over ``offsets`` (S + 1,)."""
+    for s in prange(offsets.shape[0] - 1):
+        for p in range(offsets[s], offsets[s + 1]):
+            w, k, u = point_wisp[p], point_seg[p], point_u[p]
+            a, b, c = coords[p, 0], coords[p, 1], coords[p, 2]
+            s0, s1, s2 = _placed(x, frames, ratio, stretch, w, k, u, a, b, c)
+            g0, g1, g2 = _placed(gx, gframes, unit, gstretch, w, k, u, a, b, c)
+            f = blend[p]
+            out[p, 0] = goal[p, 0] + f * (s0 - g0)
+            out[p, 1] = goal[p, 1] + f * (s1 - g1)
+            out[p, 2] = goal[p, 2] + f * (s2 - g2)
+
+
+@njit(cache=True)
+def _damp_pair(v, w, i, j, wi, wj, ux, uy, uz, share):
+    """Damping as a velocity modification (seed 001 §5.2): the relative velocity of points ``i``
+    and ``j`` of wisp ``w`` along unit ``u`` loses ``share = min(ν dt, 1)`` of itself, split by
+    inverse masses ``wi, wj`` so momentum is kept; it can shrink to zero, never reverse."""
+    tot = wi + wj
+    if tot <= 0.0 or share <= 0.0:
+        return
+    rel = ((v[w, i, 0] - v[w, j, 0]) * ux + (v[w, i, 1] - v[w, j, 1]) * uy + (v[w, i, 2] - v[w, j, 2]) * uz)
+    d = share * rel / tot
+    v[w, i, 0] -= d * wi * ux
+    v[w, i, 1] -= d * wi * uy
+    v[w, i, 2] -= d * wi * uz
+    v[w, j, 0] += d * wj * ux
+    v[w, j, 1] += d * wj * uy
+    v[w, j, 2] += d * wj * uz
+
+
+@njit(cache=True)
+def _bend_target(x, gx, w, k, L):
+    """Where point ``k + 1`` of wisp ``w`` would be if its segment bent from the one before it as
+    the goal's does: the goal's segment ``k`` turned by the least rotation taking the goal's
+    segment ``k − 1`` onto the wisp's, laid from point ``k`` at length ``L``. The first segment's
+    'before' is the anchor, the goal's own first segment (fixed in the head, seed 001 §3.2)."""
+    gdx, gdy, gdz, _ = _unit3(gx[w, k + 1, 0] - gx[w, k, 0], gx[w, k + 1, 1] - gx[w, k, 1],
+                              gx[w, k + 1, 2] - gx[w, k, 2])
+    if k > 0:
+        ux, uy, uz, _ = _unit3(gx[w, k, 0] - gx[w, k - 1, 0], gx[w, k, 1] - gx[w, k - 1, 1],
+                               gx[w, k, 2] - gx[w, k - 1, 2])
+        vx, vy, vz, _ = _unit3(x[w, k, 0] - x[w, k - 1, 0], x[w, k, 1] - x[w, k - 1, 1],
+                               x[w, k, 2] - x[w, k - 1, 2])
+        gdx, gdy, gdz = _turn(ux, uy, uz, vx, vy, vz, gdx, gdy, gdz)
+    return x[w, k, 0] + L * gdx, x[w, k, 1] + L * gdy, x[w, k, 2] + L * gdz
+
+
+@njit(cache=True, parallel=True)
+def wisp_velocities(x, v, r, rd, frames, target, v_goal, ext, base, mass, inv_mass, rest_len, r0,
+                    h, k_stretch, nu_stretch, k_bend, nu_bend, kh2, keep, toward, k_env, nu_env, v_old):
+    """Forces and velocity modifications of one substep ``h`` on every wisp (seed 001 §5.1, items
+    1 and 3), before the interactions: into ``v`` (W, N, 3) and the envelope's radial speeds
+    ``rd`` (W, N, 4); ``v_old`` gets the skeleton's velocities before.
+
+    Forces per unit of the skeleton point's mass: ``base`` (3,) gravity with the style's hold
+    and ``ext`` (W, N, 3) the force fields; linear springs along the skeleton
+    ``f = −k (|p₁ − p₂| − r) u`` (elastic part; ``k_stretch`` per reduced mass); angular springs
+    towards the goal's bend (``_bend_target``, ``k_bend``); the envelope's springs' reaction.
+    Then damping as velocity modifications that never reverse a relative velocity and keep
+    momentum (``_damp_pair``): along each segment (``nu_stretch``) and across it against the turn
+    of the segment before (``nu_bend``); the goal's damping and the air's exactly over the
+    substep (``keep`` = e^{−(settle + drag) h}, ``toward`` the goal's share, as Strands do).
+    The envelope: each radius ``r`` on a soft spring to its rest ``r0`` (``k_env``) and linked to
+    its neighbours in the cross-section for volume, pushed by the skeleton's acceleration and the
+    loads along its half-line, heavily damped (``nu_env``, as a velocity modification).
+    ``inv_mass`` 0: a point held on the goal (the root). ``kh2`` is unused here (positions)."""
+    num_w, n = x.shape[0], x.shape[1]
+    for w in prange(num_w):
+        acc = np.zeros((n, 3))
+        env = np.zeros((n, 4))
+        for i in range(n):
+            for d in range(3):
+                acc[i, d] = base[d] + ext[w, i, d]
+        # the envelope's springs: radial to its rest, and links between neighbours (rest lengths
+        # of the links from the rest radii: the half-lines are square)
+        for i in range(n):
+            for q in range(4):
+                rq = r[w, i, q]
+                f = k_env * (r0[w, i, q] - rq)
+                for nb in ((q + 1) % 4, (q + 3) % 4):
+                    rn = r[w, i, nb]
+                    L = np.sqrt(rq * rq + rn * rn)
+                    L0 = np.sqrt(r0[w, i, q] ** 2 + r0[w, i, nb] ** 2)
+                    if L > 0.0:
+                        f -= k_env * (L - L0) * rq / L
+                env[i, q] = f
+        for i in range(n):
+            # the envelope's springs pull the skeleton back along each half-line (1/100 masses)
+            for q in range(4):
+                sgn = 1.0 if q < 2 else -1.0
+                ax = q % 2
+                for d in range(3):
+                    acc[i, d] -= 0.01 * env[i, q] * sgn * frames[w, i, ax, d]
+        for k in range(n - 1):
+            ux, uy, uz, L = _unit3(x[w, k + 1, 0] - x[w, k, 0], x[w, k + 1, 1] - x[w, k, 1],
+                                   x[w, k + 1, 2] - x[w, k, 2])
+            mu = 2.0 * mass[w, k] * mass[w, k + 1] / (mass[w, k] + mass[w, k + 1])
+            f = k_stretch * mu * (L - rest_len[w, k])
+            tx, ty, tz = _bend_target(x, target, w, k, L)
+            bx = k_bend * mu * (tx - x[w, k + 1, 0])
+            by = k_bend * mu * (ty - x[w, k + 1, 1])
+            bz = k_bend * mu * (tz - x[w, k + 1, 2])
+            ma, mb = 1.0 / mass[w, k], 1.0 / mass[w, k + 1]
+            acc[k, 0] += (f * ux - bx) * ma
+            acc[k, 1] += (f * uy - by) * ma
+            acc[k, 2] += (f * uz - bz) * ma
+            acc[k + 1, 0] += (bx - f * ux) * mb
+            acc[k + 1, 1] += (by - f * uy) * mb
+            acc[k + 1, 2] += (bz - f * uz) * mb
+        for i in range(n):
+            for d in range(3):
+                v_old[w, i, d] = v[w, i, d]
+                if inv_mass[w, i] > 0.0:
+                    v[w, i, d] += h * acc[i, d]
+                else:
+                    v[w, i, d] = v_goal[w, i, d]
+        # damping along and across each segment, root to tip
+        s_stretch = min(nu_stretch * h, 1.0)
+        s_bend = min(nu_bend * h, 1.0)
+        wx = wy = wz = 0.0                  # the segment before's turn rate (the anchor's: none)
+        for k in range(n - 1):
+            ux, uy, uz, L = _unit3(x[w, k + 1, 0] - x[w, k, 0], x[w, k + 1, 1] - x[w, k, 1],
+                                   x[w, k + 1, 2] - x[w, k, 2])
+            wa, wb = inv_mass[w, k], inv_mass[w, k + 1]
+            _damp_pair(v, w, k + 1, k, wb, wa, ux, uy, uz, s_stretch)
+            if s_bend > 0.0 and L > 0.0:
+                # relative velocity across the segment against what turning with the one before
+                # would give it: ω × (x_{k+1} − x_k)
+                rx = v[w, k + 1, 0] - v[w, k, 0] - (wy * uz - wz * uy) * L
+                ry = v[w, k + 1, 1] - v[w, k, 1] - (wz * ux - wx * uz) * L
+                rz = v[w, k + 1, 2] - v[w, k, 2] - (wx * uy - wy * ux) * L
+                a = rx * ux + ry * uy + rz * uz
+                px, py, pz, pr = _unit3(rx - a * ux, ry - a * uy, rz - a * uz)
+                if pr > 0.0:
+                    tot = wa + wb
+                    if tot > 0.0:
+                        dd = s_bend * pr / tot
+                        for d, pd in ((0, px), (1, py), (2, pz)):
+                            v[w, k + 1, d] -= dd * wb * pd
+                            v[w, k, d] += dd * wa * pd
+            if L > 0.0:
+                # this segment's turn rate ω = u × (v_{k+1} − v_k) / L, for the next one
+                rx = v[w, k + 1, 0] - v[w, k, 0]
+                ry = v[w, k + 1, 1] - v[w, k, 1]
+                rz = v[w, k + 1, 2] - v[w, k, 2]
+                wx = (uy * rz - uz * ry) / L
+                wy = (uz * rx - ux * rz) / L
+                wz = (ux * ry - uy * rx) / L
+        for i in range(n):
+            if inv_mass[w, i] > 0.0:
+                for d in range(3):
+                    v[w, i, d] = keep * v[w, i, d] + (1.0 - keep) * toward * v_goal[w, i, d]
+        # the envelope: pushed along its half-lines by the loads less the skeleton's acceleration
+        # (it lags a swinging wisp), sprung and damped
+        s_env = min(nu_env * h, 1.0)
+        for i in range(n):
+            for q in range(4):
+                sgn = 1.0 if q < 2 else -1.0
+                ax = q % 2
+                push = 0.0
+                for d in range(3):
+                    a_skel = (v[w, i, d] - v_old[w, i, d]) / h
+                    push += (base[d] + ext[w, i, d] - a_skel) * sgn * frames[w, i, ax, d]
+                if inv_mass[w, i] == 0.0:
+                    push = 0.0
+                rd[w, i, q] += h * (push + env[i, q])
+                rd[w, i, q] *= 1.0 - s_env
+
+
+@njit(cache=True, parallel=True)
+def wisp_positions(x, v, r, rd, target, inv_mass, rest_len, h, kh2, max_stretch):
+    """Positions of one substep (seed 001 §5.1, item 4): each free skeleton point moves by its
+    velocity with the goal's spring taken implicitly, ``x' = (x + v h + k h² target) / (1 + k h²)``
+    (stable for any stiffness; ``kh2`` (W, N) is ``k h²``) and its velocity becomes what it moved;
+    held points go to ``target``. Then each segment is kept within ``max_stretch`` of its rest
+    length root to tip — the point after it set on the limit and the rest of the wisp carried
+    along, its stretching speed taken off — and each envelope radius moves by its speed."""
+    num_w, n = x.shape[0], x.shape[1]
+    for w in prange(num_w):
+        for i in range(n):
+            if inv_mass[w, i] > 0.0:
+                c = kh2[w, i]
+                for d in range(3):
+                    nx = (x[w, i, d] + h * v[w, i, d] + c * target[w, i, d]) / (1.0 + c)
+                    v[w, i, d] = (nx - x[w, i, d]) / h
+                    x[w, i, d] = nx
+            else:
+                for d in range(3):
+                    x[w, i, d] = target[w, i, d]
+        cx = cy = cz = 0.0
+        for k in range(n - 1):
+            x[w, k + 1, 0] += cx
+            x[w, k + 1, 1] += cy
+            x[w, k + 1, 2] += cz
+            if inv_mass[w, k + 1] == 0.0:
+                continue
+            ux, uy, uz, L = _unit3(x[w, k + 1, 0] - x[w, k, 0], x[w, k + 1, 1] - x[w, k, 1],
+                                   x[w, k + 1, 2] - x[w, k, 2])
+            lo, hi = rest_len[w, k] * (1.0 - max_stretch), rest_len[w, k] * (1.0 + max_stretch)
+            to = L
+            if L > hi:
+                to = hi
+            elif L < lo and L > 0.0:
+                to = lo
+            if to != L:
+                mx, my, mz = (to - L) * ux, (to - L) * uy, (to - L) * uz
+                x[w, k + 1, 0] += mx
+                x[w, k + 1, 1] += my
+                x[w, k + 1, 2] += mz
+                cx += mx
+                cy += my
+                cz += mz
+                rel = ((v[w, k + 1, 0] - v[w, k, 0]) * ux + (v[w, k + 1, 1] - v[w, k, 1]) * uy
+                       + (v[w, k + 1, 2] - v[w, k, 2]) * uz)
+                if (to > L and rel < 0.0) or (to < L and rel > 0.0):
+                    v[w, k + 1, 0] -= rel * ux
+                    v[w, k + 1, 1] -= rel * uy
+                    v[w, k + 1, 2] -= rel * uz
+        for i in range(n):
+            for q in range(4):
+                r[w, i, q] += h * rd[w, i, q]
+
+
+@njit(cache=True)
+def wisp_carry(x, v, push, rest_len):
+    """The penetration reaction (seed 001 §4.3.2) on skeletons ``x`` (W, N, 3): root to tip,
+    each point pushed out by ``push`` (W, N, 3) is set at its segment's present length from the
+    point before it, in the pushed direction, and every point after it moves as it did (lengths
+    kept); its velocity loses what it had into the push. Serial: few points, fewer pushed."""
+    num_w, n = x.shape[0], x.shape[1]
+    for w in range(num_w):
+        cx = cy = cz = 0.0
+        for i in range(1, n):
+            x[w, i, 0] += cx
+            x[w, i, 1] += cy
+            x[w, i, 2] += cz
+            px, py, pz = push[w, i, 0], push[w, i, 1], push[w, i, 2]
+            if px == 0.0 and py == 0.0 and pz == 0.0:
+                continue
+            L = np.sqrt((x[w, i, 0] - x[w, i - 1, 0]) ** 2 + (x[w, i, 1] - x[w, i - 1, 1]) ** 2
+                        + (x[w, i, 2] - x[w, i - 1, 2]) ** 2)
+            ux, uy, uz, _ = _unit3(x[w, i, 0] + px - x[w, i - 1, 0], x[w, i, 1] + py - x[w, i - 1, 1],
+                                   x[w, i, 2] + pz - x[w, i - 1, 2])
+            nx, ny, nz = x[w, i - 1, 0] + L * ux, x[w, i - 1, 1] + L * uy, x[w, i - 1, 2] + L * uz
+            cx += nx - x[w, i, 0]
+            cy += ny - x[w, i, 1]
+            cz += nz - x[w, i, 2]
+            x[w, i, 0], x[w, i, 1], x[w, i, 2] = nx, ny, nz
+            nux, nuy, nuz, _ = _unit3(px, py, pz)
+            into = v[w, i, 0] * nux + v[w, i, 1] * nuy + v[w, i, 2] * nuz
+            if into < 0.0:
+                v[w, i, 0] -= into * nux
+                v[w, i, 1] -= into * nuy
+                v[w, i, 2] -= into * nuz
+
+
+@njit(cache=True)
+def _segment_boxes(x, r, box):
+    """Each wisp segment's box (W·K, 6): its two cross-sections' skeleton points widened by their
+    largest envelope radius."""
+    num_w, n = x.shape[0], x.shape[1]
+    for w in range(num_w):
+        for k in range(n - 1):
+            s = w * (n - 1) + k
+            ra = max(max(r[w, k, 0], r[w, k, 1]), max(r[w, k, 2], r[w, k, 3]))
+            rb = max(max(r[w, k + 1, 0], r[w, k + 1, 1]), max(r[w, k + 1, 2], r[w, k + 1, 3]))
+            for d in range(3):
+                a, b = x[w, k, d], x[w, k + 1, d]
+                box[s, d] = min(a - ra, b - rb)
+                box[s, 3 + d] = max(a + ra, b + rb)
+
+
+@njit(cache=True)
+def _cell_key(ix, iy, iz, mask):
+    return ((ix * 73856093) ^ (iy * 19349663) ^ (iz * 83492791)) & mask
+
+
+@njit(cache=True)
+def wisp_pairs(x, r, n_seg):
+    """The grid broadphase over wisp segments (seed 001 §4.1): pairs (M, 2) of segments — of
+    different wisps, or of one wisp two or more apart — whose boxes meet, each pair once, in a
+    fixed order. Each segment is listed in the grid cell of its box's low corner, cells as large
+    as the largest box, so two boxes that meet lie in neighbouring cells; each segment looks in
+    the (distinct) hash buckets of its 27 neighbours for segments numbered after it."""
+    num_w, n = x.shape[0], x.shape[1]
+    m = num_w * n_seg
+    box = np.empty((m, 6))
+    _segment_boxes(x, r, box)
+    cell = 0.0
+    for s in range(m):
+        for d in range(3):
+            cell = max(cell, box[s, 3 + d] - box[s, d])
+    cell = max(cell, 1e-12)
+    size = 1
+    while size < 2 * m:
+        size *= 2
+    mask = size - 1
+    key = np.empty(m, np.int64)
+    ijk = np.empty((m, 3), np.int64)
+    for s in range(m):
+        for d in range(3):
+            ijk[s, d] = np.int64(np.floor(box[s, d] / cell))
+        key[s] = _cell_key(ijk[s, 0], ijk[s, 1], ijk[s, 2], mask)
+    start = np.zeros(size + 1, np.int64)
+    for s in range(m):
+        start[key[s] + 1] += 1
+    for b in range(size):
+        start[b + 1] += start[b]
+    fill = start[:-1].copy()
+    order = np.empty(m, np.int64)
+    for s in range(m):                      # a counting sort: each bucket in segment order
+        order[fill[key[s]]] = s
+        fill[key[s]] += 1
+    pairs = np.empty((max(16, 8 * m), 2), np.int64)
+    count = 0
+    buckets = np.empty(27, np.int64)
+    for a in range(m):
+        nb = 0
+        for dx in range(-1, 2):
+            for dy in range(-1, 2):
+                for dz in range(-1, 2):
+                    k = _cell_key(ijk[a, 0] + dx, ijk[a, 1] + dy, ijk[a, 2] + dz, mask)
+                    seen = False
+                    for j in range(nb):
+                        if buckets[j] == k:
+                            seen = True
+                            break
+                    if not seen:
+                        buckets[nb] = k
+                        nb += 1
+        wa, ka = a // n_seg, a % n_seg
+        for j in range(nb):
+            bk = buckets[j]
+            for t in range(start[bk], start[bk + 1]):
+                b = order[t]
+                if b <= a:
+                    continue
+                if b // n_seg == wa and abs(b % n_seg - ka) < 2:
+                    continue                 # a wisp's own neighbouring segments share a point
+                if (box[a, 0] > box[b, 3] or box[b, 0] > box[a, 3] or box[a, 1] > box[b, 4]
+                        or box[b, 1] > box[a, 4] or box[a, 2] > box[b, 5] or box[b, 2] > box[a, 5]):
+                    continue
+                if count == pairs.shape[0]:
+                    grown = np.empty((2 * count, 2), np.int64)
+                    grown[:count] = pairs[:count]
+                    pairs = grown
+                pairs[count, 0] = a
+                pairs[count, 1] = b
+                count += 1
+    return pairs[:count]
+
+
+@njit(cache=True)
+def _inside(x, r, wb, kb, px, py, pz):
+    """Whether point ``p`` is inside segment ``kb`` of wisp ``wb`` (the volume between its two
+    cross-sections, seed 001 §4.1: each a disc of its envelope's mean radius): its fraction ``u``
+    along the segment, the offset from the axis there, and the hair's density there (rest area
+    over the area now: a squeezed wisp is denser)."""
+    ax, ay, az = x[wb, kb, 0], x[wb, kb, 1], x[wb, kb, 2]
+    dx, dy, dz = x[wb, kb + 1, 0] - ax, x[wb, kb + 1, 1] - ay, x[wb, kb + 1, 2] - az
+    dd = dx * dx + dy * dy + dz * dz
+    if dd <= 0.0:
+        return -1.0, 0.0, 0.0, 0.0, 0.0
+    u = ((px - ax) * dx + (py - ay) * dy + (pz - az) * dz) / dd
+    if u < 0.0 or u > 1.0:
+        return -1.0, 0.0, 0.0, 0.0, 0.0
+    ox, oy, oz = px - ax - u * dx, py - ay - u * dy, pz - az - u * dz
+    ra = 0.25 * (r[wb, kb, 0] + r[wb, kb, 1] + r[wb, kb, 2] + r[wb, kb, 3])
+    rb = 0.25 * (r[wb, kb + 1, 0] + r[wb, kb + 1, 1] + r[wb, kb + 1, 2] + r[wb, kb + 1, 3])
+    rad = (1.0 - u) * ra + u * rb
+    if ox * ox + oy * oy + oz * oz >= rad * rad:
+        return -1.0, 0.0, 0.0, 0.0, 0.0
+    return u, ox, oy, oz, rad
+
+
+@njit(cache=True)
+def _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wa, c, wb, kb, viscosity, dt_c, counts):
+    """The points of cross-section ``c`` of wisp ``wa`` (skeleton and envelope) against segment
+    ``kb`` of wisp ``wb`` (seed 001 §4.2): a point inside it interpenetrates where the relative
+    velocity lies within 25° of the two wisps' common plane — its part along the plane's normal
+    ``n = σ_p × σ_s`` removed (both set to their average there) and viscous friction taking
+    ``min(viscosity · density · dt_c, 1)`` of the part in the plane — else collides inelastically
+    (the relative velocity removed). Each change is split by masses between the point and the
+    segment's two ends (the segment's mass at ``u`` seen through its ends' shares ``1 − u, u``),
+    so momentum is kept; an envelope point takes its part along its half-line (the envelope
+    compresses) and passes the rest to its skeleton point."""
+    n = x.shape[1]
+    for q in range(-1, 4):
+        px, py, pz = x[wa, c, 0], x[wa, c, 1], x[wa, c, 2]
+        vx, vy, vz = v[wa, c, 0], v[wa, c, 1], v[wa, c, 2]
+        ex = ey = ez = 0.0
+        if q >= 0:
+            sgn = 1.0 if q < 2 else -1.0
+            ax = q % 2
+            ex, ey, ez = sgn * frames[wa, c, ax, 0], sgn * frames[wa, c, ax, 1], sgn * frames[wa, c, ax, 2]
+            rr = r[wa, c, q]
+            px += rr * ex
+            py += rr * ey
+            pz += rr * ez
+            vx += rd[wa, c, q] * ex
+            vy += rd[wa, c, q] * ey
+            vz += rd[wa, c, q] * ez
+        u, ox, oy, oz, rad = _inside(x, r, wb, kb, px, py, pz)
+        if u < 0.0:
+            continue
+        if q < 0 and inv_mass[wa, c] == 0.0:
+            continue
+        counts[0] += 1
+        g = 1.0 - u
+        sx = g * v[wb, kb, 0] + u * v[wb, kb + 1, 0]
+        sy = g * v[wb, kb, 1] + u * v[wb, kb + 1, 1]
+        sz = g * v[wb, kb, 2] + u * v[wb, kb + 1, 2]
+        relx, rely, relz = vx - sx, vy - sy, vz - sz
+        # σ_p: the wisp's direction at the point; σ_s: the segment's
+        spx, spy, spz = tangent[wa, c, 0], tangent[wa, c, 1], tangent[wa, c, 2]
+        ssx, ssy, ssz, _ = _unit3(x[wb, kb + 1, 0] - x[wb, kb, 0], x[wb, kb + 1, 1] - x[wb, kb, 1],
+                                  x[wb, kb + 1, 2] - x[wb, kb, 2])
+        nx, ny, nz, nr = _unit3(spy * ssz - spz * ssy, spz * ssx - spx * ssz, spx * ssy - spy * ssx)
+        if nr < PARALLEL:
+            # parallel wisps: their common plane holds both axes and the offset between them
+            nx, ny, nz, nr = _unit3(ssy * oz - ssz * oy, ssz * ox - ssx * oz, ssx * oy - ssy * ox)
+        vn = relx * nx + rely * ny + relz * nz
+        speed = np.sqrt(relx * relx + rely * rely + relz * relz)
+        if nr == 0.0 or abs(vn) <= SIN_PLANE * speed:
+            # interpenetrate: the normal part removed, the in-plane part dragged by viscosity
+            ra = 0.25 * (r0[wb, kb, 0] + r0[wb, kb, 1] + r0[wb, kb, 2] + r0[wb, kb, 3])
+            rb = 0.25 * (r0[wb, kb + 1, 0] + r0[wb, kb + 1, 1] + r0[wb, kb + 1, 2] + r0[wb, kb + 1, 3])
+            rest = g * ra + u * rb
+            density = (rest / rad) ** 2 if rad > 0.0 else 1.0
+            drag = min(viscosity * density * dt_c, 1.0)
+            ix, iy, iz = relx - vn * nx, rely - vn * ny, relz - vn * nz
+            dx = -vn * nx - drag * ix
+            dy = -vn * ny - drag * iy
+            dz = -vn * nz - drag * iz
+        else:
+            counts[1] += 1
+            dx, dy, dz = -relx, -rely, -relz
+        # the segment's inverse mass at u, the point's mass
+        wsum = g * g * inv_mass[wb, kb] + u * u * inv_mass[wb, kb + 1]
+        mp = m_env[wa, c] if q >= 0 else mass[wa, c]
+        # Δv_p = m_s / (m_p + m_s) Δ_rel = Δ_rel / (1 + m_p w_s)
+        share = 1.0 / (1.0 + mp * wsum)
+        jx, jy, jz = mp * share * dx, mp * share * dy, mp * share * dz      # the impulse on the point
+        if q < 0:
+            v[wa, c, 0] += jx / mp
+            v[wa, c, 1] += jy / mp
+            v[wa, c, 2] += jz / mp
+        else:
+            jr = jx * ex + jy * ey + jz * ez
+            rd[wa, c, q] += jr / mp
+            im = inv_mass[wa, c]
+            v[wa, c, 0] += (jx - jr * ex) * im
+            v[wa, c, 1] += (jy - jr * ey) * im
+            v[wa, c, 2] += (jz - jr * ez) * im
+        wg, wu = g * inv_mass[wb, kb], u * inv_mass[wb, kb + 1]
+        v[wb, kb, 0] -= jx * wg
+        v[wb, kb, 1] -= jy * wg
+        v[wb, kb, 2] -= jz * wg
+        v[wb, kb + 1, 0] -= jx * wu
+        v[wb, kb + 1, 1] -= jy * wu
+        v[wb, kb + 1, 2] -= jz * wu
+
+
+@njit(cache=True)
+def wisp_interact(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, viscosity, dt_c, counts):
+    """Wisp–wisp interactions (seed 001 §4.1–4.2) as velocity modifications on ``v`` (W, N, 3)
+    and ``rd`` (W, N, 4): every pair of segments the broadphase gives (``wisp_pairs``), each
+    segment's own cross-section (its far end's) tested against the other's volume and the other's
+    against its (``_meet``); serial in the broadphase's order. ``counts`` (3,) int64: points met
+    in a volume, of them colliding (not interpenetrating), and pairs tested; added to."""
+    n = x.shape[1]
+    pairs = wisp_pairs(x, r, n - 1)
+    counts[2] += pairs.shape[0]
+    for t in range(pairs.shape[0]):
+        a, b = pairs[t, 0], pairs[t, 1]
+        wa, ka = a // (n - 1), a % (n - 1)
+        wb, kb = b // (n - 1), b % (n - 1)
+        _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wa, ka + 1, wb, kb, viscosity, dt_c, counts)
+        _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wb, kb + 1, wa, ka, viscosity, dt_c, counts)
+
+
+def _warm():
+    """Every kernel with the argument types the layer passes."""
+    w, n, p = 2, 3, 6
+    x = np.zeros((w, n, 3))
+    x[:, :, 2] = -np.arange(n)
+    x[1, :, 0] = 0.05
+    v = np.zeros_like(x)
+    r = np.full((w, n, 4), 0.1)
+    rd = np.zeros_like(r)
+    frames = np.zeros((w, n, 2, 3))
+    tangent = np.zeros((w, n, 3))
+    anchor = np.tile(np.array([0.0, 0.0, -1.0]), (w, 1))
+    e1 = np.tile(np.array([1.0, 0.0, 0.0]), (w, 1))
+    wisp_frames(x, anchor, e1, frames, tangent)
+    pts = np.zeros((3, p), np.float32).T
+    samp_a = np.zeros((2, n), np.int64)
+    samp_f = np.zeros((2, n))
+    wisp_gather(np.zeros((p, 3)), np.array([0, 1, 2]), np.array([0, 1]), samp_a, samp_f, np.ones(2), np.empty_like(x))
+    wisp_gather(pts, np.array([0, 1, 2]), np.array([0, 1]), samp_a, samp_f, np.ones(2), np.empty_like(x))
+    out = np.zeros((3, p), np.float32).T
+    offsets = np.array([0, 3, 6])
+    ints = np.zeros(p, np.int64)
+    ones = np.ones((w, n, 4))
+    stretch = np.ones((w, n - 1))
+    for goal in (np.zeros((3, p), np.float32).T, np.zeros((p, 3))):
+        wisp_place(goal, out, offsets, ints, ints, np.zeros(p), np.zeros((p, 3)), np.zeros(p), x, frames, ones,
+                   stretch, x, frames, stretch, ones)
+    mass = np.ones((w, n))
+    inv = np.ones((w, n))
+    rest_len = np.ones((w, n - 1))
+    wisp_velocities(x, v, r, rd, frames, x, v, v, np.zeros(3), mass, inv, rest_len, r, 0.01, 1.0, 1.0, 1.0, 1.0,
+                    np.zeros((w, n)), 1.0, 0.0, 1.0, 1.0, np.empty_like(v))
+    wisp_positions(x, v, r, rd, x, inv, rest_len, 0.01, np.zeros((w, n)), 0.1)
+    wisp_carry(x, v, np.zeros_like(x), rest_len)
+    wisp_interact(x, v, r, rd, frames, tangent, mass, inv, mass * 0.01, r, 1.0, 0.01, np.zeros(3, np.int64))
+
+
+WARM_UPS = (("wisps", _warm),)
