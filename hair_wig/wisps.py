@@ -47,6 +47,7 @@ SOURCES = ("GROOM", "ATTRIBUTE")
 ENVELOPE_MASS = 0.01          # an envelope point's mass, of its skeleton point's (seed 001 §3.3)
 MIN_RADIUS = 0.25             # a wisp's thinnest envelope at rest, of its mean segment length
 SQUEEZE = 0.05                # how far an envelope may be squeezed, of its rest radius
+SPREAD = 2.0                  # how far it may be flung wide, of its rest radius
 
 
 @dataclass
@@ -493,7 +494,7 @@ class WispLayer(DynamicsLayer):
                 self.seconds["body"] += time.perf_counter() - clock
             clock = time.perf_counter()
             wisp_positions(x, v, r, rd, target, ws.inv_mass, ws.rest_len, h, kh2, s.max_stretch)
-            np.maximum(r, SQUEEZE * ws.r0, out=r)
+            self._envelope_limits(r, rd)
             self.seconds["springs"] += time.perf_counter() - clock
             if self.colliders:
                 clock = time.perf_counter()
@@ -512,6 +513,18 @@ class WispLayer(DynamicsLayer):
                    x, frames, r / ws.r0, stretch, g1, gframes, gstretch, self.unit)
         transform_rows(frame.head_inv, shown, out)
         self.seconds["strands"] += time.perf_counter() - clock
+
+    def _envelope_limits(self, r, rd) -> None:
+        """Each radius between SQUEEZE and SPREAD of its rest, stopped (its speed further out or
+        in taken off) where it reaches either: hair squeezed flat or flung apart is held there."""
+        r0 = self.set.r0
+        low, high = r < SQUEEZE * r0, r > SPREAD * r0
+        if low.any():
+            r[low] = SQUEEZE * r0[low]
+            rd[low] = np.maximum(rd[low], 0.0)
+        if high.any():
+            r[high] = SPREAD * r0[high]
+            rd[high] = np.minimum(rd[high], 0.0)
 
     # -- the body (seed 001 §4.3) -----------------------------------------------------------------
     @staticmethod

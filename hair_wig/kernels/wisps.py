@@ -582,6 +582,7 @@ def _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wa, c, wb, kb
             dy = -vn * ny - drag * iy
             dz = -vn * nz - drag * iz
         else:
+            # collide: inelastic, the relative velocity removed (both move as their average)
             counts[1] += 1
             dx, dy, dz = -relx, -rely, -relz
         # the segment's inverse mass at u, the point's mass
@@ -611,6 +612,79 @@ def _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wa, c, wb, kb
 
 
 @njit(cache=True)
+def _mean_radius(r, w, k):
+    return 0.25 * (r[w, k, 0] + r[w, k, 1] + r[w, k, 2] + r[w, k, 3])
+
+
+@njit(cache=True)
+def _cross(x, v, r, r0, inv_mass, wa, ka, wb, kb, viscosity, dt_c, counts):
+    """Two skeleton segments whose axes pass closer than their mean radius (seed 001 §4.1 tests
+    the cross-sections' points only, enough for segments as wide as long; a thin wisp's segment
+    could pass through another between its cross-sections): the closest points of the two axes
+    meet as ``_meet``'s points do — interpenetrating or colliding by the same 25° rule — the
+    change split over each segment's two ends by their shares, so momentum is kept."""
+    a0x, a0y, a0z = x[wa, ka, 0], x[wa, ka, 1], x[wa, ka, 2]
+    b0x, b0y, b0z = x[wb, kb, 0], x[wb, kb, 1], x[wb, kb, 2]
+    d1x, d1y, d1z = x[wa, ka + 1, 0] - a0x, x[wa, ka + 1, 1] - a0y, x[wa, ka + 1, 2] - a0z
+    d2x, d2y, d2z = x[wb, kb + 1, 0] - b0x, x[wb, kb + 1, 1] - b0y, x[wb, kb + 1, 2] - b0z
+    rx, ry, rz = a0x - b0x, a0y - b0y, a0z - b0z
+    aa = d1x * d1x + d1y * d1y + d1z * d1z
+    ee = d2x * d2x + d2y * d2y + d2z * d2z
+    if aa <= 0.0 or ee <= 0.0:
+        return
+    ff = d2x * rx + d2y * ry + d2z * rz
+    cc = d1x * rx + d1y * ry + d1z * rz
+    bb = d1x * d2x + d1y * d2y + d1z * d2z
+    den = aa * ee - bb * bb
+    s = 0.0
+    if den > 1e-12 * aa * ee:
+        s = min(max((bb * ff - cc * ee) / den, 0.0), 1.0)
+    t = min(max((bb * s + ff) / ee, 0.0), 1.0)
+    s = min(max((bb * t - cc) / aa, 0.0), 1.0)
+    ox = a0x + s * d1x - b0x - t * d2x
+    oy = a0y + s * d1y - b0y - t * d2y
+    oz = a0z + s * d1z - b0z - t * d2z
+    reach = 0.5 * ((1.0 - s) * _mean_radius(r, wa, ka) + s * _mean_radius(r, wa, ka + 1)
+                   + (1.0 - t) * _mean_radius(r, wb, kb) + t * _mean_radius(r, wb, kb + 1))
+    dist = np.sqrt(ox * ox + oy * oy + oz * oz)
+    if dist >= reach:
+        return
+    counts[0] += 1
+    gs, gt = 1.0 - s, 1.0 - t
+    relx = gs * v[wa, ka, 0] + s * v[wa, ka + 1, 0] - gt * v[wb, kb, 0] - t * v[wb, kb + 1, 0]
+    rely = gs * v[wa, ka, 1] + s * v[wa, ka + 1, 1] - gt * v[wb, kb, 1] - t * v[wb, kb + 1, 1]
+    relz = gs * v[wa, ka, 2] + s * v[wa, ka + 1, 2] - gt * v[wb, kb, 2] - t * v[wb, kb + 1, 2]
+    ux, uy, uz, la = _unit3(d1x, d1y, d1z)
+    wx, wy, wz, lb = _unit3(d2x, d2y, d2z)
+    nx, ny, nz, nr = _unit3(uy * wz - uz * wy, uz * wx - ux * wz, ux * wy - uy * wx)
+    if nr < PARALLEL:
+        nx, ny, nz, nr = _unit3(wy * oz - wz * oy, wz * ox - wx * oz, wx * oy - wy * ox)
+    vn = relx * nx + rely * ny + relz * nz
+    speed = np.sqrt(relx * relx + rely * rely + relz * relz)
+    if nr == 0.0 or abs(vn) <= SIN_PLANE * speed:
+        rest = (gt * _mean_radius(r0, wb, kb) + t * _mean_radius(r0, wb, kb + 1))
+        now = (gt * _mean_radius(r, wb, kb) + t * _mean_radius(r, wb, kb + 1))
+        density = (rest / now) ** 2 if now > 0.0 else 1.0
+        drag = min(viscosity * density * dt_c, 1.0)
+        dx = -vn * nx - drag * (relx - vn * nx)
+        dy = -vn * ny - drag * (rely - vn * ny)
+        dz = -vn * nz - drag * (relz - vn * nz)
+    else:
+        counts[1] += 1
+        dx, dy, dz = -relx, -rely, -relz
+    w_a = gs * gs * inv_mass[wa, ka] + s * s * inv_mass[wa, ka + 1]
+    w_b = gt * gt * inv_mass[wb, kb] + t * t * inv_mass[wb, kb + 1]
+    if w_a + w_b <= 0.0:
+        return
+    jx, jy, jz = dx / (w_a + w_b), dy / (w_a + w_b), dz / (w_a + w_b)
+    for d, j in ((0, jx), (1, jy), (2, jz)):
+        v[wa, ka, d] += j * gs * inv_mass[wa, ka]
+        v[wa, ka + 1, d] += j * s * inv_mass[wa, ka + 1]
+        v[wb, kb, d] -= j * gt * inv_mass[wb, kb]
+        v[wb, kb + 1, d] -= j * t * inv_mass[wb, kb + 1]
+
+
+@njit(cache=True)
 def wisp_interact(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, viscosity, dt_c, counts):
     """Wisp–wisp interactions (seed 001 §4.1–4.2) as velocity modifications on ``v`` (W, N, 3)
     and ``rd`` (W, N, 4): every pair of segments the broadphase gives (``wisp_pairs``), each
@@ -624,6 +698,7 @@ def wisp_interact(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, visco
         a, b = pairs[t, 0], pairs[t, 1]
         wa, ka = a // (n - 1), a % (n - 1)
         wb, kb = b // (n - 1), b % (n - 1)
+        _cross(x, v, r, r0, inv_mass, wa, ka, wb, kb, viscosity, dt_c, counts)
         _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wa, ka + 1, wb, kb, viscosity, dt_c, counts)
         _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wb, kb + 1, wa, ka, viscosity, dt_c, counts)
 
