@@ -47,6 +47,7 @@ SOURCES = ("GROOM", "ATTRIBUTE")
 ENVELOPE_MASS = 0.01          # an envelope point's mass, of its skeleton point's (seed 001 §3.3)
 MIN_RADIUS = 0.25             # a wisp's thinnest envelope at rest, of its mean segment length
 SQUEEZE = 0.05                # how far an envelope may be squeezed, of its rest radius
+PASSES = 4                    # penetration reactions a substep, at most
 SPREAD = 2.0                  # how far it may be flung wide, of its rest radius
 
 
@@ -585,10 +586,11 @@ class WispLayer(DynamicsLayer):
         """Penetration reaction (§4.3.2): a skeleton point inside its collision surface moves out,
         set at its segment's length from the point before it, the rest of the wisp carried along
         (``kernels.wisps.wisp_carry``); then envelope points inside move in along their
-        half-lines. Two passes: a carried point may have met the surface in turn."""
+        half-lines. Up to PASSES passes: a carried point may have met the surface in turn, and a
+        point set on its tangent plane is still inside a surface curving away under it."""
         ws = self.set
         num = x.shape[0] * x.shape[1]
-        for _ in range(2):
+        for _ in range(PASSES):
             frames, _t = ws.frames(x, anchor, e1)
             pts = x.reshape(-1, 3).T
             found, _q, _b = self._query(pts, f, was, now)

@@ -17,6 +17,8 @@ from numba import njit, prange
 
 SIN_PLANE = np.sin(np.radians(25.0))     # seed 001 §7.1: within 25° of the common plane, wisps interpenetrate
 PARALLEL = 0.1                           # |σ_p × σ_s| below this: the wisps are parallel (≈ 6°)
+SEPARATE = 0.2                           # of a colliding point's depth in another wisp, undone per interaction step
+STILL = 1e-3                             # a contact moving less than this of its radius a step is at rest
 
 
 @njit(cache=True)
@@ -372,10 +374,13 @@ def wisp_positions(x, v, r, rd, target, inv_mass, rest_len, h, kh2, max_stretch)
 
 @njit(cache=True)
 def wisp_carry(x, v, push, rest_len):
-    """The penetration reaction (seed 001 §4.3.2) on skeletons ``x`` (W, N, 3): root to tip,
-    each point pushed out by ``push`` (W, N, 3) is set at its segment's present length from the
-    point before it, in the pushed direction, and every point after it moves as it did (lengths
-    kept); its velocity loses what it had into the push. Serial: few points, fewer pushed."""
+    """The penetration reaction (seed 001 §4.3.2) on skeletons ``x`` (W, N, 3): root to tip, a
+    point pushed out by ``push`` (W, N, 3) (its depth along the surface's outward normal) is set
+    at its segment's present length from the point before it, on the surface's side of the
+    tangent plane through where the push takes it — the nearest such place to it (the sphere of
+    that radius about the point before cut by the plane) — and every point after it moves as it
+    did (lengths kept); its velocity loses what it had into the surface. Serial: few points, fewer
+    pushed."""
     num_w, n = x.shape[0], x.shape[1]
     for w in range(num_w):
         cx = cy = cz = 0.0
@@ -386,16 +391,24 @@ def wisp_carry(x, v, push, rest_len):
             px, py, pz = push[w, i, 0], push[w, i, 1], push[w, i, 2]
             if px == 0.0 and py == 0.0 and pz == 0.0:
                 continue
-            L = np.sqrt((x[w, i, 0] - x[w, i - 1, 0]) ** 2 + (x[w, i, 1] - x[w, i - 1, 1]) ** 2
-                        + (x[w, i, 2] - x[w, i - 1, 2]) ** 2)
-            ux, uy, uz, _ = _unit3(x[w, i, 0] + px - x[w, i - 1, 0], x[w, i, 1] + py - x[w, i - 1, 1],
-                                   x[w, i, 2] + pz - x[w, i - 1, 2])
-            nx, ny, nz = x[w, i - 1, 0] + L * ux, x[w, i - 1, 1] + L * uy, x[w, i - 1, 2] + L * uz
+            nux, nuy, nuz, _ = _unit3(px, py, pz)
+            bx, by, bz = x[w, i - 1, 0], x[w, i - 1, 1], x[w, i - 1, 2]
+            L = np.sqrt((x[w, i, 0] - bx) ** 2 + (x[w, i, 1] - by) ** 2 + (x[w, i, 2] - bz) ** 2)
+            sx, sy, sz = x[w, i, 0] + px, x[w, i, 1] + py, x[w, i, 2] + pz          # on the surface
+            ux, uy, uz, _ = _unit3(sx - bx, sy - by, sz - bz)
+            nx, ny, nz = bx + L * ux, by + L * uy, bz + L * uz
+            above = (bx - sx) * nux + (by - sy) * nuy + (bz - sz) * nuz           # the point before, over the plane
+            if (nx - sx) * nux + (ny - sy) * nuy + (nz - sz) * nuz < 0.0 and 0.0 <= above < L:
+                # the length's sphere dips under the plane there: the nearest place on their circle
+                ox, oy, oz = bx - above * nux, by - above * nuy, bz - above * nuz
+                tx, ty, tz, tr = _unit3(sx - ox, sy - oy, sz - oz)
+                if tr > 0.0:
+                    rad = np.sqrt(L * L - above * above)
+                    nx, ny, nz = ox + rad * tx, oy + rad * ty, oz + rad * tz
             cx += nx - x[w, i, 0]
             cy += ny - x[w, i, 1]
             cz += nz - x[w, i, 2]
             x[w, i, 0], x[w, i, 1], x[w, i, 2] = nx, ny, nz
-            nux, nuy, nuz, _ = _unit3(px, py, pz)
             into = v[w, i, 0] * nux + v[w, i, 1] * nuy + v[w, i, 2] * nuz
             if into < 0.0:
                 v[w, i, 0] -= into * nux
@@ -431,8 +444,7 @@ def wisp_pairs(x, r, n_seg):
     fixed order. Each segment is listed in the grid cell of its box's low corner, cells as large
     as the largest box, so two boxes that meet lie in neighbouring cells; each segment looks in
     the (distinct) hash buckets of its 27 neighbours for segments numbered after it."""
-    num_w, n = x.shape[0], x.shape[1]
-    m = num_w * n_seg
+    m = x.shape[0] * n_seg
     box = np.empty((m, 6))
     _segment_boxes(x, r, box)
     cell = 0.0
@@ -531,9 +543,8 @@ def _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wa, c, wb, kb
     ``min(viscosity · density · dt_c, 1)`` of the part in the plane — else collides inelastically
     (the relative velocity removed). Each change is split by masses between the point and the
     segment's two ends (the segment's mass at ``u`` seen through its ends' shares ``1 − u, u``),
-    so momentum is kept; an envelope point takes its part along its half-line (the envelope
-    compresses) and passes the rest to its skeleton point."""
-    n = x.shape[1]
+    so momentum is kept; an envelope point (moving with its skeleton point) takes its part along
+    its half-line (the envelope compresses) and passes the rest to its skeleton point."""
     for q in range(-1, 4):
         px, py, pz = x[wa, c, 0], x[wa, c, 1], x[wa, c, 2]
         vx, vy, vz = v[wa, c, 0], v[wa, c, 1], v[wa, c, 2]
@@ -546,9 +557,9 @@ def _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wa, c, wb, kb
             px += rr * ex
             py += rr * ey
             pz += rr * ez
-            vx += rd[wa, c, q] * ex
-            vy += rd[wa, c, q] * ey
-            vz += rd[wa, c, q] * ez
+            # the point moves with its wisp: the envelope's own breathing back to its rest is
+            # not a contact's business (a groom's wisps overlap where they lie; a squeezed envelope
+            # inside its neighbour must still come back)
         u, ox, oy, oz, rad = _inside(x, r, wb, kb, px, py, pz)
         if u < 0.0:
             continue
@@ -566,8 +577,10 @@ def _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wa, c, wb, kb
                                   x[wb, kb + 1, 2] - x[wb, kb, 2])
         nx, ny, nz, nr = _unit3(spy * ssz - spz * ssy, spz * ssx - spx * ssz, spx * ssy - spy * ssx)
         if nr < PARALLEL:
-            # parallel wisps: their common plane holds both axes and the offset between them
-            nx, ny, nz, nr = _unit3(ssy * oz - ssz * oy, ssz * ox - ssx * oz, ssx * oy - ssy * ox)
+            # parallel wisps lie in a common plane with any relative velocity: they interpenetrate,
+            # nothing to remove across it
+            nr = 0.0
+            nx = ny = nz = 0.0
         vn = relx * nx + rely * ny + relz * nz
         speed = np.sqrt(relx * relx + rely * rely + relz * relz)
         if nr == 0.0 or abs(vn) <= SIN_PLANE * speed:
@@ -585,6 +598,16 @@ def _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wa, c, wb, kb
             # collide: inelastic, the relative velocity removed (both move as their average)
             counts[1] += 1
             dx, dy, dz = -relx, -rely, -relz
+            fx, fy, fz, off = _unit3(ox, oy, oz)
+            if off > 0.0 and dt_c > 0.0 and speed * dt_c > STILL * rad:
+                # and, while they are pressed together, sent out of the volume by SEPARATE of the
+                # depth per step (averaging alone lets a wisp pressed on by the rest of its chain
+                # sink through another a substep at a time); never at rest: a groom's wisps may
+                # overlap where they lie
+                out = SEPARATE * (rad - off) / dt_c
+                dx += out * fx
+                dy += out * fy
+                dz += out * fz
         # the segment's inverse mass at u, the point's mass
         wsum = g * g * inv_mass[wb, kb] + u * u * inv_mass[wb, kb + 1]
         mp = m_env[wa, c] if q >= 0 else mass[wa, c]
@@ -657,8 +680,9 @@ def _cross(x, v, r, r0, inv_mass, wa, ka, wb, kb, viscosity, dt_c, counts):
     ux, uy, uz, la = _unit3(d1x, d1y, d1z)
     wx, wy, wz, lb = _unit3(d2x, d2y, d2z)
     nx, ny, nz, nr = _unit3(uy * wz - uz * wy, uz * wx - ux * wz, ux * wy - uy * wx)
-    if nr < PARALLEL:
-        nx, ny, nz, nr = _unit3(wy * oz - wz * oy, wz * ox - wx * oz, wx * oy - wy * ox)
+    if nr < PARALLEL:                     # parallel: they interpenetrate (``_meet``)
+        nr = 0.0
+        nx = ny = nz = 0.0
     vn = relx * nx + rely * ny + relz * nz
     speed = np.sqrt(relx * relx + rely * rely + relz * relz)
     if nr == 0.0 or abs(vn) <= SIN_PLANE * speed:
@@ -672,6 +696,11 @@ def _cross(x, v, r, r0, inv_mass, wa, ka, wb, kb, viscosity, dt_c, counts):
     else:
         counts[1] += 1
         dx, dy, dz = -relx, -rely, -relz
+        if dist > 0.0 and dt_c > 0.0 and speed * dt_c > STILL * reach:
+            out = SEPARATE * (reach - dist) / (dt_c * dist)           # as ``_meet``
+            dx += out * ox
+            dy += out * oy
+            dz += out * oz
     w_a = gs * gs * inv_mass[wa, ka] + s * s * inv_mass[wa, ka + 1]
     w_b = gt * gt * inv_mass[wb, kb] + t * t * inv_mass[wb, kb + 1]
     if w_a + w_b <= 0.0:

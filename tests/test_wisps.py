@@ -1,0 +1,266 @@
+"""The Wisps dynamics layer (seed 001, hair_wig/wisps.py) on scenes with answers: the seed's two
+wisps (§7.1, Fig. 8 and 9) crossing and lying alike, viscosity, a hanging wisp that stays its
+groom, the envelope's return after a squeeze, the skeleton's stretch limit, the colliders, the
+strands riding their wisps (waves keep their count, §6), and how strands are grouped. The layer
+contract (at rest, lengths, inside, dynablend, resume, threads) is tests/test_layers.py's, which
+runs every registered layer."""
+
+import numpy as np
+import pytest
+
+from hair_wig import FrameInput, Magnet, Wig, WigSettings
+from hair_wig.dynamics_layer import HairModel, LayerFrame
+from hair_wig.errors import HairWigError
+from hair_wig.wisps import SPREAD, SQUEEZE, WispLayer, WispSet, WispSettings, group_wisps
+from test_strands import G, _turn, _wig_hair
+from test_wig_core import sphere_mesh
+from tolerance import EPS64, rounding
+
+DT = 1 / 24
+
+
+def bundle(root, axis, length=0.4, n=9, ring=6, rho=0.015):
+    """A straight wisp of ``ring + 1`` strands: one on the axis, the others on a circle of radius
+    ``rho`` about it."""
+    axis = np.asarray(axis, float) / np.linalg.norm(axis)
+    a = np.cross(axis, [0.3, 0.5, 0.8])
+    a /= np.linalg.norm(a)
+    b = np.cross(axis, a)
+    offs = [np.zeros(3)] + [rho * (np.cos(t) * a + np.sin(t) * b)
+                            for t in np.linspace(0, 2 * np.pi, ring, endpoint=False)]
+    s = np.linspace(0, length, n)
+    return [np.asarray(root, float) + o + s[:, None] * axis for o in offs]
+
+
+def _model(strands, name="wisps"):
+    pts = np.concatenate(strands).astype(np.float32)
+    offsets = np.r_[0, np.cumsum([len(s) for s in strands])]
+    return HairModel(name, np.ascontiguousarray(pts.T), offsets, np.eye(4))
+
+
+def _frame(f, head=None):
+    head = np.eye(4) if head is None else head
+    return LayerFrame(DT, f * DT, G, [], head, np.linalg.inv(head), np.eye(4))
+
+
+def _run(layer, model, frames, state=None, start=0):
+    goal = model.rest_rows.copy()
+    state = layer.initial_state(goal, _frame(start)) if state is None else state
+    out = np.empty_like(goal)
+    hist = []
+    for f in range(start + 1, start + frames + 1):
+        layer.step(state, goal, _frame(f), out)
+        hist.append({k: state[k].copy() for k in ("x", "v", "r")} | {"out": out.copy()})
+    return hist, state
+
+
+def two_wisps(crossing, interact=True, viscosity=5.0, speed=1.5, frames=36):
+    """Seed 001 §7.1's two wisps: A hangs from the origin and is swung towards B (its tip at
+    ``speed`` m/s) under gravity. ``crossing``: B lies across A's swing, square to it, held by a
+    stiff Hold (so the relative velocity at their contact is along their common plane's normal:
+    they collide); else B hangs beside A, 4 cm over, free (the relative velocity lies in their
+    common plane: they interpenetrate)."""
+    A = bundle([0, 0, 0], [0, 0, -1])
+    B = bundle([-0.2, 0.05, -0.3], [1, 0, 0]) if crossing else bundle([0, 0.04, 0], [0, 0, -1])
+    model = _model(A + B)
+    s = WispSettings(source="ATTRIBUTE", groups=np.r_[np.zeros(len(A)), np.ones(len(B))].astype(int),
+                     goal_stiffness=0.0, viscosity=viscosity, interact=interact, segments=8)
+    s.hold_style = False                     # both swing under gravity as pendulums
+    layer = WispLayer(model, s)
+    if crossing:
+        layer.stiffness[1] = 3000.0          # B held where it lies
+    goal = model.rest_rows.copy()
+    state = layer.initial_state(goal, _frame(0))
+    state["v"][0, 1:, 1] = speed * np.linspace(0, 1, 9)[1:]
+    hist, _ = _run(layer, model, frames, state)
+    return hist, layer
+
+
+def test_wisps_crossing_at_right_angles_do_not_pass_through_each_other():
+    """A swings into B, which lies square across its path: where A crosses B's height its axis
+    stays on its own side of B's (the contacts are inelastic); without interactions it swings
+    through (the scene can fail)."""
+    for interact in (True, False):
+        hist, layer = two_wisps(True, interact=interact)
+        side = np.array([h["x"][0, 6, 1] - h["x"][1, 4, 1] for h in hist])     # A at z = −0.3 less B's axis
+        if interact:
+            assert side.max() < 0, side.max()
+            assert layer.counts[1] > 0                      # some contacts collided
+        else:
+            assert side.max() > 0.02, side.max()
+
+
+def test_parallel_wisps_interpenetrate_and_separate_again():
+    """B hangs beside A, parallel: A swings into it along their common plane and goes through it
+    (their offset changes sign, the contacts interpenetrate), then they come apart again (farther
+    than their two radii)."""
+    hist, layer = two_wisps(False, viscosity=0.5)
+    offset = np.array([(h["x"][0, 5:, 1] - h["x"][1, 5:, 1]).mean() for h in hist])
+    assert offset.max() > 0                   # A (4 cm on B's near side at rest) went through to B's far side
+    crossed = int(np.argmax(offset > 0))
+    apart = np.array([np.linalg.norm(h["x"][0, 5:] - h["x"][1, 5:], axis=1).mean() for h in hist])
+    radii = hist[0]["r"][0].mean() + hist[0]["r"][1].mean()
+    assert apart[crossed:].max() > radii                      # and came out of it
+    met, collided = layer.counts[0], layer.counts[1]
+    assert met > 0 and collided < 0.1 * met                   # interpenetrating, not colliding
+
+
+def test_viscosity_keeps_interpenetrating_wisps_together_longer():
+    """Seed 001 Fig. 9: viscosity 50 against 0.5 — the frames the two wisps' lower halves stay
+    within their radii of each other."""
+    together = {}
+    for viscosity in (0.5, 50.0):
+        hist, _ = two_wisps(False, viscosity=viscosity, frames=48)
+        apart = np.array([np.linalg.norm(h["x"][0, 5:] - h["x"][1, 5:], axis=1).mean() for h in hist])
+        radii = hist[0]["r"][0].mean() + hist[0]["r"][1].mean()
+        together[viscosity] = int((apart < radii).sum())
+    assert together[50.0] >= together[0.5] + 6, together
+
+
+def _hanging_groom(count=12, n=20):
+    strands = []
+    for k in range(count):
+        root = np.array([0.01 * k, 0.002 * k, 0.0])
+        s = np.linspace(0, 1, n)
+        strands.append(root + np.stack([0.05 * np.sin(6 * s) + 0.2 * s, 0.02 * np.cos(4 * s), -0.4 * s], 1))
+    return strands
+
+
+def test_a_hanging_groom_is_the_groom_for_100_frames():
+    """Nothing moves: the wisps (overlapping each other, curved, under gravity the style holds)
+    and every shown point stay exactly where the groom is, frame after frame."""
+    model = _model(_hanging_groom())
+    layer = WispLayer(model, WispSettings(wisps=3))
+    hist, state = _run(layer, model, 100)
+    for h in hist:
+        assert np.array_equal(h["out"], model.rest_rows)
+    assert np.abs(state["x"] - state["goal"]).max() <= rounding(1.0, 100 * 20, EPS64)
+
+
+def test_the_envelope_comes_back_to_its_rest_radii_after_a_squeeze():
+    """Every radius squeezed to a third: the soft, heavily damped springs bring each back within
+    1 % of its rest in two seconds, without overshooting by more than 1 %."""
+    model = _model(_hanging_groom())
+    layer = WispLayer(model, WispSettings(wisps=3))
+    goal = model.rest_rows.copy()
+    state = layer.initial_state(goal, _frame(0))
+    state["r"] *= 1 / 3
+    hist, state = _run(layer, model, 48, state)
+    ratio = np.array([h["r"] / layer.set.r0 for h in hist])
+    assert np.abs(ratio[-1] - 1).max() < 0.01, np.abs(ratio[-1] - 1).max()
+    assert ratio.max() < 1.01
+
+
+def test_skeleton_lengths_stay_within_max_stretch_on_a_violent_shake():
+    """The head is shaken ±1 rad at 3 Hz: every skeleton segment stays within Max Stretch of its
+    rest length (to rounding of the lengths compared)."""
+    model = _model(_hanging_groom())
+    s = WispSettings(wisps=3, max_stretch=0.03, stiffness=500.0)
+    layer = WispLayer(model, s)
+    goal = model.rest_rows.copy()
+    state = layer.initial_state(goal, _frame(0))
+    out = np.empty_like(goal)
+    rest = layer.set.rest_len
+    worst = 0.0
+    for f in range(1, 37):
+        head = _turn(np.sin(2 * np.pi * 3 * f * DT))
+        layer.step(state, goal, _frame(f, head), out)
+        seg = np.linalg.norm(np.diff(state["x"], axis=1), axis=2)
+        worst = max(worst, np.abs(seg / rest - 1).max())
+    assert worst <= 0.03 + rounding(1.0, 20, EPS64), worst
+    assert worst > 0.001                       # the shake did pull on them
+
+
+def test_strands_ride_their_wisp_and_waves_keep_their_count_as_it_stretches():
+    """A wavy strand in a wisp (seed 001 §6): placed on its wisp stretched to 1.5 × its length and
+    with its envelope widened to 1.5 ×, the strand's wave along e₁ has as many crossings as at
+    rest, its amplitude 1.5 × and its length along the axis 1.5 ×."""
+    s = np.linspace(0, 1, 61)
+    # two mirrored waves: the wisp's skeleton (their mean with the others) is straight
+    wave = [np.stack([sign * 0.01 * np.sin(2 * np.pi * 4 * s), 0.0 * s, -0.5 * s], 1) for sign in (1, -1)]
+    others = [np.stack([0.0 * s + dx, 0.0 * s + dy, -0.5 * s], 1) for dx, dy in ((0.02, 0), (-0.02, 0), (0, 0.02),
+                                                                                 (0, -0.02))]
+    strands = wave + others
+    model = _model(strands)
+    ws = WispSet(model.rest_rows.astype(np.float64), model.offsets, np.zeros(6, np.int64), 6)
+    from hair_wig.kernels.wisps import wisp_place
+    x = ws.skeleton_rest.copy()
+    x[..., 2] *= 1.5                                   # stretched along its axis
+    anchor = ws.anchor_rest
+    frames, _ = ws.frames(x, anchor, ws.e1_rest)
+    stretch = np.linalg.norm(np.diff(x, axis=1), axis=2) / ws.rest_len
+    ratio = np.full(ws.r0.shape, 1.5)
+    goal = np.ascontiguousarray(model.rest_rows.T.astype(np.float64))
+    out = np.empty_like(goal)
+    gstretch = np.ones_like(stretch)
+    wisp_place(goal, out, ws.offsets, ws.point_wisp, ws.point_seg, ws.point_u, ws.coords, np.ones(len(goal)),
+               x, frames, ratio, stretch, ws.skeleton_rest, ws.frames_rest, gstretch, np.ones_like(ws.r0))
+    strand = out[:61]
+    rest = goal[:61]
+    lateral = strand[:, :2] - x[0, 0, :2]                     # off the (straight) axis
+
+    def crossings(v):
+        return int((np.diff(np.sign(np.round(v, 9))) != 0).sum())
+    e1 = ws.frames_rest[0, 0, 0, :2]
+    assert crossings(lateral @ e1) == crossings((rest[:, :2] - ws.skeleton_rest[0, 0, :2]) @ e1) >= 7
+    amp = np.abs(lateral).max() / np.abs(rest[:, :2] - ws.skeleton_rest[0, 0, :2]).max()
+    assert abs(amp - 1.5) < 0.02, amp
+    assert abs((strand[0, 2] - strand[-1, 2]) / (rest[0, 2] - rest[-1, 2]) - 1.5) < 1e-9
+
+
+def test_wisps_keep_out_of_the_head():
+    """Hair on a sphere head turned fast: every free skeleton point of every wisp ends each frame
+    outside its collision surface, by the distance the wisps meet it by (the collider's fast
+    distance), to that distance's rounding (``Collider.tolerance``); and the wig's shown hair, after refinement, is out of the head as the
+    contract test holds every layer to."""
+    hair = _wig_hair(sizes=(10, 6))
+    head = sphere_mesh(0.98)
+    s = WispSettings(wisps=6, goal_stiffness=5.0)
+    wig = Wig(hair, np.eye(4), np.eye(4), [Magnet("Drag", np.eye(4), radius=3.0)],
+              WigSettings(dynamics=s, use_collision=True), head_mesh=head)
+    layer = wig.layer
+    state = None
+    worst = np.inf
+    for f in range(24):
+        m = np.eye(4)
+        m[2, 3] = -0.8 * min(f, 8) / 8              # the magnet drags the hair down through the head
+        inp = FrameInput(np.eye(4), _turn(1.2 * min(f, 6) / 6), np.array([m]), time=f / 24, gravity=G)
+        out, state = wig.step(inp, state)
+        x = state.layer["x"]
+        head_inv = np.linalg.inv(inp.head_matrix)
+        q = head_inv[:3, :3] @ x[:, 1:].reshape(-1, 3).T + head_inv[:3, 3:4]
+        assert layer.colliders
+        if f == 0:
+            continue                                # the first frame is the groom (no step)
+        for c, lim in zip(layer.colliders, layer._limits):
+            d = c.fast_distance(q)
+            room = d - lim.reshape(-1)[:layer.set.num_wisps * layer.set.N].reshape(layer.set.num_wisps, -1)[:, 1:].ravel()
+            worst = min(worst, room.min())
+    # the collider's own allowance: its float32 field rounds the distance it is met by
+    assert worst >= -max(c.tolerance for c in layer.colliders), worst
+    assert wig.penetration <= 1e-3 * 2 * 0.98
+
+
+def test_strands_are_grouped_by_where_they_grow_deterministically():
+    """k-means over roots and shape: the same seed gives the same wisps, another seed others; each
+    wisp's roots lie closer together than the groom's; the count asked for is the count made."""
+    hair = _wig_hair(strands=200, sizes=(10,))
+    rows = np.ascontiguousarray(hair.points.T)
+    a = group_wisps(rows, hair.offsets, 12, seed=1)
+    assert np.array_equal(a, group_wisps(rows, hair.offsets, 12, seed=1))
+    assert not np.array_equal(a, group_wisps(rows, hair.offsets, 12, seed=2))
+    assert a.max() + 1 == 12 and np.bincount(a).min() >= 1
+    roots = hair.points[hair.offsets[:-1]]
+    spread = np.mean([roots[a == w].std(axis=0).sum() for w in range(12)])
+    assert spread < 0.5 * roots.std(axis=0).sum()
+
+
+def test_errors_name_the_setting():
+    model = _model(_hanging_groom())
+    with pytest.raises(HairWigError, match="attribute 'wisp'"):
+        WispLayer(model, WispSettings(source="ATTRIBUTE"))
+    with pytest.raises(HairWigError, match="max stretch"):
+        WispLayer(model, WispSettings(max_stretch=2.0))
+    with pytest.raises(HairWigError, match="values for 12 strands"):
+        WispLayer(model, WispSettings(source="ATTRIBUTE", groups=np.zeros(5, int)))
+    assert SQUEEZE < 1 < SPREAD
