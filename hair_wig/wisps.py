@@ -39,12 +39,11 @@ import numpy as np
 from .collision import groom_limits
 from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, setting
 from .errors import HairWigError
-from .kernels.wisps import (wisp_carry, wisp_frames, wisp_gather, wisp_interact, wisp_place, wisp_positions,
+from .kernels.wisps import (ENVELOPE_MASS, wisp_carry, wisp_frames, wisp_gather, wisp_interact, wisp_place, wisp_positions,
                             wisp_velocities)
 from .spaces import rotation_of, scale_of, transform_rows
 
 SOURCES = ("GROOM", "ATTRIBUTE")
-ENVELOPE_MASS = 0.01          # an envelope point's mass, of its skeleton point's (seed 001 §3.3)
 MIN_RADIUS = 0.25             # a wisp's thinnest envelope at rest, of its mean segment length
 SQUEEZE = 0.05                # how far an envelope may be squeezed, of its rest radius
 PASSES = 4                    # penetration reactions a substep, at most
@@ -77,11 +76,11 @@ class WispSettings:
     substeps: int = field(default=8, metadata=setting(
         "wisps_substeps", "Substeps", "Steps per frame: more follow fast motion more faithfully and cost more",
         min=1, max=128))
-    goal_stiffness: float = field(default=60.0, metadata=setting(
+    goal_stiffness: float = field(default=150.0, metadata=setting(
         "wisps_stiffness", "Hold", "How strongly each wisp is pulled back to the groomed, magnet-posed shape "
         "(less towards the tips): lower swings more freely. Key it to let hair loose for a move", keyed=True,
         min=0.0, max=1e6, soft_max=1000.0))
-    goal_damping: float = field(default=4.0, metadata=setting(
+    goal_damping: float = field(default=10.0, metadata=setting(
         "wisps_goal_damping", "Settle", "How quickly wisps stop swinging about the groomed shape (does not slow "
         "them following the head)", min=0.0, max=1e4, soft_max=50.0))
     stiffness: float = field(default=4000.0, metadata=setting(
@@ -93,16 +92,16 @@ class WispSettings:
     damping: float = field(default=40.0, metadata=setting(
         "wisps_damping", "Stretch Damping", "How quickly a wisp's stretching dies away", min=0.0, max=1e5,
         soft_max=200.0))
-    bend: float = field(default=300.0, metadata=setting(
+    bend: float = field(default=1000.0, metadata=setting(
         "wisps_bend", "Bend Stiffness", "How firmly a wisp keeps its groomed curve while it swings", min=0.0,
         max=1e6, soft_max=5000.0))
-    bend_damping: float = field(default=8.0, metadata=setting(
+    bend_damping: float = field(default=20.0, metadata=setting(
         "wisps_bend_damping", "Bend Damping", "How quickly a wisp's bending wobble dies away", min=0.0, max=1e5,
         soft_max=100.0))
-    envelope_stiffness: float = field(default=80.0, metadata=setting(
+    envelope_stiffness: float = field(default=1000.0, metadata=setting(
         "wisps_volume_stiffness", "Volume Stiffness", "How firmly a wisp comes back to its groomed thickness after "
         "it is squeezed or flung wide", min=0.0, max=1e5, soft_max=1000.0))
-    envelope_damping: float = field(default=30.0, metadata=setting(
+    envelope_damping: float = field(default=100.0, metadata=setting(
         "wisps_volume_damping", "Volume Damping", "How slowly a wisp's thickness changes (hair inside a wisp is "
         "very viscous)", min=0.0, max=1e5, soft_max=200.0))
     drag: float = field(default=0.5, metadata=setting(
@@ -616,7 +615,7 @@ class WispLayer(DynamicsLayer):
             if inside.size == 0:
                 continue
             cos = (flat_axes[:, inside] * n[:, inside]).sum(axis=0)
-            ok = cos < -0.05
+            ok = cos < -0.3                  # a half-line along the surface: moving in along it does not help
             k = inside[ok]
             rr[k] = np.maximum(rr[k] - (lim[k] - d[k]) * self.scale / -cos[ok], floor[k])
             rdd[k] = np.minimum(rdd[k], 0.0)

@@ -6,18 +6,22 @@ skeleton points ``(W, N, 3)``, cross-section frames ``(W, N, 2, 3)`` (``e₁, e�
 the bisector of the two segments at a point), envelope radii ``(W, N, 4)`` along the half-lines
 ``+e₁, +e₂, −e₁, −e₂``. The strands riding the wisps are the wig's points, ``(P, 3)`` views of rows.
 
-Every kernel but the interactions' runs ``prange`` over wisps (or strands), each writing only its
-own: the same bits on any thread count. The interactions between wisps exchange momentum between
-any two of them, so they are one serial loop in a fixed order (the wisps are few: a few thousand
-point masses) — deterministic by construction.
+The kernels over strands (the skeletons' gather, the strands' placing) run ``prange``, each
+iteration writing only its own: the same bits on any thread count. The wisps themselves are few
+(a few thousand point masses): their kernels are serial loops in a fixed order — a parallel launch
+costs more than their work, and the interactions exchange momentum between any two wisps —
+deterministic by construction.
 """
 
 import numpy as np
 from numba import njit, prange
 
+ENVELOPE_MASS = 0.01                     # an envelope point's mass, of its skeleton point's (seed 001 §3.3)
+ENV_SHARE = ENVELOPE_MASS / (1 + 4 * ENVELOPE_MASS)   # of a cross-section's mass, one envelope point's
 SIN_PLANE = np.sin(np.radians(25.0))     # seed 001 §7.1: within 25° of the common plane, wisps interpenetrate
 PARALLEL = 0.1                           # |σ_p × σ_s| below this: the wisps are parallel (≈ 6°)
 SEPARATE = 0.2                           # of a colliding point's depth in another wisp, undone per interaction step
+CORE = 0.5                               # of a wisp's radius: its core, where another's skeleton is sent out of
 STILL = 1e-3                             # a contact moving less than this of its radius a step is at rest
 
 
@@ -103,10 +107,10 @@ def _frames_of(x, w, anchor, e1_root, frames, tangent):
         px, py, pz = dx, dy, dz
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def wisp_frames(x, anchor, e1_root, frames, tangent):
     """``_frames_of`` for every wisp."""
-    for w in prange(x.shape[0]):
+    for w in range(x.shape[0]):
         _frames_of(x, w, anchor, e1_root, frames, tangent)
 
 
@@ -196,7 +200,7 @@ def _bend_target(x, gx, w, k, L):
     return x[w, k, 0] + L * gdx, x[w, k, 1] + L * gdy, x[w, k, 2] + L * gdz
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def wisp_velocities(x, v, r, rd, frames, target, v_goal, ext, base, mass, inv_mass, rest_len, r0,
                     h, k_stretch, nu_stretch, k_bend, nu_bend, kh2, keep, toward, k_env, nu_env, v_old):
     """Forces and velocity modifications of one substep ``h`` on every wisp (seed 001 §5.1, items
@@ -216,7 +220,7 @@ def wisp_velocities(x, v, r, rd, frames, target, v_goal, ext, base, mass, inv_ma
     loads along its half-line, heavily damped (``nu_env``, as a velocity modification).
     ``inv_mass`` 0: a point held on the goal (the root). ``kh2`` is unused here (positions)."""
     num_w, n = x.shape[0], x.shape[1]
-    for w in prange(num_w):
+    for w in range(num_w):
         acc = np.zeros((n, 3))
         env = np.zeros((n, 4))
         for i in range(n):
@@ -241,7 +245,7 @@ def wisp_velocities(x, v, r, rd, frames, target, v_goal, ext, base, mass, inv_ma
                 sgn = 1.0 if q < 2 else -1.0
                 ax = q % 2
                 for d in range(3):
-                    acc[i, d] -= 0.01 * env[i, q] * sgn * frames[w, i, ax, d]
+                    acc[i, d] -= ENV_SHARE * env[i, q] * sgn * frames[w, i, ax, d]
         for k in range(n - 1):
             ux, uy, uz, L = _unit3(x[w, k + 1, 0] - x[w, k, 0], x[w, k + 1, 1] - x[w, k, 1],
                                    x[w, k + 1, 2] - x[w, k, 2])
@@ -318,7 +322,7 @@ def wisp_velocities(x, v, r, rd, frames, target, v_goal, ext, base, mass, inv_ma
                 rd[w, i, q] *= 1.0 - s_env
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def wisp_positions(x, v, r, rd, target, inv_mass, rest_len, h, kh2, max_stretch):
     """Positions of one substep (seed 001 §5.1, item 4): each free skeleton point moves by its
     velocity with the goal's spring taken implicitly, ``x' = (x + v h + k h² target) / (1 + k h²)``
@@ -327,7 +331,7 @@ def wisp_positions(x, v, r, rd, target, inv_mass, rest_len, h, kh2, max_stretch)
     length root to tip — the point after it set on the limit and the rest of the wisp carried
     along, its stretching speed taken off — and each envelope radius moves by its speed."""
     num_w, n = x.shape[0], x.shape[1]
-    for w in prange(num_w):
+    for w in range(num_w):
         for i in range(n):
             if inv_mass[w, i] > 0.0:
                 c = kh2[w, i]
@@ -584,7 +588,10 @@ def _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wa, c, wb, kb
         vn = relx * nx + rely * ny + relz * nz
         speed = np.sqrt(relx * relx + rely * rely + relz * relz)
         if nr == 0.0 or abs(vn) <= SIN_PLANE * speed:
-            # interpenetrate: the normal part removed, the in-plane part dragged by viscosity
+            # interpenetrate: the normal part removed, the in-plane part dragged by viscosity —
+            # at the skeleton: the two act as one thicker wisp, their envelopes overlap freely
+            if q >= 0:
+                continue
             ra = 0.25 * (r0[wb, kb, 0] + r0[wb, kb, 1] + r0[wb, kb, 2] + r0[wb, kb, 3])
             rb = 0.25 * (r0[wb, kb + 1, 0] + r0[wb, kb + 1, 1] + r0[wb, kb + 1, 2] + r0[wb, kb + 1, 3])
             rest = g * ra + u * rb
@@ -595,16 +602,23 @@ def _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wa, c, wb, kb
             dy = -vn * ny - drag * iy
             dz = -vn * nz - drag * iz
         else:
-            # collide: inelastic, the relative velocity removed (both move as their average)
+            # collide: inelastic, the relative velocity removed (both move as their average);
+            # an envelope point only loses what carries it deeper into the other (towards its
+            # axis): the envelope compresses, and is not dragged about by every neighbour it
+            # overlaps in a moving groom
             counts[1] += 1
             dx, dy, dz = -relx, -rely, -relz
             fx, fy, fz, off = _unit3(ox, oy, oz)
-            if off > 0.0 and dt_c > 0.0 and speed * dt_c > STILL * rad:
-                # and, while they are pressed together, sent out of the volume by SEPARATE of the
-                # depth per step (averaging alone lets a wisp pressed on by the rest of its chain
-                # sink through another a substep at a time); never at rest: a groom's wisps may
-                # overlap where they lie
-                out = SEPARATE * (rad - off) / dt_c
+            if q >= 0:
+                into = min(relx * fx + rely * fy + relz * fz, 0.0)
+                dx, dy, dz = -into * fx, -into * fy, -into * fz
+            if q < 0 and 0.0 < off < CORE * rad and dt_c > 0.0 and speed * dt_c > STILL * rad:
+                # and a skeleton point pressed into the other's core (averaging alone lets a wisp
+                # pushed on by the rest of its chain sink through another a substep at a time) is
+                # sent back out of it by SEPARATE of its depth a step; never at rest, and never
+                # the envelope (a groom's wisps overlap where they lie, neighbours' envelopes deep
+                # in each other; an envelope gives by its own springs)
+                out = SEPARATE * (CORE * rad - off) / dt_c
                 dx += out * fx
                 dy += out * fy
                 dz += out * fz
@@ -696,8 +710,8 @@ def _cross(x, v, r, r0, inv_mass, wa, ka, wb, kb, viscosity, dt_c, counts):
     else:
         counts[1] += 1
         dx, dy, dz = -relx, -rely, -relz
-        if dist > 0.0 and dt_c > 0.0 and speed * dt_c > STILL * reach:
-            out = SEPARATE * (reach - dist) / (dt_c * dist)           # as ``_meet``
+        if 0.0 < dist < CORE * reach and dt_c > 0.0 and speed * dt_c > STILL * reach:
+            out = SEPARATE * (CORE * reach - dist) / (dt_c * dist)           # as ``_meet``
             dx += out * ox
             dy += out * oy
             dz += out * oz
