@@ -428,8 +428,9 @@ def read_strand_ints(ob, attribute: str) -> np.ndarray | None:
     if attr is None or attr.domain != "CURVE":
         return None
     if attr.data_type not in ("INT", "INT8", "FLOAT", "BOOLEAN"):
-        raise HairWigError(f"'{ob.name}': its attribute '{attribute}' is {attr.data_type.lower()}, not a number "
-                           "a strand")
+        kind = attr.bl_rna.properties["data_type"].enum_items[attr.data_type].name      # as Blender's UI says it
+        raise HairWigError(f"'{ob.name}': its attribute '{attribute}' holds {kind} values, not one number a "
+                           "strand")
     n = len(ob.data.curves)
     if attr.data_type == "FLOAT":
         out = np.empty(n, np.float32)
@@ -650,6 +651,24 @@ def baked_magnet_position(ob, magnet_name: str, frame: float) -> np.ndarray | No
     path = np.array(rec["magnets"][magnet_name], dtype=np.float64).reshape(-1, 3)
     i = int(np.clip(round(frame) - int(rec["first"]), 0, len(path) - 1))
     return path[i]
+
+
+def baked_frame(ob, frame: float) -> np.ndarray | None:
+    """(P, 3) float32 the points of the bake stored in ``ob``'s .blend at the frame nearest
+    ``frame`` (its first or last outside it), as stored: in the object's space, or — hair whose
+    own stack carries it with the skin (Quick Fur) — in the skin's rest space, which differs from
+    what the stack shows by how the skin itself deformed since the rest frame (``_stored_frame``).
+    None when it holds no such bake (none, or on disk)."""
+    rec = ob.get(RECORD)
+    if rec is None or rec["kind"] != "CURVES":
+        return None
+    f = int(np.clip(round(frame), int(rec["first"]), int(rec["last"])))
+    data = ob.data.attributes.get(f"{BAKE_PREFIX}{f}")
+    if data is None or len(data.data) != int(rec["points"]):
+        return None
+    out = np.empty(len(data.data) * 3, np.float32)
+    data.data.foreach_get("vector", out)
+    return out.reshape(-1, 3)
 
 
 def point_count(ob) -> int:

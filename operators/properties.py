@@ -310,6 +310,11 @@ class HairWigSettings(bpy.types.PropertyGroup):
         name="Solver", description="How the strands move on top of the magnets",
         items=[(layer.KEY, layer.LABEL, layer.DESCRIPTION) for layer in LAYERS.values()],
         default=next(iter(LAYERS)), options=set())
+    show_wisps: BoolProperty(
+        name="Show Wisps", description="Draw the wisps the Wisps solver groups the strands into, in the "
+                                       "viewport: each wisp's spine, and rings showing how thick it is "
+                                       "along it. They follow the hair as it plays (a bake too)",
+        default=False, options=set())
     # every layer's own settings are added below from its settings' fields (layer_properties)
     compression: FloatProperty(
         name="Compression", description="Keeps magnets from squashing hair into the scalp: 0 lets hair be "

@@ -270,23 +270,62 @@ def read_magnets(ob, empties, head_rest, depsgraph, selection, gravity: float, c
     return magnets
 
 
+def setting_acts(s, fields: dict, name: str) -> bool:
+    """Whether the layer setting ``name`` (``fields``: the layer's settings fields by name) acts
+    with the wig's settings ``s``: its ``when`` holds, and the setting that ``when`` names acts
+    too (Hair Friction needs the Volume, which needs Hair Against Hair on)."""
+    when = fields[name].metadata.get("when")
+    if when is None:
+        return True
+    other, value = when
+    now = getattr(s, fields[other].metadata["prop"])
+    return (bool(now) if value is True else now == value) and setting_acts(s, fields, other)
+
+
 def layer_settings(s):
     """The settings of the wig's dynamics layer (``s.dynamics_layer``, one of ``hair_wig.LAYERS``)
-    from its properties and profile curves, as the layer's settings name them."""
+    from its properties and profile curves, as the layer's settings name them. A setting naming
+    a curve attribute (``reads``) has it read only while the setting acts (Wisp Attribute with
+    Wisps From: Attribute): an attribute the layer does not use cannot stop a bake."""
     layer = LAYERS[s.dynamics_layer]
     values = {}
-    for f in settings_fields(layer.SETTINGS):
+    fields = {f.name: f for f in settings_fields(layer.SETTINGS)}
+    for f in fields.values():
         if "profile" in f.metadata:
             values[f.name] = profile_curves.read(s, f.metadata["profile"])
         else:
             values[f.name] = getattr(s, f.metadata["prop"])
-            if f.metadata.get("reads") and values[f.name]:
+            if f.metadata.get("reads") and values[f.name] and setting_acts(s, fields, f.name):
                 # an integer curve attribute the layer reads, one value a strand (None: the hair has none)
                 values[f.metadata["reads"]] = blender_io.read_strand_ints(s.id_data, values[f.name])
     try:
         return layer.SETTINGS(**values)
     except HairWigError as err:
         raise HairWigError(f"'{s.id_data.name}': {err}") from None
+
+
+def attribute_problems(ob) -> list[str]:
+    """What keeps the wig's dynamics layer from reading the curve attributes its acting settings
+    name (``reads``: Wisp Attribute), each naming the hair and the attribute, for the panel; the
+    bake refuses with the layer's own words."""
+    s = ob.hair_wig
+    layer = LAYERS.get(s.dynamics_layer)
+    if layer is None:
+        return []
+    fields = {f.name: f for f in settings_fields(layer.SETTINGS)}
+    out = []
+    for f in fields.values():
+        if not f.metadata.get("reads") or not setting_acts(s, fields, f.name):
+            continue
+        name = getattr(s, f.metadata["prop"])
+        try:
+            values = blender_io.read_strand_ints(ob, name) if name else None
+        except HairWigError as err:
+            out.append(str(err))
+            continue
+        if values is None:
+            out.append(f"'{ob.name}' has no integer curve attribute '{name}' ({f.metadata['ui']['name']})")
+    return out
 
 
 def keyed_settings(s, key: str) -> dict:

@@ -6,6 +6,7 @@ from ..operators import baking, blender_io, preview, profile_curves, scene_reade
 from ..hair_wig import LAYERS
 from ..hair_wig.dynamics_layer import settings_fields
 from ..operators.properties import active_magnet
+from . import overlay
 
 
 class VIEW3D_PT_hair_wig(bpy.types.Panel):
@@ -147,7 +148,8 @@ class VIEW3D_PT_hair_wig_dynamics(_WigSubPanel, bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
-        s = context.active_object.hair_wig
+        ob = context.active_object
+        s = ob.hair_wig
         layout.use_property_split = True
         layout.active = s.use_secondary
         layout.prop(s, "dynamics_layer")
@@ -163,23 +165,18 @@ class VIEW3D_PT_hair_wig_dynamics(_WigSubPanel, bpy.types.Panel):
             row = layout
             if f.metadata.get("when") is not None:
                 row = layout.column()
-                row.active = _in_use(s, fields, f.name)
-            row.prop(s, f.metadata["prop"])
+                row.active = scene_reader.setting_acts(s, fields, f.name)
+            if f.metadata.get("reads") and ob.type == "CURVES":     # a curve attribute, picked from the hair's
+                row.prop_search(s, f.metadata["prop"], ob.data, "attributes")
+            else:
+                row.prop(s, f.metadata["prop"])
+        for problem in scene_reader.attribute_problems(ob):
+            layout.label(text=problem, icon="ERROR")
         for name in curves:
             draw_profile(layout, s, name)
+        if s.dynamics_layer == overlay.WISPS:
+            layout.prop(s, "show_wisps")
         layout.label(text="Shows in a bake; the live preview has no dynamics", icon="INFO")
-
-
-def _in_use(s, fields: dict, name: str) -> bool:
-    """Whether the layer setting ``name`` acts with the wig's settings ``s``: its ``when``
-    holds, and the setting that ``when`` names acts too (Hair Friction needs the Volume, which
-    needs Hair Against Hair on)."""
-    when = fields[name].metadata.get("when")
-    if when is None:
-        return True
-    other, value = when
-    now = getattr(s, fields[other].metadata["prop"])
-    return (bool(now) if value is True else now == value) and _in_use(s, fields, other)
 
 
 class VIEW3D_PT_hair_wig_refinement(_WigSubPanel, bpy.types.Panel):

@@ -68,7 +68,7 @@ class Recorder:
 
 
 @pytest.mark.parametrize("dynamic, curves, layer", [(False, False, "SPRINGS"), (True, True, "RODS"),
-                                                    (False, True, "STRANDS")])
+                                                    (False, True, "STRANDS"), (True, False, "WISPS")])
 def test_panels_draw_only_existing_properties(scene, addon, dynamic, curves, layer):
     from hair_wig_addon.operators import profile_curves
     from hair_wig_addon.panels import sidebar
@@ -82,6 +82,10 @@ def test_panels_draw_only_existing_properties(scene, addon, dynamic, curves, lay
         ob.hair_wig.strands_method = "JAKOBSEN"
         ob.hair_wig.strands_links = 2
         st.roots, st.grow_on, st.force, st.curl = "GROW", "GROUP", "OBJECT", "HELIX"
+    elif layer == "WISPS":   # the attribute picked from the hair's, and the warning that it has none
+        ob.hair_wig.wisps_source = "ATTRIBUTE"
+        ob.hair_wig.show_wisps = True
+        st.force, st.curl = "FIELDS", "NONE"
     elif dynamic:
         st.force, st.curl = "DIRECTION", "FORCE"
     empty = bpy.data.objects.new("Magnet", None)
@@ -124,6 +128,9 @@ class ActiveRecorder(Recorder):
     def prop(self, data, name, **kw):
         self.seen.append((name, self.active))
 
+    def prop_search(self, data, name, search_data, search_name, **kw):
+        self.seen.append((name, self.active))
+
     def column(self, **_kw):
         return ActiveRecorder(self.seen, self.active)
 
@@ -151,6 +158,92 @@ def test_a_setting_is_drawn_active_only_when_what_it_needs_acts(scene, addon, on
     assert drawn["strands_hair_friction"] is friction
     assert drawn["strands_hair_hair_method"] is on
     assert drawn["strands_diameter"] is on
+
+
+class WordsRecorder(ActiveRecorder):
+    """An ``ActiveRecorder`` that also keeps what the panel says (its labels) and how it draws
+    each property (``prop`` or ``prop_search`` over which collection)."""
+
+    def __init__(self, seen, active=True, said=None, how=None):
+        super().__init__(seen, active)
+        self.said = [] if said is None else said
+        self.how = {} if how is None else how
+
+    def prop(self, data, name, **kw):
+        super().prop(data, name, **kw)
+        self.how[name] = "prop"
+
+    def prop_search(self, data, name, search_data, search_name, **kw):
+        super().prop_search(data, name, search_data, search_name, **kw)
+        self.how[name] = ("prop_search", search_data, search_name)
+
+    def label(self, text="", **kw):
+        self.said.append((text, kw.get("icon", "NONE")))
+
+    def column(self, **_kw):
+        return WordsRecorder(self.seen, self.active, self.said, self.how)
+
+
+def _draw_dynamics(ob):
+    from hair_wig_addon.panels import sidebar
+
+    bpy.context.view_layer.objects.active = ob
+    seen = []
+    layout = WordsRecorder(seen)
+    sidebar.VIEW3D_PT_hair_wig_dynamics.draw(type("PanelSelf", (), {"layout": layout})(), bpy.context)
+    return dict(seen), layout
+
+
+@pytest.mark.parametrize("source, interact", [("GROOM", True), ("ATTRIBUTE", True), ("GROOM", False),
+                                              ("ATTRIBUTE", False)])
+def test_the_dynamics_panel_draws_every_wisps_setting_active_when_it_acts(scene, addon, source, interact):
+    """Solver: Wisps draws every setting of the Wisps layer, by the names and tooltips an artist
+    reads (no field names, no seed's letters), and Show Wisps; Wisp Attribute is picked from the
+    hair's own attributes and is active only with Wisps From: Attribute, Wisps and Seed only with
+    Groom, Viscosity and Meet Every only with Wisps Meet on; with Wisps From: Attribute and no
+    such attribute the panel says so, naming the hair and the attribute (and with it, not)."""
+    import re
+
+    from hair_wig_addon.hair_wig.dynamics_layer import settings_fields
+    from hair_wig_addon.hair_wig.wisps import WispSettings
+
+    pts, counts = scenes.straight_strands(3, 4)
+    ob = scenes.curves_hair("Hair", pts, counts)
+    s = ob.hair_wig
+    s.enabled = s.use_secondary = True
+    s.dynamics_layer = "WISPS"
+    s.wisps_source = source
+    s.wisps_interact = interact
+    drawn, layout = _draw_dynamics(ob)
+    props = [f.metadata["prop"] for f in settings_fields(WispSettings)]
+    assert set(drawn) == {"dynamics_layer", "show_wisps", *props}
+    rna = type(s).bl_rna.properties
+    for name in props:
+        p = rna[name]
+        assert re.fullmatch(r"[A-Z][a-z]+( [A-Z][a-z]+)*", p.name), (name, p.name)     # words, not a field
+        assert "_" not in p.description and len(p.description) > 20, (name, p.description)
+    assert rna["wisps_attribute"].type == "STRING"
+    assert layout.how["wisps_attribute"] == ("prop_search", ob.data, "attributes")
+    attribute = source == "ATTRIBUTE"
+    assert drawn["wisps_attribute"] is attribute
+    assert drawn["wisps_count"] is drawn["wisps_seed"] is (not attribute)
+    assert drawn["wisps_viscosity"] is drawn["wisps_interact_every"] is interact
+    for always in ("wisps_source", "wisps_segments", "wisps_stiffness", "wisps_interact", "strands_friction"):
+        assert drawn[always] is True, always
+    errors = [text for text, icon in layout.said if icon == "ERROR"]
+    if attribute:
+        assert errors == ["'Hair' has no integer curve attribute 'wisp' (Wisp Attribute)"]
+        ob.data.attributes.new("wisp", "INT", "CURVE")
+        assert not [t for t, icon in _draw_dynamics(ob)[1].said if icon == "ERROR"]
+        ob.data.attributes.remove(ob.data.attributes["wisp"])
+        ob.data.attributes.new("wisp", "FLOAT_VECTOR", "CURVE")          # there, but no number a strand
+        errors = [t for t, icon in _draw_dynamics(ob)[1].said if icon == "ERROR"]
+        assert errors == ["'Hair': its attribute 'wisp' holds Vector values, not one number a strand"]
+    else:
+        assert errors == []          # an attribute Groom does not read is never looked for
+    # Show Wisps is the Wisps solver's only: another solver does not draw it
+    s.dynamics_layer = "STRANDS"
+    assert "show_wisps" not in _draw_dynamics(ob)[0]
 
 
 def test_every_setting_says_in_words_what_it_does(addon):
@@ -182,8 +275,14 @@ SAVED = {"secondary_stiffness": 120.0, "secondary_damping": 8.0, "secondary_rand
          "strands_hair_hair_method": "PAIRS", "strands_hair_friction": 0.1, "strands_diameter": 0.005, "strands_repulsion": 2000.0, "strands_links": 0,
          "strands_link_stiffness": 50.0, "strands_dynablend": 1.0, "rods_stiffness": 10.0,
          "rods_response": 100.0, "rods_damping": 4.0, "rods_wobble": 0.25, "rods_max_substeps": 64,
-         "rods_dynablend": 1.0}
-KEYED = {"secondary_dynablend", "strands_stiffness", "strands_dynablend", "rods_stiffness", "rods_dynablend"}
+         "rods_dynablend": 1.0, "wisps_count": 64, "wisps_source": "GROOM", "wisps_attribute": "wisp",
+         "wisps_seed": 0, "wisps_segments": 8, "wisps_substeps": 8, "wisps_stiffness": 60.0,
+         "wisps_goal_damping": 4.0, "wisps_stretch_stiffness": 4000.0, "wisps_max_stretch": 0.05,
+         "wisps_damping": 40.0, "wisps_bend": 300.0, "wisps_bend_damping": 8.0, "wisps_volume_stiffness": 80.0,
+         "wisps_volume_damping": 30.0, "wisps_drag": 0.5, "wisps_dynablend": 1.0, "wisps_interact": True,
+         "wisps_viscosity": 5.0, "wisps_interact_every": 1, "wisps_contact_distance": 0.005}
+KEYED = {"secondary_dynablend", "strands_stiffness", "strands_dynablend", "rods_stiffness", "rods_dynablend",
+         "wisps_dynablend", "wisps_stiffness", "wisps_viscosity"}
 
 
 def test_the_layers_properties_are_made_from_the_registry_as_saved_files_know_them(addon):
