@@ -2,6 +2,7 @@
 settings (collision on) and measured; optionally rendered as one picture.
 
     python scripts/grooms.py [--scenes long_hair quick_fur grass flat] [--small] [--render DIR]
+                             [--solver SCENE|SPRINGS|STRANDS|RODS|WISPS] [--hair-hair OFF|PAIRS|VOLUME]
 
 * ``long_hair``: 3000 strands x 36 points combed 5 mm over a subdivided Suzanne, ears and all,
   falling onto a capsule "shoulders" collider; the head turns, a magnet pulls, secondary dynamics.
@@ -459,7 +460,7 @@ def main(argv=None) -> int:
     p.add_argument("--small", action="store_true", help="the sizes the tests use")
     p.add_argument("--render", default="", help="folder for grooms.png (each scene at --frame)")
     p.add_argument("--frame", type=int, default=14)
-    p.add_argument("--solver", choices=("SCENE", "SPRINGS", "STRANDS", "RODS"), default="SCENE",
+    p.add_argument("--solver", choices=("SCENE", *_core().LAYERS), default="SCENE",
                    help="the dynamics solver every groom bakes with (SCENE: as each scene sets it)")
     p.add_argument("--hair-hair", choices=("OFF", "PAIRS", "VOLUME"), default="OFF",
                    help="with --solver STRANDS: Hair Against Hair on, by Strand Pairs or as a Volume")
