@@ -45,6 +45,7 @@ from .spaces import rotation_of, scale_of, transform_rows
 
 SOURCES = ("GROOM", "ATTRIBUTE")
 MIN_RADIUS = 0.25             # a wisp's thinnest envelope at rest, of its mean segment length
+WIDEST = 0.25                 # a wisp's roots spread at most this of its strands' length (``_split_wide``)
 SQUEEZE = 0.05                # how far an envelope may be squeezed, of its rest radius
 PASSES = 4                    # penetration reactions a substep, at most
 SPREAD = 2.0                  # how far it may be flung wide, of its rest radius
@@ -57,7 +58,8 @@ class WispSettings:
 
     wisps: int = field(default=64, metadata=setting(
         "wisps_count", "Wisps", "How many wisps the strands are grouped into, by where they grow and how they "
-        "lie: fewer make thick locks, more make finer ones", when=("source", "GROOM"), min=1, max=100000,
+        "lie: fewer make thick locks, more make finer ones (a wisp wider than a quarter of its length is "
+        "split, so short sparse hair may get more)", when=("source", "GROOM"), min=1, max=100000,
         soft_max=1000))
     source: str = field(default="GROOM", metadata=setting(
         "wisps_source", "Wisps From", "How strands are grouped into wisps",
@@ -169,9 +171,10 @@ def arc_fractions(rows: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 
 def group_wisps(rest_rows: np.ndarray, offsets: np.ndarray, count: int, seed: int) -> np.ndarray:
-    """(S,) each strand's wisp, 0..W−1 (W ≤ ``count``): k-means over where a strand grows and how
-    it lies — its root, and (half weighted) its middle and tip relative to the root — from a
-    k-means++ start drawn with ``seed``; deterministic. Wisps left empty are dropped."""
+    """(S,) each strand's wisp, 0..W−1: k-means over where a strand grows and how it lies — its
+    root, and (half weighted) its middle and tip relative to the root — from a k-means++ start
+    drawn with ``seed``, deterministic, into ``count`` wisps (fewer where some are left empty,
+    more where one is wider than a quarter of its length: ``_split_wide``)."""
     p = np.asarray(rest_rows, np.float64)
     offsets = np.asarray(offsets)
     counts = np.diff(offsets)
@@ -203,7 +206,42 @@ def group_wisps(rest_rows: np.ndarray, offsets: np.ndarray, count: int, seed: in
         n = np.bincount(label, minlength=count)
         keep = n > 0
         centres[keep] = sums[keep] / n[keep, None]
-    return np.unique(label, return_inverse=True)[1].astype(np.int64)
+    label = np.unique(label, return_inverse=True)[1].astype(np.int64)
+    return _split_wide(label, roots, np.linalg.norm(tips - roots, axis=1), rng)
+
+
+def _split_wide(label: np.ndarray, roots: np.ndarray, length: np.ndarray, rng) -> np.ndarray:
+    """Wisps whose roots spread wider than WIDEST of their strands' mean length split in two (by
+    2-means on their roots), again until none is: a wisp wider than long turns its strands' large
+    offsets with each bend of its skeleton, and its strands kink (measured: grass blades grouped
+    three to a wisp 0.3 m wide on 0.25–0.4 m blades bent into zig-zags)."""
+    while True:
+        count = int(label.max()) + 1
+        centre = np.zeros((count, 3))
+        np.add.at(centre, label, roots)
+        n = np.bincount(label, minlength=count)
+        centre /= n[:, None]
+        spread = np.zeros(count)
+        np.maximum.at(spread, label, np.linalg.norm(roots - centre[label], axis=1))
+        mean_length = np.bincount(label, weights=length, minlength=count) / n
+        wide = np.flatnonzero((spread > WIDEST * mean_length) & (n > 1))
+        if wide.size == 0:
+            return label
+        for w in wide:
+            members = np.flatnonzero(label == w)
+            pts = roots[members]
+            a = pts[int(rng.integers(len(pts)))]
+            b = pts[int(np.argmax(((pts - a) ** 2).sum(axis=1)))]       # the farthest from a
+            a = pts[int(np.argmax(((pts - b) ** 2).sum(axis=1)))]       # and from that
+            for _ in range(10):
+                side = ((pts - b) ** 2).sum(axis=1) < ((pts - a) ** 2).sum(axis=1)
+                if side.all() or not side.any():
+                    break
+                a, b = pts[~side].mean(axis=0), pts[side].mean(axis=0)
+            if side.all() or not side.any():
+                side = np.arange(len(pts)) >= len(pts) // 2
+            label[members[side]] = count
+            count += 1
 
 
 def wisps_from_attribute(values, num_strands: int) -> np.ndarray:

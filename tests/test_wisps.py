@@ -11,7 +11,7 @@ import pytest
 from hair_wig import FrameInput, Magnet, Wig, WigSettings
 from hair_wig.dynamics_layer import HairModel, LayerFrame
 from hair_wig.errors import HairWigError
-from hair_wig.wisps import SPREAD, SQUEEZE, WispLayer, WispSet, WispSettings, group_wisps
+from hair_wig.wisps import SPREAD, SQUEEZE, WIDEST, WispLayer, WispSet, WispSettings, group_wisps
 from test_strands import G, _turn, _wig_hair
 from test_wig_core import sphere_mesh
 from tolerance import EPS64, rounding
@@ -243,14 +243,20 @@ def test_wisps_keep_out_of_the_head():
 
 def test_strands_are_grouped_by_where_they_grow_deterministically():
     """k-means over roots and shape: the same seed gives the same wisps, another seed others; each
-    wisp's roots lie closer together than the groom's; the count asked for is the count made."""
+    wisp's roots lie closer together than the groom's; at least the count asked for is made, more
+    where a wisp would be wider than a quarter of its length."""
     hair = _wig_hair(strands=200, sizes=(10,))
     rows = np.ascontiguousarray(hair.points.T)
     a = group_wisps(rows, hair.offsets, 12, seed=1)
     assert np.array_equal(a, group_wisps(rows, hair.offsets, 12, seed=1))
     assert not np.array_equal(a, group_wisps(rows, hair.offsets, 12, seed=2))
-    assert a.max() + 1 == 12 and np.bincount(a).min() >= 1
+    assert a.max() + 1 >= 12 and np.bincount(a).min() >= 1
     roots = hair.points[hair.offsets[:-1]]
+    tips = hair.points[hair.offsets[1:] - 1]
+    length = np.linalg.norm(tips - roots, axis=1)
+    for w in range(a.max() + 1):             # none wider than WIDEST of its length (``_split_wide``)
+        r = roots[a == w]
+        assert np.linalg.norm(r - r.mean(axis=0), axis=1).max() <= WIDEST * length[a == w].mean() + 1e-12
     spread = np.mean([roots[a == w].std(axis=0).sum() for w in range(12)])
     assert spread < 0.5 * roots.std(axis=0).sum()
 

@@ -668,7 +668,7 @@ def _cross(x, v, r, r0, inv_mass, wa, ka, wb, kb, viscosity, dt_c, counts):
     aa = d1x * d1x + d1y * d1y + d1z * d1z
     ee = d2x * d2x + d2y * d2y + d2z * d2z
     if aa <= 0.0 or ee <= 0.0:
-        return
+        return 0.0
     ff = d2x * rx + d2y * ry + d2z * rz
     cc = d1x * rx + d1y * ry + d1z * rz
     bb = d1x * d2x + d1y * d2y + d1z * d2z
@@ -685,7 +685,7 @@ def _cross(x, v, r, r0, inv_mass, wa, ka, wb, kb, viscosity, dt_c, counts):
                    + (1.0 - t) * _mean_radius(r, wb, kb) + t * _mean_radius(r, wb, kb + 1))
     dist = np.sqrt(ox * ox + oy * oy + oz * oz)
     if dist >= reach:
-        return
+        return dist
     counts[0] += 1
     gs, gt = 1.0 - s, 1.0 - t
     relx = gs * v[wa, ka, 0] + s * v[wa, ka + 1, 0] - gt * v[wb, kb, 0] - t * v[wb, kb + 1, 0]
@@ -718,21 +718,33 @@ def _cross(x, v, r, r0, inv_mass, wa, ka, wb, kb, viscosity, dt_c, counts):
     w_a = gs * gs * inv_mass[wa, ka] + s * s * inv_mass[wa, ka + 1]
     w_b = gt * gt * inv_mass[wb, kb] + t * t * inv_mass[wb, kb + 1]
     if w_a + w_b <= 0.0:
-        return
+        return dist
     jx, jy, jz = dx / (w_a + w_b), dy / (w_a + w_b), dz / (w_a + w_b)
     for d, j in ((0, jx), (1, jy), (2, jz)):
         v[wa, ka, d] += j * gs * inv_mass[wa, ka]
         v[wa, ka + 1, d] += j * s * inv_mass[wa, ka + 1]
         v[wb, kb, d] -= j * gt * inv_mass[wb, kb]
         v[wb, kb + 1, d] -= j * t * inv_mass[wb, kb + 1]
+    return dist
+
+
+@njit(cache=True)
+def _widest(r, w, k):
+    """The largest envelope radius of segment ``k`` of wisp ``w`` (both its cross-sections)."""
+    out = 0.0
+    for c in range(k, k + 2):
+        for q in range(4):
+            out = max(out, r[w, c, q])
+    return out
 
 
 @njit(cache=True)
 def wisp_interact(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, viscosity, dt_c, counts):
     """Wisp–wisp interactions (seed 001 §4.1–4.2) as velocity modifications on ``v`` (W, N, 3)
     and ``rd`` (W, N, 4): every pair of segments the broadphase gives (``wisp_pairs``), each
-    segment's own cross-section (its far end's) tested against the other's volume and the other's
-    against its (``_meet``); serial in the broadphase's order. ``counts`` (3,) int64: points met
+    segment's axis against the other's (``_cross``), and — where the axes come within the two
+    segments' widest radii — its own cross-section (its far end's) tested against the other's
+    volume and the other's against its (``_meet``); serial in the broadphase's order. ``counts`` (3,) int64: points met
     in a volume, of them colliding (not interpenetrating), and pairs tested; added to."""
     n = x.shape[1]
     pairs = wisp_pairs(x, r, n - 1)
@@ -741,7 +753,9 @@ def wisp_interact(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, visco
         a, b = pairs[t, 0], pairs[t, 1]
         wa, ka = a // (n - 1), a % (n - 1)
         wb, kb = b // (n - 1), b % (n - 1)
-        _cross(x, v, r, r0, inv_mass, wa, ka, wb, kb, viscosity, dt_c, counts)
+        dist = _cross(x, v, r, r0, inv_mass, wa, ka, wb, kb, viscosity, dt_c, counts)
+        if dist >= _widest(r, wa, ka) + _widest(r, wb, kb):
+            continue                # no point of either lies within the other's reach of its axis
         _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wa, ka + 1, wb, kb, viscosity, dt_c, counts)
         _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wb, kb + 1, wa, ka, viscosity, dt_c, counts)
 
