@@ -8,10 +8,11 @@ import pytest
 from tolerance import AFFINE, FOLLOW, magnitude, rounding
 
 
-@pytest.mark.parametrize("solver", ["SCENE", "RODS"])
+@pytest.mark.parametrize("solver", ["SCENE", "RODS", "WISPS"])
 @pytest.mark.parametrize("name", list(grooms.BUILDERS))
 def test_a_groom_is_kept_at_rest_unstretched_and_outside(addon, name, solver):
-    """Every scene as it sets its dynamics, and again with the Rods solver (issue 16)."""
+    """Every scene as it sets its dynamics, and again with the Rods (issue 16) and Wisps (issue 36)
+    solvers."""
     g = grooms.BUILDERS[name](**grooms.SMALL[name])
     if solver != "SCENE":
         grooms.use_solver(g, solver)
