@@ -45,7 +45,7 @@ from .spaces import rotation_of, scale_of, transform_rows
 
 SOURCES = ("GROOM", "ATTRIBUTE")
 MIN_RADIUS = 0.25             # a wisp's thinnest envelope at rest, of its mean segment length
-WIDEST = 0.25                 # a wisp's roots spread at most this of its strands' length (``_split_wide``)
+WIDEST = 0.1                  # a wisp's roots spread at most this of its strands' length (``_split_wide``)
 SQUEEZE = 0.05                # how far an envelope may be squeezed, of its rest radius
 PASSES = 4                    # penetration reactions a substep, at most
 SPREAD = 2.0                  # how far it may be flung wide, of its rest radius
@@ -58,7 +58,7 @@ class WispSettings:
 
     wisps: int = field(default=64, metadata=setting(
         "wisps_count", "Wisps", "How many wisps the strands are grouped into, by where they grow and how they "
-        "lie: fewer make thick locks, more make finer ones (a wisp wider than a quarter of its length is "
+        "lie: fewer make thick locks, more make finer ones (a wisp wider than a tenth of its length is "
         "split, so short sparse hair may get more)", when=("source", "GROOM"), min=1, max=100000,
         soft_max=1000))
     source: str = field(default="GROOM", metadata=setting(
@@ -174,7 +174,7 @@ def group_wisps(rest_rows: np.ndarray, offsets: np.ndarray, count: int, seed: in
     """(S,) each strand's wisp, 0..W−1: k-means over where a strand grows and how it lies — its
     root, and (half weighted) its middle and tip relative to the root — from a k-means++ start
     drawn with ``seed``, deterministic, into ``count`` wisps (fewer where some are left empty,
-    more where one is wider than a quarter of its length: ``_split_wide``)."""
+    more where one is wider than a tenth of its length: ``_split_wide``)."""
     p = np.asarray(rest_rows, np.float64)
     offsets = np.asarray(offsets)
     counts = np.diff(offsets)
@@ -212,9 +212,10 @@ def group_wisps(rest_rows: np.ndarray, offsets: np.ndarray, count: int, seed: in
 
 def _split_wide(label: np.ndarray, roots: np.ndarray, length: np.ndarray, rng) -> np.ndarray:
     """Wisps whose roots spread wider than WIDEST of their strands' mean length split in two (by
-    2-means on their roots), again until none is: a wisp wider than long turns its strands' large
-    offsets with each bend of its skeleton, and its strands kink (measured: grass blades grouped
-    three to a wisp 0.3 m wide on 0.25–0.4 m blades bent into zig-zags)."""
+    2-means on their roots), again until none is: a wide wisp turns its strands' large offsets
+    with each bend of its skeleton, and its strands kink (seen in renders: grass blades grouped
+    three to a 0.3 m wisp on 0.25–0.4 m blades bent into zig-zags; at a quarter of the length long
+    hair over Suzanne still had wavy loose wisps beside the ear, at a tenth neither)."""
     while True:
         count = int(label.max()) + 1
         centre = np.zeros((count, 3))

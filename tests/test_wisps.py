@@ -244,7 +244,7 @@ def test_wisps_keep_out_of_the_head():
 def test_strands_are_grouped_by_where_they_grow_deterministically():
     """k-means over roots and shape: the same seed gives the same wisps, another seed others; each
     wisp's roots lie closer together than the groom's; at least the count asked for is made, more
-    where a wisp would be wider than a quarter of its length."""
+    where a wisp would be wider than a tenth of its length."""
     hair = _wig_hair(strands=200, sizes=(10,))
     rows = np.ascontiguousarray(hair.points.T)
     a = group_wisps(rows, hair.offsets, 12, seed=1)
