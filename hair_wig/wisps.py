@@ -41,7 +41,7 @@ from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, sett
 from .errors import HairWigError
 from .kernels.wisps import (ENVELOPE_MASS, wisp_carry, wisp_frames, wisp_gather, wisp_interact, wisp_place, wisp_positions,
                             wisp_velocities)
-from .spaces import rotation_of, scale_of, transform_rows
+from .spaces import rotation_of, scale_of
 
 SOURCES = ("GROOM", "ATTRIBUTE")
 MIN_RADIUS = 0.25             # a wisp's thinnest envelope at rest, of its mean segment length
@@ -253,6 +253,12 @@ def wisps_from_attribute(values, num_strands: int) -> np.ndarray:
     return np.unique(values.astype(np.int64), return_inverse=True)[1].astype(np.int64)
 
 
+def _apply(m: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The affine map ``m`` (4, 4) on points ``x`` (..., 3), float64."""
+    m = np.asarray(m, np.float64)
+    return x @ m[:3, :3].T + m[:3, 3]
+
+
 class WispSet:
     """Strands grouped into wisps, bound on the groom ``rest`` (3, P) (world rows): the skeletons'
     samples of the strands, each strand point's fixed coordinates in its wisp, and the rest
@@ -335,7 +341,7 @@ class WispSet:
     def _coords(self, rest: np.ndarray) -> np.ndarray:
         """(P, 3) each point's offsets ``a, b, c`` along its wisp's ``e₁, e₂`` (blended between the
         two cross-sections) and its segment: solved so that placing them on the rest wisp gives
-        the point (``kernels.wisps._placed``)."""
+        the point (``kernels.wisps.wisp_place``)."""
         w, k, u = self.point_wisp, self.point_seg, self.point_u[:, None]
         x, fr = self.skeleton_rest, self.frames_rest
         base = (1 - u) * x[w, k] + u * x[w, k + 1]
@@ -478,7 +484,7 @@ class WispLayer(DynamicsLayer):
     # -- the protocol -----------------------------------------------------------------------------
     def initial_state(self, goal: np.ndarray, frame: LayerFrame) -> dict:
         ws = self.set
-        g = ws.skeleton(frame.world(goal))
+        g = _apply(frame.head, ws.skeleton(goal))
         hold = -self.turn_rest.T @ np.asarray(frame.gravity, np.float64) if self.settings.hold_style else np.zeros(3)
         return {"x": g.copy(), "v": np.zeros_like(g), "r": ws.r0.copy(), "rd": np.zeros_like(ws.r0),
                 "goal": g.copy(), "hold": hold, "head_inv": np.array(frame.head_inv, np.float64)}
@@ -488,8 +494,8 @@ class WispLayer(DynamicsLayer):
 
     def step(self, state: dict, goal: np.ndarray, frame: LayerFrame, out: np.ndarray) -> None:
         s, ws = self.settings, self.set
-        goal_world = frame.world(goal)
-        g1 = ws.skeleton(goal_world)
+        local = ws.skeleton(goal)                 # the goal's wisps, head-local, then in the world
+        g1 = _apply(frame.head, local)
         g0 = state["goal"]
         m = int(s.substeps)
         h = float(frame.dt) / m
@@ -542,16 +548,28 @@ class WispLayer(DynamicsLayer):
         state["goal"] = g1
         state["head_inv"] = now.copy()
         clock = time.perf_counter()
+        self._show(goal, local, g1, x, r, e1, frame, out)
+        self.seconds["strands"] += time.perf_counter() - clock
+
+    def _show(self, goal, local, g1, x, r, e1, frame, out) -> None:
+        """The strands riding the wisps into ``out`` (3, P) head-local (``kernels.wisps.wisp_place``),
+        placed in head-local space straight from the goal rows: the wisps' skeletons as the goal's
+        head-local ones ``local`` plus their displacement from the goal's (world ``x − g1``) taken
+        into the head's frame, their frames by the head's linear map ``A``. Placing an offset ``c``
+        along a segment's unit direction there takes the segment's stretch over the head's scale
+        (``A`` turns and scales by ``1/s``); a wisp at its goal gives a displacement of exactly 0."""
+        ws = self.set
+        inv = np.asarray(frame.head_inv, np.float64)
+        lin = inv[:3, :3]
         anchor = _unit(g1[:, 1] - g1[:, 0])
         frames, _ = ws.frames(x, anchor, e1)
         gframes, _ = ws.frames(g1, anchor, e1)
-        stretch = np.linalg.norm(np.diff(x, axis=1), axis=2) / ws.rest_len
-        gstretch = np.linalg.norm(np.diff(g1, axis=1), axis=2) / ws.rest_len
-        shown = np.empty(goal_world.shape)
-        wisp_place(goal_world.T, shown.T, ws.offsets, ws.point_wisp, ws.point_seg, ws.point_u, ws.coords, self.blend,
-                   x, frames, r / ws.r0, stretch, g1, gframes, gstretch, self.unit)
-        transform_rows(frame.head_inv, shown, out)
-        self.seconds["strands"] += time.perf_counter() - clock
+        scale = scale_of(frame.head)
+        stretch = np.linalg.norm(np.diff(x, axis=1), axis=2) / (ws.rest_len * scale)
+        gstretch = np.linalg.norm(np.diff(g1, axis=1), axis=2) / (ws.rest_len * scale)
+        x_local = local + (x - g1) @ lin.T
+        wisp_place(goal.T, out.T, ws.offsets, ws.point_wisp, ws.point_seg, ws.point_u, ws.coords, self.blend,
+                   x_local, frames @ lin.T, r / ws.r0, stretch, local, gframes @ lin.T, gstretch, self.unit)
 
     def _envelope_limits(self, r, rd) -> None:
         """Each radius between SQUEEZE and SPREAD of its rest, stopped (its speed further out or

@@ -54,18 +54,25 @@ def wisp_gather(points, wisp_start, wisp_strands, samp_a, samp_f, weight, out):
     strand ``s``'s sample ``i`` lies ``samp_f[s, i]`` of the way from point ``samp_a[s, i]`` to
     the next; ``weight`` (S,) each strand's share of its wisp (summing to 1)."""
     num_w, n = out.shape[0], out.shape[1]
+    # each strand's weighted samples first, strand by strand (its points are together in memory),
+    # then each wisp's sum over its strands in their order
+    samples = np.empty((samp_a.shape[0], n, 3))
+    for s in prange(samp_a.shape[0]):
+        c = weight[s]
+        for i in range(n):
+            a = samp_a[s, i]
+            f = samp_f[s, i]
+            g = 1.0 - f
+            for d in range(3):
+                samples[s, i, d] = c * (g * points[a, d] + f * points[a + 1, d])
     for w in prange(num_w):
         for i in range(n):
             x = y = z = 0.0
             for j in range(wisp_start[w], wisp_start[w + 1]):
                 s = wisp_strands[j]
-                a = samp_a[s, i]
-                f = samp_f[s, i]
-                g = 1.0 - f
-                c = weight[s]
-                x += c * (g * points[a, 0] + f * points[a + 1, 0])
-                y += c * (g * points[a, 1] + f * points[a + 1, 1])
-                z += c * (g * points[a, 2] + f * points[a + 1, 2])
+                x += samples[s, i, 0]
+                y += samples[s, i, 1]
+                z += samples[s, i, 2]
             out[w, i, 0] = x
             out[w, i, 1] = y
             out[w, i, 2] = z
@@ -115,33 +122,16 @@ def wisp_frames(x, anchor, e1_root, frames, tangent):
 
 
 @njit(cache=True)
-def _placed(x, frames, ratio, stretch, w, k, u, a, b, c):
-    """A strand point at fixed coordinates ``(k, u; a, b, c)`` in wisp ``w`` (seed 001 §6): on
-    segment ``k`` at ``u`` of its length, ``a, b`` along the cross-sections' ``e₁, e₂`` (each
-    scaled by the envelope's radius on its side, now over rest, ``ratio`` (W, N, 4)), ``c``
-    along the segment scaled by its stretch ``stretch`` (W, K): waves keep their count as a
-    wisp stretches, their amplitude follows the envelope."""
-    g = 1.0 - u
-    qa = 0 if a >= 0.0 else 2
-    qb = 1 if b >= 0.0 else 3
-    sa = a * (g * ratio[w, k, qa] + u * ratio[w, k + 1, qa])
-    sb = b * (g * ratio[w, k, qb] + u * ratio[w, k + 1, qb])
-    dx, dy, dz, _ = _unit3(x[w, k + 1, 0] - x[w, k, 0], x[w, k + 1, 1] - x[w, k, 1], x[w, k + 1, 2] - x[w, k, 2])
-    sc = c * stretch[w, k]
-    out0 = g * x[w, k, 0] + u * x[w, k + 1, 0] + sc * dx
-    out1 = g * x[w, k, 1] + u * x[w, k + 1, 1] + sc * dy
-    out2 = g * x[w, k, 2] + u * x[w, k + 1, 2] + sc * dz
-    for d in range(3):
-        e1 = g * frames[w, k, 0, d] + u * frames[w, k + 1, 0, d]
-        e2 = g * frames[w, k, 1, d] + u * frames[w, k + 1, 1, d]
-        v = sa * e1 + sb * e2
-        if d == 0:
-            out0 += v
-        elif d == 1:
-            out1 += v
-        else:
-            out2 += v
-    return out0, out1, out2
+def _axes(x, stretch, out):
+    """Each segment's unit direction times its stretch (W, K, 3): where an offset ``c`` along it
+    is placed (``wisp_place``)."""
+    for w in range(x.shape[0]):
+        for k in range(x.shape[1] - 1):
+            dx, dy, dz, _ = _unit3(x[w, k + 1, 0] - x[w, k, 0], x[w, k + 1, 1] - x[w, k, 1],
+                                   x[w, k + 1, 2] - x[w, k, 2])
+            out[w, k, 0] = stretch[w, k] * dx
+            out[w, k, 1] = stretch[w, k] * dy
+            out[w, k, 2] = stretch[w, k] * dz
 
 
 @njit(cache=True, parallel=True)
@@ -150,19 +140,36 @@ def wisp_place(goal, out, offsets, point_wisp, point_seg, point_u, coords, blend
     """The shown strands (seed 001 §6): each point ``goal + blend · (placed(wisp) − placed(goal
     wisp))`` into ``out`` (P, 3) — its fixed coordinates in the simulated wisp (skeleton ``x``,
     ``frames``, envelope ``ratio``, segment ``stretch``) less the same in the goal's wisp
-    (``gx``, ``gframes``, rest radii ``unit`` (W, N, 4) of ones, ``gstretch``). So the groom's
-    own shape within a wisp (and what magnets did to it) stays, the wisp's motion is added, and a
-    wisp resting on its goal shows the goal exactly. Strand by strand over ``offsets`` (S + 1,)."""
+    (``gx``, ``gframes``, rest radii ``unit`` (W, N, 4) of ones, ``gstretch``); each placed on
+    segment ``k`` at ``u`` of its length, ``a, b`` along the cross-sections' ``e₁, e₂`` (each
+    scaled by the envelope's radius on its side, now over rest), ``c`` along the segment scaled by
+    its stretch: waves keep their count as a wisp stretches, their amplitude follows the
+    envelope. So the groom's own shape within a wisp (and what magnets did to it) stays, the
+    wisp's motion is added, and a wisp resting on its goal (the same bits) shows the goal exactly. Strand by strand over ``offsets`` (S + 1,)."""
+    axes = np.empty((x.shape[0], x.shape[1] - 1, 3))
+    gaxes = np.empty_like(axes)
+    _axes(x, stretch, axes)
+    _axes(gx, gstretch, gaxes)
     for s in prange(offsets.shape[0] - 1):
         for p in range(offsets[s], offsets[s + 1]):
             w, k, u = point_wisp[p], point_seg[p], point_u[p]
             a, b, c = coords[p, 0], coords[p, 1], coords[p, 2]
-            s0, s1, s2 = _placed(x, frames, ratio, stretch, w, k, u, a, b, c)
-            g0, g1, g2 = _placed(gx, gframes, unit, gstretch, w, k, u, a, b, c)
+            g = 1.0 - u
+            qa = 0 if a >= 0.0 else 2
+            qb = 1 if b >= 0.0 else 3
+            sa = a * (g * ratio[w, k, qa] + u * ratio[w, k + 1, qa])
+            sb = b * (g * ratio[w, k, qb] + u * ratio[w, k + 1, qb])
+            ga = a * (g * unit[w, k, qa] + u * unit[w, k + 1, qa])
+            gb = b * (g * unit[w, k, qb] + u * unit[w, k + 1, qb])
             f = blend[p]
-            out[p, 0] = goal[p, 0] + f * (s0 - g0)
-            out[p, 1] = goal[p, 1] + f * (s1 - g1)
-            out[p, 2] = goal[p, 2] + f * (s2 - g2)
+            for d in range(3):
+                moved = ((g * x[w, k, d] + u * x[w, k + 1, d]) - (g * gx[w, k, d] + u * gx[w, k + 1, d])
+                         + (sa * (g * frames[w, k, 0, d] + u * frames[w, k + 1, 0, d])
+                            - ga * (g * gframes[w, k, 0, d] + u * gframes[w, k + 1, 0, d]))
+                         + (sb * (g * frames[w, k, 1, d] + u * frames[w, k + 1, 1, d])
+                            - gb * (g * gframes[w, k, 1, d] + u * gframes[w, k + 1, 1, d]))
+                         + c * (axes[w, k, d] - gaxes[w, k, d]))
+                out[p, d] = goal[p, d] + f * moved
 
 
 @njit(cache=True)
