@@ -431,6 +431,14 @@ class WispLayer(DynamicsLayer):
         self.seconds = {"interactions": 0.0, "body": 0.0, "springs": 0.0, "strands": 0.0}
         self.touched = 0                         # skeleton and envelope points the colliders met, last frame
 
+    def warnings(self) -> list[str]:
+        s = self.settings
+        if s.source == "GROOM" and self.set.num_wisps > int(s.wisps):
+            return [f"Wisps: {self.set.num_wisps} wisps were made where {int(s.wisps)} were asked: a wisp wider "
+                    f"than a tenth of its strands' length is split in two (wide wisps kink their strands when "
+                    f"they bend)"]
+        return []
+
     # -- keyed settings ---------------------------------------------------------------------------
     def set_dynablend(self, dynablend: float) -> None:
         if not 0 <= dynablend <= 1:

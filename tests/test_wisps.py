@@ -259,6 +259,10 @@ def test_strands_are_grouped_by_where_they_grow_deterministically():
         assert np.linalg.norm(r - r.mean(axis=0), axis=1).max() <= WIDEST * length[a == w].mean() + 1e-12
     spread = np.mean([roots[a == w].std(axis=0).sum() for w in range(12)])
     assert spread < 0.5 * roots.std(axis=0).sum()
+    # the layer says when it made more than asked, and not otherwise
+    layer = WispLayer(HairModel("hair", rows, hair.offsets), WispSettings(wisps=12))
+    assert (layer.set.num_wisps > 12) == bool(layer.warnings())
+    assert all(f"{layer.set.num_wisps} wisps were made where 12" in w for w in layer.warnings())
 
 
 def test_errors_name_the_setting():
