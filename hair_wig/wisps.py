@@ -518,6 +518,7 @@ class WispLayer(DynamicsLayer):
         keep = float(np.exp(-rate * h))
         toward = s.goal_damping / rate if rate > 0 else 0.0
         kh2 = self.stiffness * (h * h)
+        bend = s.bend * h * h / (1.0 + s.bend * h * h)
         v_old = np.empty_like(v)
         ext = np.zeros_like(x)
         now = np.asarray(frame.head_inv, np.float64)
@@ -533,7 +534,7 @@ class WispLayer(DynamicsLayer):
             if accel is not None:
                 ext = accel(x.reshape(-1, 3).T, v.reshape(-1, 3).T).T.reshape(x.shape).copy()
             wisp_velocities(x, v, r, rd, frames, target, v_goal, ext, base, ws.mass, ws.inv_mass, ws.rest_len,
-                            ws.r0, h, s.stiffness, s.damping, s.bend, s.bend_damping, kh2, keep, toward,
+                            ws.r0, h, s.stiffness, s.damping, s.bend_damping, keep, toward,
                             s.envelope_stiffness, s.envelope_damping, v_old)
             self.seconds["springs"] += time.perf_counter() - clock
             if s.interact and (i - 1) % int(s.interact_every) == 0:
@@ -546,7 +547,7 @@ class WispLayer(DynamicsLayer):
                 self._slide(x, v, r, rd, frames, (i - 1) / m, 1.0 / m, h, was, now)
                 self.seconds["body"] += time.perf_counter() - clock
             clock = time.perf_counter()
-            wisp_positions(x, v, r, rd, target, ws.inv_mass, ws.rest_len, h, kh2, s.max_stretch)
+            wisp_positions(x, v, r, rd, target, ws.inv_mass, ws.rest_len, h, kh2, bend, s.max_stretch)
             self._envelope_limits(r, rd)
             self.seconds["springs"] += time.perf_counter() - clock
             if self.colliders:

@@ -20,9 +20,6 @@ ENVELOPE_MASS = 0.01                     # an envelope point's mass, of its skel
 ENV_SHARE = ENVELOPE_MASS / (1 + 4 * ENVELOPE_MASS)   # of a cross-section's mass, one envelope point's
 SIN_PLANE = np.sin(np.radians(25.0))     # seed 001 §7.1: within 25° of the common plane, wisps interpenetrate
 PARALLEL = 0.1                           # |σ_p × σ_s| below this: the wisps are parallel (≈ 6°)
-SEPARATE = 0.2                           # of a colliding point's depth in another wisp, undone per interaction step
-CORE = 0.5                               # of a wisp's radius: its core, where another's skeleton is sent out of
-STILL = 1e-3                             # a contact moving less than this of its radius a step is at rest
 
 
 @njit(cache=True)
@@ -209,15 +206,17 @@ def _bend_target(x, gx, w, k, L):
 
 @njit(cache=True)
 def wisp_velocities(x, v, r, rd, frames, target, v_goal, ext, base, mass, inv_mass, rest_len, r0,
-                    h, k_stretch, nu_stretch, k_bend, nu_bend, kh2, keep, toward, k_env, nu_env, v_old):
+                    h, k_stretch, nu_stretch, nu_bend, keep, toward, k_env, nu_env, v_old):
     """Forces and velocity modifications of one substep ``h`` on every wisp (seed 001 §5.1, items
     1 and 3), before the interactions: into ``v`` (W, N, 3) and the envelope's radial speeds
     ``rd`` (W, N, 4); ``v_old`` gets the skeleton's velocities before.
 
     Forces per unit of the skeleton point's mass: ``base`` (3,) gravity with the style's hold
     and ``ext`` (W, N, 3) the force fields; linear springs along the skeleton
-    ``f = −k (|p₁ − p₂| − r) u`` (elastic part; ``k_stretch`` per reduced mass); angular springs
-    towards the goal's bend (``_bend_target``, ``k_bend``); the envelope's springs' reaction.
+    ``f = −k (|p₁ − p₂| − r) u`` (elastic part; ``k_stretch`` per reduced mass); the envelope's
+    springs' reaction. (The angular springs' elastic part is a position modification,
+    ``wisp_positions``: as a force towards a target that depends on the segment before, it fed
+    energy into a shaken wisp.)
     Then damping as velocity modifications that never reverse a relative velocity and keep
     momentum (``_damp_pair``): along each segment (``nu_stretch``) and across it against the turn
     of the segment before (``nu_bend``); the goal's damping and the air's exactly over the
@@ -225,7 +224,7 @@ def wisp_velocities(x, v, r, rd, frames, target, v_goal, ext, base, mass, inv_ma
     The envelope: each radius ``r`` on a soft spring to its rest ``r0`` (``k_env``) and linked to
     its neighbours in the cross-section for volume, pushed by the skeleton's acceleration and the
     loads along its half-line, heavily damped (``nu_env``, as a velocity modification).
-    ``inv_mass`` 0: a point held on the goal (the root). ``kh2`` is unused here (positions)."""
+    ``inv_mass`` 0: a point held on the goal (the root)."""
     num_w, n = x.shape[0], x.shape[1]
     for w in range(num_w):
         acc = np.zeros((n, 3))
@@ -258,17 +257,13 @@ def wisp_velocities(x, v, r, rd, frames, target, v_goal, ext, base, mass, inv_ma
                                    x[w, k + 1, 2] - x[w, k, 2])
             mu = 2.0 * mass[w, k] * mass[w, k + 1] / (mass[w, k] + mass[w, k + 1])
             f = k_stretch * mu * (L - rest_len[w, k])
-            tx, ty, tz = _bend_target(x, target, w, k, L)
-            bx = k_bend * mu * (tx - x[w, k + 1, 0])
-            by = k_bend * mu * (ty - x[w, k + 1, 1])
-            bz = k_bend * mu * (tz - x[w, k + 1, 2])
             ma, mb = 1.0 / mass[w, k], 1.0 / mass[w, k + 1]
-            acc[k, 0] += (f * ux - bx) * ma
-            acc[k, 1] += (f * uy - by) * ma
-            acc[k, 2] += (f * uz - bz) * ma
-            acc[k + 1, 0] += (bx - f * ux) * mb
-            acc[k + 1, 1] += (by - f * uy) * mb
-            acc[k + 1, 2] += (bz - f * uz) * mb
+            acc[k, 0] += f * ux * ma
+            acc[k, 1] += f * uy * ma
+            acc[k, 2] += f * uz * ma
+            acc[k + 1, 0] -= f * ux * mb
+            acc[k + 1, 1] -= f * uy * mb
+            acc[k + 1, 2] -= f * uz * mb
         for i in range(n):
             for d in range(3):
                 v_old[w, i, d] = v[w, i, d]
@@ -330,11 +325,16 @@ def wisp_velocities(x, v, r, rd, frames, target, v_goal, ext, base, mass, inv_ma
 
 
 @njit(cache=True)
-def wisp_positions(x, v, r, rd, target, inv_mass, rest_len, h, kh2, max_stretch):
+def wisp_positions(x, v, r, rd, target, inv_mass, rest_len, h, kh2, bend, max_stretch):
     """Positions of one substep (seed 001 §5.1, item 4): each free skeleton point moves by its
     velocity with the goal's spring taken implicitly, ``x' = (x + v h + k h² target) / (1 + k h²)``
     (stable for any stiffness; ``kh2`` (W, N) is ``k h²``) and its velocity becomes what it moved;
-    held points go to ``target``. Then each segment is kept within ``max_stretch`` of its rest
+    held points go to ``target``. Then the angular springs, root to tip as position
+    modifications (seed 001 §5.1 allows them; the strands' bend, ``strands.VerletStrands._bend``):
+    each segment turned ``bend`` (``b h² / (1 + b h²)``) of the way towards the goal's bend from
+    the segment before (``_bend_target``) at its own length, the rest of the wisp carried along,
+    no velocity changed — stable for any stiffness, no energy fed in. Then each segment is kept
+    within ``max_stretch`` of its rest
     length root to tip — the point after it set on the limit and the rest of the wisp carried
     along, its stretching speed taken off — and each envelope radius moves by its speed."""
     num_w, n = x.shape[0], x.shape[1]
@@ -349,6 +349,34 @@ def wisp_positions(x, v, r, rd, target, inv_mass, rest_len, h, kh2, max_stretch)
             else:
                 for d in range(3):
                     x[w, i, d] = target[w, i, d]
+        if bend > 0.0:
+            cx = cy = cz = 0.0
+            for k in range(n - 1):
+                x[w, k + 1, 0] += cx
+                x[w, k + 1, 1] += cy
+                x[w, k + 1, 2] += cz
+                if inv_mass[w, k + 1] == 0.0:
+                    continue
+                sx = x[w, k + 1, 0] - x[w, k, 0]
+                sy = x[w, k + 1, 1] - x[w, k, 1]
+                sz = x[w, k + 1, 2] - x[w, k, 2]
+                L = np.sqrt(sx * sx + sy * sy + sz * sz)
+                tx, ty, tz = _bend_target(x, target, w, k, L)
+                nx = sx + bend * (tx - x[w, k + 1, 0])
+                ny = sy + bend * (ty - x[w, k + 1, 1])
+                nz = sz + bend * (tz - x[w, k + 1, 2])
+                nx, ny, nz, nr = _unit3(nx, ny, nz)
+                if nr == 0.0:
+                    continue
+                fx = x[w, k, 0] + L * nx - x[w, k + 1, 0]
+                fy = x[w, k, 1] + L * ny - x[w, k + 1, 1]
+                fz = x[w, k, 2] + L * nz - x[w, k + 1, 2]
+                x[w, k + 1, 0] += fx
+                x[w, k + 1, 1] += fy
+                x[w, k + 1, 2] += fz
+                cx += fx
+                cy += fy
+                cz += fz
         cx = cy = cz = 0.0
         for k in range(n - 1):
             x[w, k + 1, 0] += cx
@@ -619,16 +647,6 @@ def _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wa, c, wb, kb
             if q >= 0:
                 into = min(relx * fx + rely * fy + relz * fz, 0.0)
                 dx, dy, dz = -into * fx, -into * fy, -into * fz
-            if q < 0 and 0.0 < off < CORE * rad and dt_c > 0.0 and speed * dt_c > STILL * rad:
-                # and a skeleton point pressed into the other's core (averaging alone lets a wisp
-                # pushed on by the rest of its chain sink through another a substep at a time) is
-                # sent back out of it by SEPARATE of its depth a step; never at rest, and never
-                # the envelope (a groom's wisps overlap where they lie, neighbours' envelopes deep
-                # in each other; an envelope gives by its own springs)
-                out = SEPARATE * (CORE * rad - off) / dt_c
-                dx += out * fx
-                dy += out * fy
-                dz += out * fz
         # the segment's inverse mass at u, the point's mass
         wsum = g * g * inv_mass[wb, kb] + u * u * inv_mass[wb, kb + 1]
         mp = m_env[wa, c] if q >= 0 else mass[wa, c]
@@ -717,11 +735,6 @@ def _cross(x, v, r, r0, inv_mass, wa, ka, wb, kb, viscosity, dt_c, counts):
     else:
         counts[1] += 1
         dx, dy, dz = -relx, -rely, -relz
-        if 0.0 < dist < CORE * reach and dt_c > 0.0 and speed * dt_c > STILL * reach:
-            out = SEPARATE * (CORE * reach - dist) / (dt_c * dist)           # as ``_meet``
-            dx += out * ox
-            dy += out * oy
-            dz += out * oz
     w_a = gs * gs * inv_mass[wa, ka] + s * s * inv_mass[wa, ka + 1]
     w_b = gt * gt * inv_mass[wb, kb] + t * t * inv_mass[wb, kb + 1]
     if w_a + w_b <= 0.0:
@@ -798,8 +811,8 @@ def _warm():
     inv = np.ones((w, n))
     rest_len = np.ones((w, n - 1))
     wisp_velocities(x, v, r, rd, frames, x, v, v, np.zeros(3), mass, inv, rest_len, r, 0.01, 1.0, 1.0, 1.0, 1.0,
-                    np.zeros((w, n)), 1.0, 0.0, 1.0, 1.0, np.empty_like(v))
-    wisp_positions(x, v, r, rd, x, inv, rest_len, 0.01, np.zeros((w, n)), 0.1)
+                    0.0, 1.0, 1.0, np.empty_like(v))
+    wisp_positions(x, v, r, rd, x, inv, rest_len, 0.01, np.zeros((w, n)), 0.1, 0.1)
     wisp_carry(x, v, np.zeros_like(x), rest_len)
     wisp_interact(x, v, r, rd, frames, tangent, mass, inv, mass * 0.01, r, 1.0, 0.01, np.zeros(3, np.int64))
 
