@@ -1,11 +1,13 @@
 """Speed and memory of hair_wig, measured in one run: the wig core per frame from 1k to 1.6M
 points on one and two threads against a streaming floor, the end-to-end bake against Blender's
-own particle hair dynamics, the live preview's rate, block-sparse magnet weights, and a bake of
-Blender's Quick Fur groom with its modifier stack.
+own particle hair dynamics, the live preview's rate, block-sparse magnet weights, a bake of
+Blender's Quick Fur groom with its modifier stack, and (section 10) the Wisps layer on the seed's
+three hairstyles against Springs on the same grooms (``--wisps all`` for the whole table,
+``--wisps-only`` for that section alone; its rows also go to ``--output``/wisps.json).
 
     ./run bench        (= python scripts/bench.py [--sizes 64 640 6400 25000 100000] [--frames 12]
                           [--e2e 1000 5000] [--preview-strands 10000] [--quick-fur MEDIUM]
-                          [--output bench_output])
+                          [--wisps long:50000 | all] [--wisps-only] [--output bench_output])
 
 Each measurement runs in a fresh process with BLAS/OpenMP threads set to 1. The core binds a wig
 with 8 magnets (2 dynamic), secondary dynamics, compression, whole-strand length control and
@@ -613,6 +615,184 @@ def draw_one(key: str) -> dict:
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
+# Section 10: the Wisps layer (seed 001, Plante, Cani & Poulin 2002) on the seed's three
+# hairstyles. Head radius 1 (a sphere, as sections 1 and 7), a shoulders ellipsoid below it as the
+# body collider; lengths in head radii.
+WISP_STYLES = {"short": (199, 4, 0.6), "medium": (73, 10, 1.6), "long": (56, 8, 3.0)}   # wisps, segments, length
+WISP_CASES = ["short:10000", "short:50000", "medium:10000", "medium:50000", "long:10000", "long:50000",
+              "long:100000"]
+SEED_MS = 0.68 * 60e3          # the seed's average time a frame (1000 Hz, wisps meeting at 24 Hz)
+SHOULDERS = (np.array([0.0, 0.0, -1.9]), np.array([2.4, 0.9, 0.6]))     # centre, semi-axes
+
+
+def _wisps_groom(strands: int, points: int, length: float, seed: int = 1) -> np.ndarray:
+    """Hair (strands, points, 3) of ``length`` (head radii) grown on a unit sphere's upper part,
+    combed down over it 1 % of its radius up and falling from where it leaves it; where it
+    reaches the shoulders (``SHOULDERS``) it lies on them. Equal segments of ``length / (points - 1)``."""
+    rng = np.random.default_rng(seed)
+    phi = rng.uniform(0, 2 * np.pi, strands)
+    theta = np.arccos(rng.uniform(0.35, 0.98, strands))
+    root = np.stack([np.sin(theta) * np.cos(phi), np.sin(theta) * np.sin(phi), np.cos(theta)], 1)
+    out = root * np.array([1.0, 1.0, 0.0])
+    out /= np.linalg.norm(out, axis=1, keepdims=True)
+    jitter = rng.normal(0, 0.1, (strands, 3)) * np.array([1.0, 1.0, 0.0])
+    centre, axes = SHOULDERS
+    seg = length / (points - 1)
+    p = np.empty((strands, points, 3))
+    p[:, 0] = root
+    for j in range(1, points):
+        prev = p[:, j - 1]
+        near = np.linalg.norm(prev, axis=1, keepdims=True) < 1.05
+        want = np.array([0.0, 0.0, -1.0]) + np.where(near, 0.7, 0.1) * out + jitter
+        q = prev + seg * want / np.linalg.norm(want, axis=1, keepdims=True)
+        r = np.linalg.norm(q, axis=1, keepdims=True)
+        q = np.where(r < 1.01, q / r * 1.01, q)
+        u = (q - centre) / axes
+        ru = np.linalg.norm(u, axis=1, keepdims=True)
+        q = np.where(ru < 1.02, centre + u / ru * 1.02 * axes, q)
+        d = q - prev
+        p[:, j] = prev + seg * d / np.linalg.norm(d, axis=1, keepdims=True)
+    return p
+
+
+def wisps_one(key: str, frames: int = 4) -> dict:
+    """One of the seed's hairstyles (``WISP_STYLES``; key ``style:strands:layer``, layer WISPS or
+    SPRINGS) as a wig core: ``strands`` of 16 points on a unit sphere head turning and shaking
+    (0.6 rad either way, 16 frames a shake), colliding with the head and a shoulders ellipsoid
+    (the body) in the layer's substeps and in refinement; Wisps at the style's wisp and segment
+    counts, the rest at their defaults (8 substeps, wisps meeting every substep; a fourth field of
+    the key: every that many substeps), or Springs at its defaults. Two warm-up frames (state made,
+    kernels loaded), then ``frames`` frames a thread count, one and two alternating: the median ms
+    per frame each, the wig's phases, and the layer's own seconds (``WispLayer.seconds``) and
+    counts a frame, per thread count."""
+    style, strands, layer, *every = key.split(":")
+    strands = int(strands)
+    every = int(every[0]) if every else 1
+    sys.path.insert(0, str(ROOT))
+    import numba
+
+    from hair_wig import FrameInput, HairSet, Magnet, SpringSettings, Wig, WigSettings
+    from hair_wig.collision import ColliderMesh
+    from hair_wig.wisps import WispSettings
+
+    wisps, segments, length = WISP_STYLES[style]
+    pts = _wisps_groom(strands, POINTS, length)
+    hair = HairSet(pts.reshape(-1, 3).astype(np.float32), np.full(strands, POINTS), name="bench")
+    dyn = (WispSettings(wisps=wisps, segments=segments, interact_every=every) if layer == "WISPS"
+           else SpringSettings())
+    v, tri = sphere_mesh()
+    centre, axes = SHOULDERS
+    body = ColliderMesh("Shoulders", v * axes + centre, tri, np.eye(4))
+    t0 = time.perf_counter()
+    wig = Wig(hair, np.eye(4), np.eye(4), [Magnet("M", np.eye(4), radius=0.01)], WigSettings(dynamics=dyn),
+              head_mesh=sphere_mesh(), colliders=[body])
+    bind = time.perf_counter() - t0
+    wl = wig.layer if layer == "WISPS" else None
+    state = None
+    res = {"style": style, "strands": strands, "points": strands * POINTS, "layer": layer, "bind_s": bind,
+           "threads_available": int(numba.config.NUMBA_NUM_THREADS)}
+    if wl is not None:
+        res.update(wisps=int(wl.set.num_wisps), segments=int(wl.set.K), substeps=int(dyn.substeps),
+                   interact_every=int(dyn.interact_every))
+    per = {t: {"times": [], "phases": {}, "seconds": {}, "counts": np.zeros(3)} for t in (1, 2)}
+    load = os.getloadavg()[0]
+    for f in range(2 + 2 * frames):
+        threads = 1 + (f % 2)
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        a = 0.6 * np.sin(2 * np.pi * f / 16)
+        head = np.eye(4)
+        head[:2, :2] = [[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]
+        inp = FrameInput(np.eye(4), head, np.array([np.eye(4)]), time=f / 24,
+                         collider_matrices=np.array([np.eye(4)]))
+        warm = f < 2
+        phases = {}
+        before = dict(wl.seconds) if wl is not None else {}
+        counts = wl.counts.copy() if wl is not None else None
+        t1 = time.perf_counter()
+        _, state = wig.step(inp, state, keep_state=False, timings=phases)
+        spent = time.perf_counter() - t1
+        if warm:
+            continue
+        d = per[threads]
+        d["times"].append(spent)
+        for k, val in phases.items():
+            d["phases"][k] = d["phases"].get(k, 0.0) + val
+        if wl is not None:
+            for k, val in wl.seconds.items():
+                d["seconds"][k] = d["seconds"].get(k, 0.0) + val - before[k]
+            d["counts"] += wl.counts - counts
+    for t, d in per.items():
+        n = len(d["times"])
+        res[f"ms_{t}"] = 1e3 * float(np.median(d["times"]))
+        res[f"mean_ms_{t}"] = 1e3 * float(np.mean(d["times"]))
+        res[f"phases_{t}"] = {k: 1e3 * val / n for k, val in d["phases"].items()}
+        if wl is not None:
+            res[f"wisps_ms_{t}"] = {k: 1e3 * val / n for k, val in d["seconds"].items()}
+            res[f"counts_{t}"] = (d["counts"] / n).tolist()
+    res["frames"] = frames
+    res["load"] = [load, os.getloadavg()[0]]
+    res["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return res
+
+
+def wisps_section(args, env) -> list:
+    """Section 10: the Wisps layer (seed 001) on the seed's three hairstyles, with Springs on the
+    same grooms; the rows, for the output's wisps.json."""
+    cases = [c for k in args.wisps for c in (WISP_CASES if k == "all" else [k])]
+    print("10. Wisps (seed 001) on the seed's hairstyles (short 199 wisps x 4 segments, 0.6 head radii; medium "
+          "73 x 10, 1.6; long 56 x 8, 3.0), 16 points a strand, on a unit sphere head turning and shaking, "
+          "colliding with it and a shoulders ellipsoid (the body), 8 substeps, wisps meeting every substep unless "
+          "told; against Springs on the same groom. ms per frame: median of "
+          f"{args.wisps_frames} warm frames a thread count (1 and 2 alternating); the seed took "
+          f"{SEED_MS:.0f} ms (0.68 min) a frame; 24 fps is 41.7 ms")
+    print(f"{'style':>7}{'strands':>8}{'wisps':>6}{'every':>6}{'thr':>4}{'Wisps':>8}{'Springs':>9}{'ratio':>7}"
+          f"{'layer':>7}{'S.layer':>8}{'refine':>8}{'meet':>7}{'share':>6}{'body':>7}{'share':>6}"
+          f"{'strands':>8}{'fps':>6}{'seed/us':>8}{'pairs':>8}{'met':>7}{'collide':>8}")
+    rows, springs = [], {}
+    for case in cases:
+        style, strands, *every = case.split(":")
+        every = int(every[0]) if every else 1
+        w = _run("--wisps-one", f"{style}:{strands}:WISPS:{every}", "--wisps-frames", args.wisps_frames, env=env)
+        if (style, strands) not in springs:
+            springs[style, strands] = _run("--wisps-one", f"{style}:{strands}:SPRINGS", "--wisps-frames",
+                                           args.wisps_frames, env=env)
+        s = springs[style, strands]
+        rows.append({"wisps": w, "springs": s})
+        for t in (1, 2):
+            ms, sp = w[f"ms_{t}"], s[f"ms_{t}"]
+            ph, sph, sec = w[f"phases_{t}"], s[f"phases_{t}"], w[f"wisps_ms_{t}"]
+            refine = ph.get("collision", 0.0) + ph.get("length", 0.0)
+            pairs, met, hit = w[f"counts_{t}"][2], w[f"counts_{t}"][0], w[f"counts_{t}"][1]
+            print(f"{style:>7}{int(strands):>8}{w['wisps']:>6}{every:>6}{t:>4}{ms:>8.0f}{sp:>9.0f}{ms / sp:>6.2f}x"
+                  f"{ph.get('dynamics', 0.0):>7.0f}{sph.get('dynamics', 0.0):>8.0f}{refine:>8.0f}"
+                  f"{sec['interactions']:>7.0f}{100 * sec['interactions'] / w[f'mean_ms_{t}']:>5.0f}%"
+                  f"{sec['body']:>7.0f}{100 * sec['body'] / w[f'mean_ms_{t}']:>5.0f}%{sec['strands']:>8.0f}"
+                  f"{1e3 / ms:>6.1f}{SEED_MS / ms:>7.0f}x{pairs:>8.0f}{met:>7.0f}{hit:>8.0f}", flush=True)
+    print("   every: wisps meet every this many substeps; thr: numba's threads; Wisps, Springs: the whole frame "
+          "(primary, layer, refinement, output); ratio: Wisps / Springs; layer, S.layer: the wig's dynamics "
+          "phase with Wisps and with Springs; refine: refinement's collision and length with Wisps; meet, body, "
+          "strands: the Wisps layer's own seconds (wisps meeting each other; the body: sliding contact and "
+          "penetration; the strands placed in their wisps), shares of the mean frame; fps: 1000 / Wisps; "
+          "seed/us: 40 800 ms / Wisps; pairs tested, "
+          "points met in another wisp and of them colliding, a frame")
+    for r in rows:
+        w = r["wisps"]
+        print(f"   {w['style']} {w['strands']} (meeting every {w['interact_every']}): bind {w['bind_s']:.1f} s "
+              f"(Springs {r['springs']['bind_s']:.1f} s), peak {w['peak_mb']:.0f} MB, load average "
+              f"{w['load'][0]:.1f} -> {w['load'][1]:.1f}", flush=True)
+    big = [r for r in rows if r["wisps"]["style"] == "long" and r["wisps"]["strands"] == 50000
+           and r["wisps"]["interact_every"] == 1]
+    if big:
+        w, s = big[0]["wisps"], big[0]["springs"]
+        print(f"   targets, long 50k: >= 24 fps on two threads -> {1e3 / w['ms_2']:.2f} fps ({w['ms_2']:.0f} ms; one "
+              f"thread {w['ms_1']:.0f} ms); <= 2x Springs' frame -> {w['ms_2'] / s['ms_2']:.2f}x on two threads, "
+              f"{w['ms_1'] / s['ms_1']:.2f}x on one; the layer alone (the wig's dynamics phase) "
+              f"{w['phases_2']['dynamics']:.0f} ms on two threads, {w['phases_1']['dynamics']:.0f} on one (Springs' "
+              f"{s['phases_2']['dynamics']:.0f}, {s['phases_1']['dynamics']:.0f}); refinement "
+              f"{w['phases_1']['collision']:.0f} ms on one")
+    return rows
+
+
 def _run(*args, env=None) -> dict:
     res = subprocess.run([sys.executable, __file__, *map(str, args)], capture_output=True, text=True,
                          env=env, check=True)
@@ -686,6 +866,13 @@ def main(argv=None) -> int:
     p.add_argument("--draw", nargs="*", default=["1000x10000"],
                    help="Draw Hair sizes (strokes x strands already drawn) for section 9; none skips it")
     p.add_argument("--draw-one", help=argparse.SUPPRESS)
+    p.add_argument("--wisps", nargs="*", default=["long:50000"],
+                   help="Wisps (seed 001) cases for section 10, style:strands[:every] with style short, medium or "
+                        "long (the seed's hairstyles) and wisps meeting every that many substeps (1), or 'all' for "
+                        "the seven of the issue (10k and 50k each, 100k long); none skips it")
+    p.add_argument("--wisps-frames", type=int, default=4, help="warm frames a thread count in section 10")
+    p.add_argument("--wisps-only", action="store_true", help="run section 10 (Wisps) alone")
+    p.add_argument("--wisps-one", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     for flag, fn in ((args.one, lambda n: one(n, args.frames, args.length_mode, args.method)), (args.preview_one, lambda n: preview_rate(n, 48)),
                      (args.particle_one, lambda n: particle_hair(n, 48)), (args.wig_one, lambda n: wig_bake(n, 48)),
@@ -695,11 +882,19 @@ def main(argv=None) -> int:
                      (args.particle_collide_one, lambda n: particle_hair(n, 48, collide=True)),
                      (args.strands_one, lambda k: strands_one(*map(int, k.split("x")[:4]), *k.split("x")[4:5])),
                      (args.search_one, lambda k: one_search(*map(int, k.split("x")))),
-                     (args.style_one, style_one), (args.rods_one, rods_one), (args.draw_one, draw_one)):
+                     (args.style_one, style_one), (args.rods_one, rods_one), (args.draw_one, draw_one),
+                     (args.wisps_one, lambda k: wisps_one(k, args.wisps_frames))):
         if flag:
             print(json.dumps(fn(flag)))
             return 0
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    if args.wisps_only:
+        wisp_rows = wisps_section(args, env) if args.wisps else []
+        out = Path(args.output)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "wisps.json").write_text(json.dumps(wisp_rows, indent=1))
+        print(f"wisps: {out / 'wisps.json'}")
+        return 0
     blender = {}                 # Blender's particle hair dynamics per strand count, measured once
     print("1. wig core per frame: 8 magnets (2 dynamic), secondary dynamics, compression, length, collision")
     print(f"{'strands':>8}{'points':>9}{'1 thread':>10}{'2 threads':>10}{'speed-up':>9}{'floor':>8}"
@@ -808,8 +1003,12 @@ def main(argv=None) -> int:
               f"views -> {r['made']} strands: {r['convert_s']:.2f} s; the Draw Hair tool with {r['existing']} "
               f"strands drawn: {r['move_ms']:.3f} ms per mouse move (sample + overlay points), "
               f"{r['release_ms']:.1f} ms per release (the strand made and written)", flush=True)
+    wisp_rows = wisps_section(args, env) if args.wisps else []
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
+    if wisp_rows:
+        (out / "wisps.json").write_text(json.dumps(wisp_rows, indent=1))
+        print(f"wisps: {out / 'wisps.json'}")
     plot(rows, out / "bench.png")
     print(f"plot: {out / 'bench.png'}")
     return 0
