@@ -2,7 +2,7 @@
 Suzanne, ears and all, onto a shoulders collider; ``grooms.long_hair``) with the head turning one
 way, then the other, then back and holding still, baked twice — with the Wisps solver (seed 001,
 Plante, Cani & Poulin 2002: the seed's long hairstyle, 56 wisps of 8 segments) and with the
-Strands solver — both at Hold 60 and Settle 4 (the Wisps defaults), the rest at their defaults.
+Strands solver — both at Hold 150 and Settle 10 (the defaults of both), the rest at their defaults.
 Each bake is measured as the groom scenes are (rest move, stretch, deepest inside) and frame by
 frame (largest tip move); the two are rendered side by side with Workbench, every strand coloured
 by the wisp the Wisps solver put it in (the same colours in both rows), so wisps can be followed
@@ -35,7 +35,7 @@ LAST = 48
 TURN = ((1, 0.0), (9, 0.75), (17, -0.55), (24, 0.25), (30, 0.0))
 TILES = (1, 9, 13, 17, 21, 25, 32, 48)
 WISPS, SEGMENTS = 56, 8           # the seed's long hairstyle
-HOLD, SETTLE = 60.0, 4.0          # the Wisps defaults, given to Strands too
+HOLD, SETTLE = 150.0, 10.0        # the Wisps defaults (Strands' too)
 PALETTE = np.array([(0.80, 0.08, 0.08), (0.95, 0.45, 0.02), (0.90, 0.78, 0.05), (0.15, 0.55, 0.10),
                     (0.02, 0.50, 0.50), (0.08, 0.25, 0.85), (0.45, 0.10, 0.65), (0.90, 0.30, 0.60),
                     (0.40, 0.22, 0.08), (0.15, 0.15, 0.15), (0.35, 0.70, 0.95), (0.55, 0.85, 0.15)])
