@@ -246,7 +246,7 @@ def wisp_velocities(x, v, r, rd, frames, target, v_goal, ext, base, mass, inv_ma
                         f -= k_env * (L - L0) * rq / L
                 env[i, q] = f
         for i in range(n):
-            # the envelope's springs pull the skeleton back along each half-line (1/100 masses)
+            # the envelope's springs pull the skeleton back along each half-line (ENV_SHARE of its mass)
             for q in range(4):
                 sgn = 1.0 if q < 2 else -1.0
                 ax = q % 2
@@ -437,7 +437,7 @@ def wisp_carry(x, v, push, rest_len):
             ux, uy, uz, _ = _unit3(sx - bx, sy - by, sz - bz)
             nx, ny, nz = bx + L * ux, by + L * uy, bz + L * uz
             above = (bx - sx) * nux + (by - sy) * nuy + (bz - sz) * nuz           # the point before, over the plane
-            if (nx - sx) * nux + (ny - sy) * nuy + (nz - sz) * nuz < 0.0 and 0.0 <= above < L:
+            if (nx - sx) * nux + (ny - sy) * nuy + (nz - sz) * nuz < 0.0 and -L < above < L:
                 # the length's sphere dips under the plane there: the nearest place on their circle
                 ox, oy, oz = bx - above * nux, by - above * nuy, bz - above * nuz
                 tx, ty, tz, tr = _unit3(sx - ox, sy - oy, sz - oz)
@@ -680,9 +680,9 @@ def _mean_radius(r, w, k):
 
 @njit(cache=True)
 def _cross(x, v, r, r0, inv_mass, wa, ka, wb, kb, viscosity, dt_c, counts):
-    """Two skeleton segments whose axes pass closer than their mean radius (seed 001 §4.1 tests
-    the cross-sections' points only, enough for segments as wide as long; a thin wisp's segment
-    could pass through another between its cross-sections): the closest points of the two axes
+    """Two skeleton segments whose axes pass closer than half the sum of their mean radii there
+    (``reach``; seed 001 §4.1 tests the cross-sections' points only, enough for segments as wide
+    as long; a thin wisp's segment could pass through another between its cross-sections): the closest points of the two axes
     meet as ``_meet``'s points do — interpenetrating or colliding by the same 25° rule — the
     change split over each segment's two ends by their shares, so momentum is kept."""
     a0x, a0y, a0z = x[wa, ka, 0], x[wa, ka, 1], x[wa, ka, 2]
@@ -764,8 +764,10 @@ def wisp_interact(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, visco
     and ``rd`` (W, N, 4): every pair of segments the broadphase gives (``wisp_pairs``), each
     segment's axis against the other's (``_cross``), and — where the axes come within the two
     segments' widest radii — its own cross-section (its far end's) tested against the other's
-    volume and the other's against its (``_meet``); serial in the broadphase's order. ``counts`` (3,) int64: points met
-    in a volume, of them colliding (not interpenetrating), and pairs tested; added to."""
+    volume and the other's against its (``_meet``); serial in the broadphase's order. ``counts``
+    (3,) int64, added to: contacts met (axes within reach, and points inside a volume — an
+    envelope point that interpenetrates too, though nothing changes for it), of them colliding
+    (not interpenetrating), and pairs tested."""
     n = x.shape[1]
     pairs = wisp_pairs(x, r, n - 1)
     counts[2] += pairs.shape[0]
