@@ -45,7 +45,6 @@ from .spaces import rotation_of, scale_of
 
 SOURCES = ("GROOM", "ATTRIBUTE")
 MIN_RADIUS = 0.25             # a wisp's thinnest envelope at rest, of its mean segment length
-WIDEST = 0.1                  # a wisp's roots spread at most this of its strands' length (``_split_wide``)
 SQUEEZE = 0.05                # how far an envelope may be squeezed, of its rest radius
 PASSES = 4                    # penetration reactions a substep, at most
 SPREAD = 2.0                  # how far it may be flung wide, of its rest radius
@@ -58,9 +57,13 @@ class WispSettings:
 
     wisps: int = field(default=64, metadata=setting(
         "wisps_count", "Wisps", "How many wisps the strands are grouped into, by where they grow and how they "
-        "lie: fewer make thick locks, more make finer ones (a wisp wider than a tenth of its length is "
-        "split, so short sparse hair may get more)", when=("source", "GROOM"), min=1, max=100000,
+        "lie: fewer make thick locks, more make finer ones (see Widest Wisp: short sparse hair may get "
+        "more)", when=("source", "GROOM"), min=1, max=100000,
         soft_max=1000))
+    max_width: float = field(default=0.1, metadata=setting(
+        "wisps_max_width", "Widest Wisp", "A wisp whose roots spread wider than this share of its strands' "
+        "length is split in two until none is (wide wisps kink their strands when they bend); 0 keeps the "
+        "count as asked", when=("source", "GROOM"), min=0.0, max=10.0, soft_max=1.0))
     source: str = field(default="GROOM", metadata=setting(
         "wisps_source", "Wisps From", "How strands are grouped into wisps",
         items=[("GROOM", "Groom", "By where strands grow on the scalp and how they lie (Wisps, Seed)"),
@@ -130,7 +133,7 @@ class WispSettings:
     groups: np.ndarray | None = None     # (S,) the attribute's values (``source`` ATTRIBUTE), read by Blender
 
     def check(self) -> None:
-        for what in ("goal_stiffness", "goal_damping", "stiffness", "damping", "bend", "bend_damping",
+        for what in ("goal_stiffness", "goal_damping", "stiffness", "damping", "bend", "bend_damping", "max_width",
                      "envelope_stiffness", "envelope_damping", "drag", "viscosity", "contact_distance", "friction"):
             value = getattr(self, what)
             if not np.isfinite(value) or value < 0:
@@ -170,11 +173,12 @@ def arc_fractions(rows: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return np.where(total > 0, run / np.where(total > 0, total, 1.0), by_index), strand
 
 
-def group_wisps(rest_rows: np.ndarray, offsets: np.ndarray, count: int, seed: int) -> np.ndarray:
+def group_wisps(rest_rows: np.ndarray, offsets: np.ndarray, count: int, seed: int,
+                max_width: float = 0.1) -> np.ndarray:
     """(S,) each strand's wisp, 0..W−1: k-means over where a strand grows and how it lies — its
     root, and (half weighted) its middle and tip relative to the root — from a k-means++ start
     drawn with ``seed``, deterministic, into ``count`` wisps (fewer where some are left empty,
-    more where one is wider than a tenth of its length: ``_split_wide``)."""
+    more where one is wider than ``max_width`` of its length: ``_split_wide``; 0: never)."""
     p = np.asarray(rest_rows, np.float64)
     offsets = np.asarray(offsets)
     counts = np.diff(offsets)
@@ -207,11 +211,13 @@ def group_wisps(rest_rows: np.ndarray, offsets: np.ndarray, count: int, seed: in
         keep = n > 0
         centres[keep] = sums[keep] / n[keep, None]
     label = np.unique(label, return_inverse=True)[1].astype(np.int64)
-    return _split_wide(label, roots, np.linalg.norm(tips - roots, axis=1), rng)
+    if max_width <= 0:
+        return label
+    return _split_wide(label, roots, np.linalg.norm(tips - roots, axis=1), rng, float(max_width))
 
 
-def _split_wide(label: np.ndarray, roots: np.ndarray, length: np.ndarray, rng) -> np.ndarray:
-    """Wisps whose roots spread wider than WIDEST of their strands' mean length split in two (by
+def _split_wide(label: np.ndarray, roots: np.ndarray, length: np.ndarray, rng, widest: float) -> np.ndarray:
+    """Wisps whose roots spread wider than ``widest`` of their strands' mean length split in two (by
     2-means on their roots), again until none is: a wide wisp turns its strands' large offsets
     with each bend of its skeleton, and its strands kink (seen in renders: grass blades grouped
     three to a 0.3 m wisp on 0.25–0.4 m blades bent into zig-zags; at a quarter of the length long
@@ -225,7 +231,7 @@ def _split_wide(label: np.ndarray, roots: np.ndarray, length: np.ndarray, rng) -
         spread = np.zeros(count)
         np.maximum.at(spread, label, np.linalg.norm(roots - centre[label], axis=1))
         mean_length = np.bincount(label, weights=length, minlength=count) / n
-        wide = np.flatnonzero((spread > WIDEST * mean_length) & (n > 1))
+        wide = np.flatnonzero((spread > widest * mean_length) & (n > 1))
         if wide.size == 0:
             return label
         for w in wide:
@@ -411,7 +417,7 @@ class WispLayer(DynamicsLayer):
                                    "to take its wisps from (Wisps From: Attribute)")
             groups = wisps_from_attribute(s.groups, model.num_strands)
         else:
-            groups = group_wisps(model.rest_rows, model.offsets, s.wisps, s.seed)
+            groups = group_wisps(model.rest_rows, model.offsets, s.wisps, s.seed, s.max_width)
         self.turn_rest = rotation_of(model.head_rest)
         rest = model.world_rest()
         self.set = ws = WispSet(rest, model.offsets, groups, s.segments)
@@ -435,8 +441,8 @@ class WispLayer(DynamicsLayer):
         s = self.settings
         if s.source == "GROOM" and self.set.num_wisps > int(s.wisps):
             return [f"Wisps: {self.set.num_wisps} wisps were made where {int(s.wisps)} were asked: a wisp wider "
-                    f"than a tenth of its strands' length is split in two (wide wisps kink their strands when "
-                    f"they bend)"]
+                    f"than Widest Wisp ({s.max_width:g}) of its strands' length is split in two (wide wisps kink "
+                    f"their strands when they bend); Widest Wisp 0 keeps the count"]
         return []
 
     # -- keyed settings ---------------------------------------------------------------------------

@@ -678,7 +678,7 @@ def wisps_one(key: str, frames: int = 4) -> dict:
     wisps, segments, length = WISP_STYLES[style]
     pts = _wisps_groom(strands, POINTS, length)
     hair = HairSet(pts.reshape(-1, 3).astype(np.float32), np.full(strands, POINTS), name="bench")
-    dyn = (WispSettings(wisps=wisps, segments=segments, interact_every=every) if layer == "WISPS"
+    dyn = (WispSettings(wisps=wisps, segments=segments, interact_every=every, max_width=0.0) if layer == "WISPS"
            else SpringSettings())
     v, tri = sphere_mesh()
     centre, axes = SHOULDERS

@@ -116,7 +116,7 @@ def _wisps_wig(scene):
     scene.frame_start, scene.frame_end = 1, 8
     s = ob.hair_wig
     s.use_secondary, s.use_collision = True, False
-    s.dynamics_layer, s.wisps_count = "WISPS", 8
+    s.dynamics_layer, s.wisps_count, s.wisps_max_width = "WISPS", 8, 0.0        # 8 wisps, none split
     bpy.context.view_layer.objects.active = ob
     return head, ob
 

@@ -226,7 +226,7 @@ def test_the_dynamics_panel_draws_every_wisps_setting_active_when_it_acts(scene,
     assert layout.how["wisps_attribute"] == ("prop_search", ob.data, "attributes")
     attribute = source == "ATTRIBUTE"
     assert drawn["wisps_attribute"] is attribute
-    assert drawn["wisps_count"] is drawn["wisps_seed"] is (not attribute)
+    assert drawn["wisps_count"] is drawn["wisps_seed"] is drawn["wisps_max_width"] is (not attribute)
     assert drawn["wisps_viscosity"] is drawn["wisps_interact_every"] is interact
     for always in ("wisps_source", "wisps_segments", "wisps_stiffness", "wisps_interact", "strands_friction"):
         assert drawn[always] is True, always
@@ -275,11 +275,11 @@ SAVED = {"secondary_stiffness": 120.0, "secondary_damping": 8.0, "secondary_rand
          "strands_hair_hair_method": "PAIRS", "strands_hair_friction": 0.1, "strands_diameter": 0.005, "strands_repulsion": 2000.0, "strands_links": 0,
          "strands_link_stiffness": 50.0, "strands_dynablend": 1.0, "rods_stiffness": 10.0,
          "rods_response": 100.0, "rods_damping": 4.0, "rods_wobble": 0.25, "rods_max_substeps": 64,
-         "rods_dynablend": 1.0, "wisps_count": 64, "wisps_source": "GROOM", "wisps_attribute": "wisp",
-         "wisps_seed": 0, "wisps_segments": 8, "wisps_substeps": 8, "wisps_stiffness": 60.0,
-         "wisps_goal_damping": 4.0, "wisps_stretch_stiffness": 4000.0, "wisps_max_stretch": 0.05,
-         "wisps_damping": 40.0, "wisps_bend": 300.0, "wisps_bend_damping": 8.0, "wisps_volume_stiffness": 80.0,
-         "wisps_volume_damping": 30.0, "wisps_drag": 0.5, "wisps_dynablend": 1.0, "wisps_interact": True,
+         "rods_dynablend": 1.0, "wisps_count": 64, "wisps_max_width": 0.1, "wisps_source": "GROOM",
+         "wisps_attribute": "wisp", "wisps_seed": 0, "wisps_segments": 8, "wisps_substeps": 8, "wisps_stiffness": 150.0,
+         "wisps_goal_damping": 10.0, "wisps_stretch_stiffness": 4000.0, "wisps_max_stretch": 0.05,
+         "wisps_damping": 40.0, "wisps_bend": 1000.0, "wisps_bend_damping": 20.0, "wisps_volume_stiffness": 1000.0,
+         "wisps_volume_damping": 100.0, "wisps_drag": 0.5, "wisps_dynablend": 1.0, "wisps_interact": True,
          "wisps_viscosity": 5.0, "wisps_interact_every": 1, "wisps_contact_distance": 0.005}
 KEYED = {"secondary_dynablend", "strands_stiffness", "strands_dynablend", "rods_stiffness", "rods_dynablend",
          "wisps_dynablend", "wisps_stiffness", "wisps_viscosity"}

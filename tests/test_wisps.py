@@ -11,7 +11,7 @@ import pytest
 from hair_wig import FrameInput, Magnet, Wig, WigSettings
 from hair_wig.dynamics_layer import HairModel, LayerFrame
 from hair_wig.errors import HairWigError
-from hair_wig.wisps import SPREAD, SQUEEZE, WIDEST, WispLayer, WispSet, WispSettings, group_wisps
+from hair_wig.wisps import SPREAD, SQUEEZE, WispLayer, WispSet, WispSettings, group_wisps
 from test_strands import G, _turn, _wig_hair
 from test_wig_core import sphere_mesh
 from tolerance import EPS64, rounding
@@ -254,9 +254,10 @@ def test_strands_are_grouped_by_where_they_grow_deterministically():
     roots = hair.points[hair.offsets[:-1]]
     tips = hair.points[hair.offsets[1:] - 1]
     length = np.linalg.norm(tips - roots, axis=1)
-    for w in range(a.max() + 1):             # none wider than WIDEST of its length (``_split_wide``)
+    for w in range(a.max() + 1):             # none wider than Widest Wisp (0.1) of its length
         r = roots[a == w]
-        assert np.linalg.norm(r - r.mean(axis=0), axis=1).max() <= WIDEST * length[a == w].mean() + 1e-12
+        assert np.linalg.norm(r - r.mean(axis=0), axis=1).max() <= 0.1 * length[a == w].mean() + 1e-12
+    assert group_wisps(rows, hair.offsets, 12, seed=1, max_width=0).max() + 1 == 12     # 0: the count asked
     spread = np.mean([roots[a == w].std(axis=0).sum() for w in range(12)])
     assert spread < 0.5 * roots.std(axis=0).sum()
     # the layer says when it made more than asked, and not otherwise

@@ -34,6 +34,7 @@ def _wisps_wig(strands=120, wisps=12, collision=True):
     s = ob.hair_wig
     s.use_secondary, s.use_collision = True, collision
     s.dynamics_layer, s.wisps_count = "WISPS", wisps
+    s.wisps_max_width = 0.0                  # the count asked: wide wisps that overlap (Viscosity acts)
     bpy.context.view_layer.objects.active = ob
     return scene, head, ob, pts
 
