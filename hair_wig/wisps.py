@@ -26,7 +26,30 @@ compress), and the wig's colliders (§4.3: sliding contact within a distance, pe
 reaction that moves a skeleton point out at its segment's length and carries the rest of the
 wisp, envelope points in along their half-lines).
 
-Arrays are wisp-major (``kernels/wisps.py``); the layer works in the world, as Strands do.
+Where this departs from the seed, and why:
+
+* Strands are the groom's own, not drawn at random in a disc: each is placed as the goal plus its
+  wisp's displacement from the goal's wisp, so the groom (and what magnets did inside a wisp)
+  stays and a wisp at rest shows the groom exactly.
+* The goal of SPEC §8 pulls every skeleton point (implicitly, stable for any Hold) and the
+  style's hold cancels gravity at rest, as for Strands; the seed relaxes a stretched groom first.
+* The angular springs' elastic part is a position modification (each segment turned part of the
+  way to the goal's bend, its tail carried, no velocity changed): as a force towards a target the
+  segment before sets, it fed energy into a shaken wisp. Their damping stays a velocity
+  modification.
+* Two wisps also meet where their skeleton axes pass within half their radii of each other, not
+  only at cross-section points: a thin wisp's segment passed through another between its
+  cross-sections.
+* An envelope point meets another wisp only in a collision, and only loses what carries it deeper:
+  a groom's neighbouring wisps overlap where they lie, and their envelopes were dragged flat and
+  wide by every neighbour. Parallel wisps (within 6°) always interpenetrate. Envelopes stay
+  between 0.05 and 2 × their rest radii.
+* Sliding contact on the body slows the sliding by Coulomb friction (the wig's Friction, shared
+  with Strands and Rods) rather than a viscous drag.
+* A wisp wider than Widest Wisp of its length is split: wide wisps kink their strands as they bend.
+
+Arrays are wisp-major (``kernels/wisps.py``); the layer works in the world, as Strands do, and
+places the strands in head-local space.
 """
 
 from __future__ import annotations
