@@ -557,12 +557,16 @@ class WispLayer(DynamicsLayer):
         self.touched = 0
         for i in range(1, m + 1):
             target = g0 + step * i
+            # the skeleton's springs rest at the goal's lengths (a key pose or a magnet that
+            # lengthens the style lengthens the wisps; the groom is the equilibrium, SPEC §8)
+            seg = np.diff(target, axis=1)
+            lengths = np.sqrt(np.einsum("wkd,wkd->wk", seg, seg))
             anchor = _unit(target[:, 1] - target[:, 0])
             clock = time.perf_counter()
             frames, tangent = ws.frames(x, anchor, e1)
             if accel is not None:
                 ext = accel(x.reshape(-1, 3).T, v.reshape(-1, 3).T).T.reshape(x.shape).copy()
-            wisp_velocities(x, v, r, rd, frames, target, v_goal, ext, base, ws.mass, ws.inv_mass, ws.rest_len,
+            wisp_velocities(x, v, r, rd, frames, target, v_goal, ext, base, ws.mass, ws.inv_mass, lengths,
                             ws.r0, h, s.stiffness, s.damping, s.bend_damping, keep, toward,
                             s.envelope_stiffness, s.envelope_damping, v_old)
             self.seconds["springs"] += time.perf_counter() - clock
@@ -576,7 +580,7 @@ class WispLayer(DynamicsLayer):
                 self._slide(x, v, r, rd, frames, (i - 1) / m, 1.0 / m, h, was, now)
                 self.seconds["body"] += time.perf_counter() - clock
             clock = time.perf_counter()
-            wisp_positions(x, v, r, rd, target, ws.inv_mass, ws.rest_len, h, kh2, bend, s.max_stretch)
+            wisp_positions(x, v, r, rd, target, ws.inv_mass, lengths, h, kh2, bend, s.max_stretch)
             self._envelope_limits(r, rd)
             self.seconds["springs"] += time.perf_counter() - clock
             if self.colliders:
