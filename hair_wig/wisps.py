@@ -31,8 +31,10 @@ Where this departs from the seed, and why:
 * Strands are the groom's own, not drawn at random in a disc: each is placed as the goal plus its
   wisp's displacement from the goal's wisp, so the groom (and what magnets did inside a wisp)
   stays and a wisp at rest shows the groom exactly.
-* The goal of SPEC §8 pulls every skeleton point (implicitly, stable for any Hold) and the
-  style's hold cancels gravity at rest, as for Strands; the seed relaxes a stretched groom first.
+* The goal of SPEC §8 pulls every skeleton point (implicitly, stable for any Hold), the style's
+  hold cancels gravity at rest, as for Strands, and the skeleton's springs rest at the goal's
+  lengths and bends (a key pose or a magnet that reshapes the style reshapes the wisps); the seed
+  relaxes a stretched groom under gravity first.
 * The angular springs' elastic part is a position modification (each segment turned part of the
   way to the goal's bend, its tail carried, no velocity changed): as a force towards a target the
   segment before sets, it fed energy into a shaken wisp. Their damping stays a velocity
