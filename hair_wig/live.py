@@ -1,0 +1,170 @@
+"""Live dynamics (issue 37; SPEC §8): a wig's dynamics stepped one frame at a time as the timeline
+plays, with a frame cache as Blender's own simulations keep one.
+
+``FrameCache`` holds, per computed frame, the wig's state after it and the positions shown — a run
+of frames from the wig's start frame with no gaps — within a memory budget, and knows from which
+frame on it is outdated (a setting, a keyframe or the groom changed). ``LiveStepper`` shows a
+frame: from the cache where it is current, else by stepping the wig from the last current frame
+before it (each frame between is computed and kept), exactly as a bake steps it, so a frame shown
+live equals the same frame baked, bit for bit. Core only: Blender's side (the handler, the panel)
+drives it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .errors import HairWigError
+
+
+def state_bytes(state) -> int:
+    """Memory a ``WigState`` holds in arrays (its magnets' and its layer's)."""
+    if state is None:
+        return 0
+    total = sum(a.nbytes for a in state._arrays() if a is not None)
+    if state.layer is not None:
+        total += sum(np.asarray(v).nbytes for v in state.layer.values())
+    return total
+
+
+class FrameCache:
+    """Per computed frame, the state after it and the positions shown (float32), for frames
+    ``start, start + 1, …`` with no gaps. Frames from ``outdated`` on are kept for show but are
+    not current: the next playback computes them again. ``budget`` (bytes): no frame is kept
+    past it (``store`` says so)."""
+
+    def __init__(self, start: int, budget: int):
+        if budget <= 0:
+            raise HairWigError(f"the live cache's memory budget must be more than 0 bytes, got {budget}")
+        self.start = int(start)
+        self.budget = int(budget)
+        self._frames: dict[int, tuple] = {}
+        self.outdated: int | None = None
+        self.bytes = 0
+        self.full = False              # a frame was not kept: the budget was reached
+
+    @property
+    def last(self) -> int | None:
+        """The last frame kept (current or not), or None."""
+        return self.start + len(self._frames) - 1 if self._frames else None
+
+    @property
+    def last_current(self) -> int | None:
+        """The last frame kept that is current, or None."""
+        if not self._frames:
+            return None
+        last = self.last
+        if self.outdated is not None:
+            last = min(last, self.outdated - 1)
+        return last if last >= self.start else None
+
+    def current(self, frame: int) -> bool:
+        last = self.last_current
+        return last is not None and self.start <= frame <= last
+
+    def shown(self, frame: int):
+        """The positions (P, 3) kept for ``frame``, current or not, or None."""
+        entry = self._frames.get(int(frame))
+        return None if entry is None else entry[1]
+
+    def state(self, frame: int):
+        """The state kept after ``frame`` (a ``WigState``; copy it before stepping on), or None."""
+        entry = self._frames.get(int(frame))
+        return None if entry is None else entry[0]
+
+    def store(self, frame: int, state, shown: np.ndarray) -> bool:
+        """Keep ``frame`` (the one after the last current one: frames stay without gaps; anything
+        kept after it goes, being computed again). Returns False, keeping nothing, when it would
+        take the cache past its budget."""
+        frame = int(frame)
+        expected = self.start if self.last_current is None else self.last_current + 1
+        if frame != expected:
+            raise HairWigError(f"the live cache keeps frames {self.start}… without gaps: frame {frame} came "
+                               f"where {expected} was next")
+        self.drop_from(frame)
+        size = state_bytes(state) + shown.nbytes
+        if self.bytes + size > self.budget:
+            self.full = True
+            return False
+        self._frames[frame] = (state, shown)
+        self.bytes += size
+        return True
+
+    def outdate(self, frame: int | None = None) -> None:
+        """From ``frame`` on (everything where None), what is kept is no longer current."""
+        frame = self.start if frame is None else max(int(frame), self.start)
+        if self.last is None or frame > self.last:
+            return                        # nothing kept from there: nothing to outdate
+        self.outdated = frame if self.outdated is None else min(self.outdated, frame)
+
+    def drop_from(self, frame: int) -> None:
+        """Forget ``frame`` and every frame after it."""
+        for f in [f for f in self._frames if f >= frame]:
+            state, shown = self._frames.pop(f)
+            self.bytes -= state_bytes(state) + shown.nbytes
+        if self.outdated is not None and (self.last is None or self.outdated > self.last):
+            self.outdated = None
+        self.full = False
+
+    def clear(self) -> None:
+        self.drop_from(self.start)
+
+    def status(self) -> str:
+        """What the panel says: the range kept, outdated or not, the memory used."""
+        if self.last is None:
+            return "nothing cached"
+        mb = self.bytes / 2 ** 20
+        text = f"frames {self.start}–{self.last} cached, {mb:.1f} MB of {self.budget / 2 ** 20:.0f} MB"
+        if self.outdated is not None:
+            text += f"; {self.outdated}–{self.last} outdated"
+        if self.full:
+            text += "; the budget is reached: later frames are computed but not kept"
+        return text
+
+
+class LiveStepper:
+    """Shows a wig's frames as the timeline plays. ``inputs(frame)`` gives a frame's
+    ``FrameInput`` (as the bake reads it); ``wig`` steps them; ``cache`` keeps them. ``steps`` counts
+    the frames computed (a frame shown from the cache costs none)."""
+
+    def __init__(self, wig, inputs: Callable, cache: FrameCache):
+        self.wig = wig
+        self.inputs = inputs
+        self.cache = cache
+        self.steps = 0
+        self._beyond = None           # (frame, state, shown): the last frame computed past the budget
+
+    def rebind(self, wig, frame: int | None = None) -> None:
+        """A new binding (a setting changed at ``frame``: everything from it is outdated; None: all)."""
+        self.wig = wig
+        self.cache.outdate(frame)
+        self._beyond = None
+
+    def show(self, frame: int, progress: Callable | None = None) -> np.ndarray:
+        """The positions (P, 3) float32 at ``frame``: kept and current, or stepped to from the last
+        current frame before it (every frame between computed, and kept while the budget lasts;
+        past it, playing on steps on from the last frame computed), ``progress(done, total)``
+        after each. Before the start frame: the start frame's."""
+        frame = max(int(frame), self.cache.start)
+        if self.cache.current(frame):
+            return self.cache.shown(frame)
+        last = self.cache.last_current
+        f0 = self.cache.start if last is None else last + 1
+        state = None if last is None else self.cache.state(last)
+        if self._beyond is not None and f0 <= self._beyond[0] < frame:
+            f0, state = self._beyond[0] + 1, self._beyond[1]          # past the budget: on from there
+        elif self._beyond is not None and self._beyond[0] == frame:
+            return self._beyond[2]
+        out = None
+        total = frame - f0 + 1
+        for k, f in enumerate(range(f0, frame + 1), 1):
+            out, state = self.wig.step(self.inputs(f), state)
+            self.steps += 1
+            if not self.cache.full:
+                self.cache.store(f, state, out)
+            if progress is not None:
+                progress(k, total)
+        self._beyond = None if self.cache.current(frame) else (frame, state, out)
+        return out
