@@ -554,6 +554,7 @@ class WispLayer(DynamicsLayer):
         ext = np.zeros_like(x)
         now = np.asarray(frame.head_inv, np.float64)
         was = state.get("head_inv", now)
+        heads = (np.linalg.inv(was), np.linalg.inv(now))       # head-local → world, last frame and now
         if self.colliders and self._limits is None:
             self._bind_limits()
         self.touched = 0
@@ -579,7 +580,7 @@ class WispLayer(DynamicsLayer):
                 self.seconds["interactions"] += time.perf_counter() - clock
             if self.colliders:
                 clock = time.perf_counter()
-                self._slide(x, v, r, rd, frames, (i - 1) / m, 1.0 / m, h, was, now)
+                self._slide(x, v, r, rd, frames, (i - 1) / m, 1.0 / m, h, heads)
                 self.seconds["body"] += time.perf_counter() - clock
             clock = time.perf_counter()
             wisp_positions(x, v, r, rd, target, ws.inv_mass, lengths, h, kh2, bend, s.max_stretch)
@@ -587,7 +588,7 @@ class WispLayer(DynamicsLayer):
             self.seconds["springs"] += time.perf_counter() - clock
             if self.colliders:
                 clock = time.perf_counter()
-                self._penetration(x, v, r, rd, anchor, e1, i / m, was, now)
+                self._penetration(x, v, r, rd, anchor, e1, i / m, heads)
                 self.seconds["body"] += time.perf_counter() - clock
         state["goal"] = g1
         state["head_inv"] = now.copy()
@@ -629,17 +630,18 @@ class WispLayer(DynamicsLayer):
 
     # -- the body (seed 001 §4.3) -----------------------------------------------------------------
     @staticmethod
-    def _head_at(was, now, f):
+    def _head_at(heads, f):
         """World → head-local at the fraction ``f`` of the frame, and back: the head's local →
-        world map blended linearly (as the goal moves through the substeps)."""
-        h0, h1 = np.linalg.inv(was), np.linalg.inv(now)
+        world maps ``heads`` at the last frame and at this one, blended linearly (as the goal
+        moves through the substeps)."""
+        h0, h1 = heads
         back = h0 + f * (h1 - h0)
         return np.linalg.inv(back), back
 
-    def _query(self, pts, f, was, now):
+    def _query(self, pts, f, heads):
         """For every collider: distances (K,) head-local at world points ``pts`` (3, K), outward
         unit normals (3, K) world, the points' limits (K,), and the head maps at ``f``."""
-        to_local, back = self._head_at(was, now, f)
+        to_local, back = self._head_at(heads, f)
         q = to_local[:3, :3] @ pts + to_local[:3, 3:4]
         found = []
         for c, lim in zip(self.colliders, self._limits):
@@ -649,19 +651,18 @@ class WispLayer(DynamicsLayer):
             found.append((d, n, lim))
         return found, q, back
 
-    def _slide(self, x, v, r, rd, frames, f0, df, h, was, now):
+    def _slide(self, x, v, r, rd, frames, f0, df, h, heads):
         """Sliding contact (§4.3.1): a point within Contact Distance of its collision surface loses
         the part of its velocity (relative to the surface's) going in, and Coulomb friction slows
         its sliding by Friction times that part (no more than it has). Envelope points take it
         along their half-lines."""
         s, ws = self.settings, self.set
         pts, axes = self._points(x, r, frames)
-        found, q, back = self._query(pts, f0, was, now)
-        _, back_before = self._head_at(was, now, max(f0 - df, 0.0))
+        found, q, back = self._query(pts, f0, heads)
         num = x.shape[0] * x.shape[1]
         vel = np.concatenate([v.reshape(-1, 3), (v[:, :, None, :] + rd[..., None] * axes).reshape(-1, 3)]).T
         # the surface's velocity at each point: where the head carries its head-local place
-        _, back_next = self._head_at(was, now, min(f0 + df, 1.0))
+        _, back_next = self._head_at(heads, min(f0 + df, 1.0))
         surface = ((back_next[:3, :3] - back[:3, :3]) @ q + (back_next[:3, 3:4] - back[:3, 3:4])) / h
         margin = s.contact_distance / self.scale
         change = np.zeros_like(vel)
@@ -682,7 +683,7 @@ class WispLayer(DynamicsLayer):
         v += skel
         rd += np.einsum("wnqk,wnqk->wnq", change[:, num:].T.reshape(axes.shape), axes)
 
-    def _penetration(self, x, v, r, rd, anchor, e1, f, was, now):
+    def _penetration(self, x, v, r, rd, anchor, e1, f, heads):
         """Penetration reaction (§4.3.2): a skeleton point inside its collision surface moves out,
         set at its segment's length from the point before it, the rest of the wisp carried along
         (``kernels.wisps.wisp_carry``); then envelope points inside move in along their
@@ -691,9 +692,8 @@ class WispLayer(DynamicsLayer):
         ws = self.set
         num = x.shape[0] * x.shape[1]
         for _ in range(PASSES):
-            frames, _t = ws.frames(x, anchor, e1)
             pts = x.reshape(-1, 3).T
-            found, _q, _b = self._query(pts, f, was, now)
+            found, _q, _b = self._query(pts, f, heads)
             push = np.zeros((3, num))
             for d, n, lim in found:
                 inside = np.flatnonzero(d < lim[:num])
@@ -703,10 +703,10 @@ class WispLayer(DynamicsLayer):
             if not push.any():
                 break
             self.touched += int(np.count_nonzero(push.any(axis=0)))
-            wisp_carry(x, v, np.ascontiguousarray(push.T.reshape(x.shape)), ws.rest_len)
+            wisp_carry(x, v, np.ascontiguousarray(push.T.reshape(x.shape)))
         frames, _t = ws.frames(x, anchor, e1)
         pts, axes = self._points(x, r, frames)
-        found, _q, _b = self._query(pts[:, num:], f, was, now)
+        found, _q, _b = self._query(pts[:, num:], f, heads)
         flat_axes = axes.reshape(-1, 3).T
         rr, rdd = r.reshape(-1), rd.reshape(-1)
         floor = (SQUEEZE * ws.r0).reshape(-1)

@@ -578,7 +578,7 @@ def test_carry_is_the_penetration_reaction():
     ref_x, ref_v, carried, _, kind = ref_carry(x, v, push)
     assert {"sphere", "circle", "circle, b under", "no place"} <= set(kind.ravel())
     got_x, got_v = x.copy(), v.copy()
-    wisp_carry(got_x, got_v, push, np.ones(x.shape[:2]))
+    wisp_carry(got_x, got_v, push)
     tol = rounding(magnitude(x, push, ref_x) * carried, 2, eps=EPS64)[..., None]
     off = np.abs(got_x - ref_x)
     bad = np.argwhere((off > tol).any(axis=2))
@@ -608,7 +608,7 @@ def test_carry_keeps_lengths_and_leaves_what_is_not_pushed():
     against its push (to DOT + UNIT + 2 roundings of |v|), and went so only if it did before."""
     x, v, push = _carry_case(42)
     got_x, got_v = x.copy(), v.copy()
-    wisp_carry(got_x, got_v, push, np.ones(x.shape[:2]))
+    wisp_carry(got_x, got_v, push)
     _, _, _, own, _ = ref_carry(x, v, push)
     length = np.linalg.norm(np.diff(x, axis=1), axis=2)
     np.testing.assert_array_less(np.abs(np.linalg.norm(np.diff(got_x, axis=1), axis=2) - length),
@@ -679,7 +679,7 @@ def test_a_pushed_point_is_the_nearest_place_on_the_surfaces_side(where):
     the circle is on the surface's side."""
     x, push, n = _pushed_segments(where)
     got, v = x.copy(), np.zeros_like(x)
-    wisp_carry(got, v, push, np.ones((x.shape[0], 1)))
+    wisp_carry(got, v, push)
     _, _, _, own, kind = ref_carry(x, np.zeros_like(x), push)
     tol = rounding(magnitude(x, push, got) * own[:, 1], 1, eps=EPS64)
     b, s = x[:, 0], x[:, 1] + push[:, 1]

@@ -412,7 +412,7 @@ def wisp_positions(x, v, r, rd, target, inv_mass, rest_len, h, kh2, bend, max_st
 
 
 @njit(cache=True)
-def wisp_carry(x, v, push, rest_len):
+def wisp_carry(x, v, push):
     """The penetration reaction (seed 001 §4.3.2) on skeletons ``x`` (W, N, 3): root to tip, a
     point pushed out by ``push`` (W, N, 3) (its depth along the surface's outward normal) is set
     at its segment's present length from the point before it, on the surface's side of the
@@ -815,7 +815,7 @@ def _warm():
     wisp_velocities(x, v, r, rd, frames, x, v, v, np.zeros(3), mass, inv, rest_len, r, 0.01, 1.0, 1.0, 1.0, 1.0,
                     0.0, 1.0, 1.0, np.empty_like(v))
     wisp_positions(x, v, r, rd, x, inv, rest_len, 0.01, np.zeros((w, n)), 0.1, 0.1)
-    wisp_carry(x, v, np.zeros_like(x), rest_len)
+    wisp_carry(x, v, np.zeros_like(x))
     wisp_interact(x, v, r, rd, frames, tangent, mass, inv, mass * 0.01, r, 1.0, 0.01, np.zeros(3, np.int64))
 
 
