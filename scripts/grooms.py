@@ -399,6 +399,15 @@ def picture(g: Groom, path: Path, frame: int, size: int = 420, view=(0.75, -1.0,
     cam.location = target + view / np.linalg.norm(view) * span * 2.6
     direction = target - np.array(cam.location)
     cam.rotation_euler = look(direction)
+    workbench(g, size)
+    scene.frame_set(frame)
+    return render_still(path)
+
+
+def workbench(g: Groom, size: int) -> None:
+    """The groom pictures' look: Workbench, ``size`` pixels square, studio light, the head,
+    hair and colliders in their colours over a light grey world."""
+    scene = bpy.context.scene
     r = scene.render
     r.engine = "BLENDER_WORKBENCH"
     r.resolution_x = r.resolution_y = size
@@ -413,8 +422,12 @@ def picture(g: Groom, path: Path, frame: int, size: int = 420, view=(0.75, -1.0,
         c.color = (0.55, 0.6, 0.7, 1.0)
     scene.world = bpy.data.worlds.new("World")
     scene.world.color = (0.9, 0.9, 0.92)
-    scene.frame_set(frame)
-    r.filepath = str(path)
+
+
+def render_still(path: Path) -> np.ndarray:
+    """Render the scene at its current frame into ``path``; the pixels (H, W, 4) float, bottom
+    row first (as Blender holds them)."""
+    bpy.context.scene.render.filepath = str(path)
     bpy.ops.render.render(write_still=True)
     img = bpy.data.images.load(str(path))
     px = np.empty(img.size[0] * img.size[1] * 4, np.float32)

@@ -174,31 +174,12 @@ def camera(g: grooms.Groom, size: int, view=(0.55, 1.0, 0.15)):
     view = np.asarray(view, np.float64)
     cam.location = target + view / np.linalg.norm(view) * 6.2
     cam.rotation_euler = grooms.look(target - np.array(cam.location))
-    r = scene.render
-    r.engine = "BLENDER_WORKBENCH"
-    r.resolution_x = r.resolution_y = size
-    r.resolution_percentage = 100
-    r.image_settings.file_format = "PNG"
-    shading = scene.display.shading
-    shading.light = "STUDIO"
-    shading.color_type = "OBJECT"
-    g.head.color = (0.85, 0.75, 0.68, 1.0)
-    for c in g.colliders:
-        c.color = (0.55, 0.6, 0.7, 1.0)
-    scene.world = bpy.data.worlds.new("World")
-    scene.world.color = (0.9, 0.9, 0.92)
+    grooms.workbench(g, size)            # the hair is drawn by its wisps' parts, in their colours
 
 
 def render(path: Path) -> np.ndarray:
     """Render the scene at its current frame; pixels (H, W, 4) float, top row first."""
-    r = bpy.context.scene.render
-    r.filepath = str(path)
-    bpy.ops.render.render(write_still=True)
-    img = bpy.data.images.load(str(path))
-    px = np.empty(img.size[0] * img.size[1] * 4, np.float32)
-    img.pixels.foreach_get(px)
-    out = px.reshape(img.size[1], img.size[0], 4)[::-1].copy()
-    bpy.data.images.remove(img)
+    out = grooms.render_still(path)[::-1].copy()
     path.unlink()
     return out
 
