@@ -29,6 +29,31 @@ def state_bytes(state) -> int:
     return total
 
 
+def extra_bytes(extra) -> int:
+    """Memory the arrays in a frame's ``extra`` hold (arrays, nested in tuples, lists, dicts or
+    an object's attributes)."""
+    if extra is None:
+        return 0
+    if isinstance(extra, np.ndarray):
+        return extra.nbytes
+    if isinstance(extra, dict):
+        return sum(extra_bytes(v) for v in extra.values())
+    if isinstance(extra, (tuple, list)):
+        return sum(extra_bytes(v) for v in extra)
+    if hasattr(extra, "__dict__"):
+        return extra_bytes(vars(extra))
+    return 0
+
+
+def wig_step(wig, inputs: Callable) -> Callable:
+    """The step of a ``LiveStepper`` for ``wig`` fed by ``inputs(frame)`` (a ``FrameInput``):
+    ``(frame, state) -> (shown, state, None)``."""
+    def step(frame, state):
+        out, state = wig.step(inputs(frame), state)
+        return out, state, None
+    return step
+
+
 class FrameCache:
     """Per computed frame, the state after it and the positions shown (float32), for frames
     ``start, start + 1, …`` with no gaps. Frames from ``outdated`` on are kept for show but are
@@ -69,12 +94,17 @@ class FrameCache:
         entry = self._frames.get(int(frame))
         return None if entry is None else entry[1]
 
+    def extra(self, frame: int):
+        """What the step gave besides the state for ``frame`` (the bake's record of it), or None."""
+        entry = self._frames.get(int(frame))
+        return None if entry is None else entry[2]
+
     def state(self, frame: int):
         """The state kept after ``frame`` (a ``WigState``; copy it before stepping on), or None."""
         entry = self._frames.get(int(frame))
         return None if entry is None else entry[0]
 
-    def store(self, frame: int, state, shown: np.ndarray) -> bool:
+    def store(self, frame: int, state, shown: np.ndarray, extra=None) -> bool:
         """Keep ``frame`` (the one after the last current one: frames stay without gaps; anything
         kept after it goes, being computed again). Returns False, keeping nothing, when it would
         take the cache past its budget."""
@@ -84,11 +114,11 @@ class FrameCache:
             raise HairWigError(f"the live cache keeps frames {self.start}… without gaps: frame {frame} came "
                                f"where {expected} was next")
         self.drop_from(frame)
-        size = state_bytes(state) + shown.nbytes
+        size = state_bytes(state) + shown.nbytes + extra_bytes(extra)
         if self.bytes + size > self.budget:
             self.full = True
             return False
-        self._frames[frame] = (state, shown)
+        self._frames[frame] = (state, shown, extra, size)
         self.bytes += size
         return True
 
@@ -102,14 +132,22 @@ class FrameCache:
     def drop_from(self, frame: int) -> None:
         """Forget ``frame`` and every frame after it."""
         for f in [f for f in self._frames if f >= frame]:
-            state, shown = self._frames.pop(f)
-            self.bytes -= state_bytes(state) + shown.nbytes
+            self.bytes -= self._frames.pop(f)[3]
         if self.outdated is not None and (self.last is None or self.outdated > self.last):
             self.outdated = None
         self.full = False
 
     def clear(self) -> None:
         self.drop_from(self.start)
+
+    def set_budget(self, budget: int) -> None:
+        """A new budget; frames past it go (the last ones first)."""
+        if budget <= 0:
+            raise HairWigError(f"the live cache's memory budget must be more than 0 bytes, got {budget}")
+        self.budget = int(budget)
+        while self.bytes > self.budget and self.last is not None:
+            self.drop_from(self.last)
+            self.full = True
 
     def status(self) -> str:
         """What the panel says: the range kept, outdated or not, the memory used."""
@@ -125,22 +163,35 @@ class FrameCache:
 
 
 class LiveStepper:
-    """Shows a wig's frames as the timeline plays. ``inputs(frame)`` gives a frame's
-    ``FrameInput`` (as the bake reads it); ``wig`` steps them; ``cache`` keeps them. ``steps`` counts
-    the frames computed (a frame shown from the cache costs none)."""
+    """Shows a wig's frames as the timeline plays. ``step(frame, state)`` computes a frame from the
+    state after the one before (None: the first, from rest), returning ``(shown, state, extra)``
+    (``wig_step`` makes one from a wig and its inputs); ``cache`` keeps them. The first frame is
+    preceded by ``preroll`` frames that settle the dynamics, as a bake's pre-roll: computed, never
+    kept. ``steps`` counts the frames computed (a frame shown from the cache costs none)."""
 
-    def __init__(self, wig, inputs: Callable, cache: FrameCache):
-        self.wig = wig
-        self.inputs = inputs
+    def __init__(self, step: Callable, cache: FrameCache, preroll: int = 0):
+        self.step = step
         self.cache = cache
+        self.preroll = int(preroll)
         self.steps = 0
         self._beyond = None           # (frame, state, shown): the last frame computed past the budget
 
-    def rebind(self, wig, frame: int | None = None) -> None:
-        """A new binding (a setting changed at ``frame``: everything from it is outdated; None: all)."""
-        self.wig = wig
+    def rebind(self, step: Callable, frame: int | None = None) -> None:
+        """A new step (a setting changed at ``frame``: everything from it is outdated; None: all)."""
+        self.step = step
         self.cache.outdate(frame)
         self._beyond = None
+
+    def to_compute(self, frame: int) -> int:
+        """How many frames showing ``frame`` computes (0: it is kept and current)."""
+        frame = max(int(frame), self.cache.start)
+        if self.cache.current(frame):
+            return 0
+        last = self.cache.last_current
+        f0 = self.cache.start if last is None else last + 1
+        if self._beyond is not None and f0 <= self._beyond[0] <= frame:
+            f0 = self._beyond[0] + 1
+        return frame - f0 + 1 + (self.preroll if f0 == self.cache.start else 0)
 
     def show(self, frame: int, progress: Callable | None = None) -> np.ndarray:
         """The positions (P, 3) float32 at ``frame``: kept and current, or stepped to from the last
@@ -157,13 +208,14 @@ class LiveStepper:
             f0, state = self._beyond[0] + 1, self._beyond[1]          # past the budget: on from there
         elif self._beyond is not None and self._beyond[0] == frame:
             return self._beyond[2]
+        first = f0 - self.preroll if f0 == self.cache.start else f0
         out = None
-        total = frame - f0 + 1
-        for k, f in enumerate(range(f0, frame + 1), 1):
-            out, state = self.wig.step(self.inputs(f), state)
+        total = frame - first + 1
+        for k, f in enumerate(range(first, frame + 1), 1):
+            out, state, extra = self.step(f, state)
             self.steps += 1
-            if not self.cache.full:
-                self.cache.store(f, state, out)
+            if f >= self.cache.start and not self.cache.full:
+                self.cache.store(f, state, out, extra)
             if progress is not None:
                 progress(k, total)
         self._beyond = None if self.cache.current(frame) else (frame, state, out)

@@ -12,13 +12,36 @@ import numpy as np
 
 from ..hair_wig import BakeCache, HairWigError
 from ..hair_wig import check_memory as core_check_memory
-from . import blender_io, preview, scene_reader
+from . import blender_io, frames, preview, scene_reader
 
 
 def check_memory(scene, obs, ranges) -> None:
     """Refuse bakes over the scene's memory limit before anything is computed."""
     core_check_memory([(ob.name, blender_io.point_count(ob), last - first + 1)
                        for ob, (first, last) in zip(obs, ranges)], scene.hair_wig_memory_limit)
+
+
+def _keep(cache, ob, wig, f, first, record: frames.FrameRecord, flat: set, noted: set) -> None:
+    """Note frame ``f``'s record in the bake ``cache`` (pre-roll frames: only their warnings)."""
+    for name in set(record.flat) - flat:
+        flat.add(name)
+        cache.warnings.append(
+            f"'{ob.name}': magnet '{name}' is scaled to nothing at frame {f}, so Blender cannot "
+            f"tell how it is turned and its pull loses its turn; hide it with Disable in "
+            f"Viewports instead of scaling it (or its parent) to zero")
+    for note in record.notes:
+        if note not in noted:            # once a bake, from the frame it first came
+            noted.add(note)
+            cache.warnings.append(f"'{ob.name}': {note} (from frame {f})")
+    if f < first:
+        return
+    if cache.skin is not None and record.skin is not None:
+        cache.skin[f - first] = record.skin
+    cache.check_finite(f)
+    cache.penetration = max(cache.penetration, record.penetration)
+    for k, i in enumerate(wig.dynamic_index):
+        path = cache.magnet_paths.setdefault(wig.magnets[i].name, np.empty((cache.num_frames, 3)))
+        path[f - first] = record.magnet_shown[k]
 
 
 def compute_steps(context, ob, first: int, last: int, preroll: int | None = None, others=(), strands=None):
@@ -32,9 +55,12 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
     """
     scene_reader.require_wig(ob)
     blender_io.check_bakeable(ob)
-    preview.stop(ob)           # a bake starts from the hair's own rest pose, not a previewed one
     scene = context.scene
     preroll = ob.hair_wig.preroll if preroll is None else int(preroll)
+    # Live dynamics' frames, where current and made as this bake would make them, are this bake's
+    reused = preview.live_frames(context, ob, first, last, preroll) if strands is None else None
+    preview.stop(ob)           # a bake starts from the hair's own rest pose, not a previewed one
+    preview._baking.add(ob.name)          # its frame steps start no live dynamics meanwhile
     frame, subframe = scene.frame_current, scene.frame_subframe
     carried = blender_io.attaches_to_surface(ob)        # read before the stack is switched off
     children = scene_reader.children_roots(context, ob)
@@ -43,7 +69,7 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
     try:
         shown = scene_reader.evaluate_magnets(context, [ob])        # hidden magnets move too
         bound = scene_reader.bind(context, ob, children=children)
-        wig, empties = bound.wig, bound.empties
+        wig = bound.wig
         if strands is not None:
             wig.restrict(*strands)
         cache = BakeCache(wig.hair, first, last)
@@ -65,32 +91,19 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
         flat = set()                 # magnets already reported scaled to nothing
         noted = set()                # the dynamics layer's warnings already given
         scratch = np.empty_like(wig.hair.points)
-        for done, f in enumerate(range(first - preroll, last + 1), start=1):
+        begin = first - preroll
+        if reused is not None:       # the live cache's frames first..upto: as this bake steps them
+            upto, state = reused.last, reused.state.copy()
+            for f in range(first, upto + 1):
+                cache.frame(f)[...] = reused.shown(f)
+                _keep(cache, ob, wig, f, first, reused.record(f), flat, noted)
+            begin = upto + 1
+            yield upto - first + 1 + preroll, total
+        for done, f in enumerate(range(begin, last + 1), start=begin - (first - preroll) + 1):
             scene.frame_set(f)
             out = cache.frame(f) if f >= first else scratch
-            inp = scene_reader.frame_input(context, ob, bound, f)
-            for name in set(scene_reader.flat_magnets(empties, inp)) - flat:
-                flat.add(name)
-                cache.warnings.append(
-                    f"'{ob.name}': magnet '{name}' is scaled to nothing at frame {f}, so Blender cannot "
-                    f"tell how it is turned and its pull loses its turn; hide it with Disable in "
-                    f"Viewports instead of scaling it (or its parent) to zero")
-            _, state = wig.step(inp, state, out=out, keep_state=False)
-            for note in (wig.layer.warnings() if wig.layer is not None else ()):
-                if note not in noted:            # once a bake, from the frame it first came
-                    noted.add(note)
-                    cache.warnings.append(f"'{ob.name}': {note} (from frame {f})")
-            if f >= first and cache.skin is not None and not wig.scalp.at_rest(inp.surface_positions,
-                                                                                inp.surface_normals):
-                rot, o0, o1 = wig.scalp.transforms(inp.surface_positions, inp.surface_normals)
-                cache.skin[f - first] = (rot.astype(np.float32), o0, o1,
-                                         np.linalg.solve(inp.head_matrix, inp.hair_matrix))
-            if f >= first:
-                cache.check_finite(f)
-                cache.penetration = max(cache.penetration, wig.penetration)
-                for k, i in enumerate(wig.dynamic_index):
-                    path = cache.magnet_paths.setdefault(wig.magnets[i].name, np.empty((cache.num_frames, 3)))
-                    path[f - first] = state.magnet_shown[k]
+            state, record = frames.step_frame(context, ob, bound, f, state, out, skin=cache.skin is not None)
+            _keep(cache, ob, wig, f, first, record, flat, noted)
             yield done, total
     finally:
         # The frame first, while the stack is still off: switching it back on only tags the hair,
@@ -98,6 +111,7 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
         scene.frame_set(frame, subframe=subframe)
         blender_io.unmute_modifiers(muted)
         scene_reader.restore_magnets(context, shown)
+        preview._baking.discard(ob.name)
     return cache
 
 

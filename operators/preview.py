@@ -1,5 +1,7 @@
 """Live preview: the wig's pose at the current frame, written into the hair while the animator
-scrubs or moves a magnet (primary movement, spaces and refinement; dynamics need a bake).
+scrubs or moves a magnet (primary movement, spaces and refinement). With Live Dynamics on
+(``use_live_dynamics``, issue 37) the preview runs the wig's dynamics too, frame by frame as the
+timeline plays, with a frame cache (``live.Session``).
 
 The rest positions are kept while a preview runs and written back bit for bit when it stops,
 before the file is saved (and re-applied after), and when the add-on is unregistered. They are
@@ -16,10 +18,12 @@ import bpy
 import numpy as np
 
 from ..hair_wig import HairWigError
-from . import blender_io, polls, scene_reader
+from . import blender_io, live, polls, scene_reader
 
 _previews: dict[int, "Preview"] = {}
-_busy = False              # our own write triggers a depsgraph update: do not answer it
+_busy = False              # our own write or frame steps trigger handlers: do not answer them
+_messages: dict[str, str] = {}     # hair name -> why its live dynamics stopped or cannot run
+_baking: set[str] = set()          # hair being baked: its frame steps start no live dynamics
 REST_ATTRIBUTE = ".hair_wig_rest"
 
 
@@ -29,6 +33,7 @@ class Preview:
     rest: np.ndarray                   # (P, 3) float32, the hair's own positions
     bound: object                      # scene_reader.Bound
     out: np.ndarray
+    live: object = None                # live.Session: Live Dynamics on
 
     @property
     def wig(self):
@@ -39,31 +44,53 @@ def is_previewing(ob) -> bool:
     return ob is not None and ob.session_uid in _previews
 
 
-def start(context, ob) -> None:
-    """Start previewing the wig of ``ob`` (a Curves hair object, not baked)."""
+def is_live(ob) -> bool:
+    preview = _previews.get(ob.session_uid) if ob is not None else None
+    return preview is not None and preview.live is not None
+
+
+def start(context, ob, dynamics: bool | None = None) -> None:
+    """Start previewing the wig of ``ob`` (a Curves hair object, not baked), with its dynamics
+    where ``dynamics`` (None: where Live Dynamics is on)."""
     scene_reader.require_wig(ob)
+    dynamics = ob.hair_wig.use_live_dynamics if dynamics is None else dynamics
     if ob.type != "CURVES":
+        if dynamics:
+            raise HairWigError(f"'{ob.name}' is a legacy Curve object: live dynamics plays Curves hair; "
+                               f"bake it to see its dynamics")
         raise HairWigError(f"'{ob.name}': live preview works on Curves hair; bake legacy curves instead")
     if blender_io.is_baked(ob):
         raise HairWigError(f"'{ob.name}' is baked: clear the bake to preview")
     if ob.mode != "OBJECT":
         raise HairWigError(f"'{ob.name}' is in {ob.mode.replace('_', ' ').lower()} mode; preview works in object mode")
     if is_previewing(ob):
-        return
+        if is_live(ob) == dynamics:
+            return
+        stop(ob)
+    _messages.pop(ob.name, None)
     rest = blender_io.read_hair(ob).points.copy()
     if not ob.hair_wig.rest_captured:
         scene_reader.capture_rest(context, ob)
-    _bind(context, ob, rest)
+    _bind(context, ob, rest, dynamics)
     _keep_rest(ob, rest)
     update(context.scene, context.evaluated_depsgraph_get())
 
 
-def _bind(context, ob, rest: np.ndarray) -> None:
-    bound = scene_reader.bind(context, ob, rest_points=rest, dynamics=False)
+def _bind(context, ob, rest: np.ndarray, dynamics: bool = False) -> None:
+    global _busy
+    if dynamics:
+        was, _busy = _busy, True              # binding may visit the rest frame
+        try:
+            session = live.Session(context, ob, rest, _write)
+        finally:
+            _busy = was
+        bound = session.bound
+    else:
+        session, bound = None, scene_reader.bind(context, ob, rest_points=rest, dynamics=False)
     wig = bound.wig
     if wig.hair.num_points != len(rest) or not np.array_equal(wig.hair.counts, blender_io.read_hair(ob).counts):
         raise HairWigError(f"'{ob.name}': its key poses have other curves than the hair itself; bake to see them")
-    _previews[ob.session_uid] = Preview(ob.name, rest, bound, np.empty_like(rest))
+    _previews[ob.session_uid] = Preview(ob.name, rest, bound, np.empty_like(rest), session)
 
 
 def stop(ob, restore: bool = True) -> None:
@@ -112,16 +139,151 @@ def _object(uid):
 
 def _write(ob, points: np.ndarray) -> None:
     global _busy
-    _busy = True
+    was, _busy = _busy, True
     try:
         blender_io.write_positions(ob.data, points)
         ob.data.update_tag()
     finally:
-        _busy = False
+        _busy = was
 
 
-def update(scene, depsgraph=None) -> None:
-    """Write every previewed wig's pose at the scene's current frame."""
+def _fail(ob, preview, err, frame) -> None:
+    """An error while playing: the wig's preview stops (its rest pose back), Live Dynamics goes off,
+    and the panel says why, naming the wig."""
+    stop(ob)
+    kind = "live dynamics" if preview.live is not None else "preview"
+    text = f"'{preview.name}': {kind} stopped at frame {frame}: {err}"
+    if preview.live is not None:
+        if ob.hair_wig.use_live_dynamics:
+            ob.hair_wig.use_live_dynamics = False         # its update stops nothing more: stopped
+        _messages[preview.name] = text
+    print(f"hair_wig: {text}")
+
+
+def _live_show(context, ob, preview, frame, edited: bool = False) -> np.ndarray:
+    """A live wig's frame (``edited``: after an edit outdated it, stepped once from the frame
+    before where that is kept, for the edit to show at once)."""
+    global _busy
+    was, _busy = _busy, True                  # its steps set frames: not ours to answer
+    try:
+        session = preview.live
+        if not session.matches(context, ob):          # another frame range or pre-roll: start again
+            del _previews[ob.session_uid]
+            _bind(context, ob, preview.rest, True)
+            preview = _previews[ob.session_uid]
+            session = preview.live
+        out = session.try_at(context, ob, frame) if edited else None
+        return session.show(context, ob, frame) if out is None else out
+    finally:
+        _busy = was
+
+
+def status(ob) -> str | None:
+    """What the panel says of a wig's live dynamics: why it stopped, or its cache."""
+    if ob is None:
+        return None
+    if ob.name in _messages:
+        return _messages[ob.name]
+    preview = _previews.get(ob.session_uid)
+    if preview is not None and preview.live is not None:
+        return preview.live.status()
+    return None
+
+
+def live_frames(context, ob, first: int, last: int, preroll: int):
+    """For a bake of ``ob`` over ``first..last`` after ``preroll``: the live cache's frames it can
+    take (``live.Reused``), or None."""
+    preview = _previews.get(ob.session_uid)
+    if preview is None or preview.live is None:
+        return None
+    global _busy
+    was, _busy = _busy, True
+    try:
+        return preview.live.reusable(context, ob, first, last, preroll)
+    finally:
+        _busy = was
+
+
+def setting_changed(owner) -> None:
+    """A hair_wig setting of ``owner`` (a wig or a magnet) was set: the live wigs it may concern
+    check what changed (Blender sends no depsgraph update for an add-on's own settings)."""
+    if _busy or not any(p.live is not None for p in _previews.values()):
+        return
+    context = bpy.context
+    if context.scene is not None:
+        _check_live(context, context.scene)
+
+
+def _check_live(context, scene) -> bool:
+    """Every live wig checks what changed (``live.Session.check``); whether any outdated frames."""
+    global _busy
+    edited = False
+    for uid, preview in list(_previews.items()):
+        ob = _object(uid)
+        if preview.live is None or ob is None or ob.mode != "OBJECT":
+            continue                          # a wig out of object mode: update() stops it
+        was, _busy = _busy, True
+        try:
+            changed = preview.live.check(context, ob, scene.frame_current)
+        except Exception as err:             # noqa: BLE001 — never out of a handler
+            _busy = was
+            _fail(ob, preview, err, scene.frame_current)
+            continue
+        _busy = was
+        edited = edited or changed is not None
+    if edited:
+        update(scene, None, edited=True)
+    return edited
+
+
+def live_toggled(settings, context) -> None:
+    """Live Dynamics switched on or off for a wig."""
+    ob = settings.id_data
+    if not isinstance(ob, bpy.types.Object) or not ob.hair_wig.enabled:
+        return
+    _messages.pop(ob.name, None)
+    if not settings.use_live_dynamics:
+        if is_live(ob):
+            stop(ob)
+        return
+    if ob.type != "CURVES":
+        _messages[ob.name] = (f"'{ob.name}' is a legacy Curve object: live dynamics plays Curves hair; "
+                              f"bake it to see its dynamics")
+        return
+    _start_live(context, ob)
+
+
+def _start_live(context, ob) -> None:
+    """Start a wig's live dynamics where it can run (not baked, in object mode); say why not."""
+    if blender_io.is_baked(ob):
+        _messages[ob.name] = f"'{ob.name}' is baked: the bake plays; clear it for live dynamics"
+        return
+    if ob.mode != "OBJECT":
+        return
+    try:
+        start(context, ob, dynamics=True)
+    except Exception as err:                 # noqa: BLE001 — never out of a handler: say it
+        preview = _previews.get(ob.session_uid) or Preview(ob.name, None, None, None, True)
+        _fail(ob, preview, err, context.scene.frame_current)
+
+
+def _start_live_wigs(context, scene) -> None:
+    """Wigs with Live Dynamics on and no session yet (a file opened, a bake cleared, an undo)."""
+    for ob in scene.objects:
+        s = ob.hair_wig
+        if not (s.use_live_dynamics and s.enabled) or ob.session_uid in _previews or ob.name in _baking:
+            continue
+        if ob.type != "CURVES":
+            _messages.setdefault(ob.name, f"'{ob.name}' is a legacy Curve object: live dynamics plays Curves "
+                                          f"hair; bake it to see its dynamics")
+            continue
+        if ob.name not in _messages:
+            _start_live(context, ob)
+
+
+def update(scene, depsgraph=None, edited: bool = False) -> None:
+    """Write every previewed wig's pose at the scene's current frame (``edited``: after an edit,
+    not a frame change)."""
     for uid, preview in list(_previews.items()):
         ob = _object(uid)
         if ob is None or scene.objects.get(ob.name) is None:
@@ -138,34 +300,48 @@ def update(scene, depsgraph=None) -> None:
                   f"{len(ob.data.points)} points); preview stopped, the hair is left as edited")
             continue
         try:
-            inp = scene_reader.frame_input(bpy.context, ob, preview.bound, scene.frame_current, depsgraph)
-            preview.wig.step(inp, None, out=preview.out)
-        except (HairWigError, ReferenceError) as err:
-            stop(ob)
-            print(f"hair_wig: preview of '{preview.name}' stopped: {err}")
+            if preview.live is not None:
+                out = _live_show(bpy.context, ob, preview, scene.frame_current, edited)
+            else:
+                inp = scene_reader.frame_input(bpy.context, ob, preview.bound, scene.frame_current, depsgraph)
+                out = preview.wig.step(inp, None, out=preview.out)[0]
+        except Exception as err:             # noqa: BLE001 — never out of a handler: stop and say it
+            _fail(ob, preview, err, scene.frame_current)
             continue
-        _write(ob, preview.out)
+        _write(ob, out)
 
 
 @bpy.app.handlers.persistent
 def on_frame_change(scene, depsgraph=None):
-    if _previews and not _busy:
+    if _busy:
+        return
+    _start_live_wigs(bpy.context, scene)
+    if _previews:
         update(scene, depsgraph)
 
 
 @bpy.app.handlers.persistent
 def on_depsgraph_update(scene, depsgraph):
-    """A magnet, the head or the hair object moved: show the new pose (our own writes aside)."""
+    """A magnet, the head or the hair object moved: show the new pose (our own writes aside). A
+    live wig: what changed outdates its cache from the first frame it affects (``live.Session.check``);
+    the update our own write of a live wig's hair causes is not a change."""
     if not _previews or _busy:
         return
+    context = bpy.context
+    ours = {p.name for p in _previews.values() if p.live is not None}
+    ours_data = {o.data.name for o in map(_object, _previews) if o is not None and o.name in ours}
     watched = set()
     for preview in _previews.values():
-        watched.update(o.name for o in (preview.bound.head, *preview.bound.empties) if o is not None)
-        watched.add(preview.name)
-    for u in depsgraph.updates:
-        if isinstance(u.id, bpy.types.Object) and u.id.name in watched and u.is_updated_transform:
-            update(scene, depsgraph)
-            return
+        if preview.live is None:
+            watched.update(o.name for o in (preview.bound.head, *preview.bound.empties) if o is not None)
+            watched.add(preview.name)
+    moved = any(isinstance(u.id, bpy.types.Object) and u.id.name in watched and u.is_updated_transform
+                for u in depsgraph.updates)
+    other = any(not ((isinstance(u.id, bpy.types.Curves) and u.id.name in ours_data)
+                     or (isinstance(u.id, bpy.types.Object) and u.id.name in ours and not u.is_updated_transform))
+                for u in depsgraph.updates)
+    if not (other and _check_live(context, scene)) and moved:
+        update(scene, depsgraph)
 
 
 def _unedited():
@@ -214,7 +390,9 @@ def on_undo_redo_post(*_args):
     """Undo and redo load a recorded state of the file. A state recorded during a preview holds a
     previewed pose and, in ``.hair_wig_rest``, that state's rest pose; any other state holds the
     hair's own positions. A running preview carries on from the loaded state's rest pose (the
-    magnets, head and hair as they were then); hair no longer previewed gets its rest pose back."""
+    magnets, head and hair as they were then); hair no longer previewed gets its rest pose back. A
+    live wig with the same groom keeps its frames, outdated by what the undo changed."""
+    global _busy
     context = bpy.context
     for ob in bpy.data.objects:
         if ob.type != "CURVES":
@@ -222,12 +400,26 @@ def on_undo_redo_post(*_args):
         kept = _kept_rest(ob)
         if ob.session_uid in _previews:
             rest = kept if kept is not None else blender_io.read_hair(ob).points.copy()
-            del _previews[ob.session_uid]
+            preview = _previews.pop(ob.session_uid)
+            if preview.live is not None and not ob.hair_wig.use_live_dynamics:
+                preview = None                 # the state undone to had Live Dynamics off
             try:
-                _bind(context, ob, rest)
-                _keep_rest(ob, rest)
-                continue
-            except HairWigError as err:
+                if preview is not None and preview.live is not None and np.array_equal(rest, preview.rest):
+                    # the same groom: the frames stay, outdated by what the undo changed
+                    _previews[ob.session_uid] = preview
+                    was, _busy = _busy, True
+                    try:
+                        preview.live.check(context, ob, context.scene.frame_current)
+                    finally:
+                        _busy = was
+                    _keep_rest(ob, rest)
+                    continue
+                if preview is not None:
+                    _bind(context, ob, rest, preview.live is not None)
+                    _keep_rest(ob, rest)
+                    continue
+            except Exception as err:         # noqa: BLE001 — never out of a handler
+                _previews.pop(ob.session_uid, None)
                 print(f"hair_wig: preview of '{ob.name}' stopped: {err}")
         if kept is not None:
             _write(ob, kept)
@@ -250,7 +442,7 @@ handlers = ((bpy.app.handlers.frame_change_post, on_frame_change),
 
 
 class HAIRWIG_OT_preview(bpy.types.Operator):
-    """Show the wig's pose live while you scrub or move magnets (dynamics need a bake); press again to stop"""
+    """Show the wig's pose live while you scrub or move magnets (its dynamics too with Live Dynamics on); press again to stop"""
     bl_idname = "hair_wig.preview"
     bl_label = "Live Preview"
     bl_options = {"REGISTER"}
@@ -263,6 +455,8 @@ class HAIRWIG_OT_preview(bpy.types.Operator):
         ob = context.active_object
         if is_previewing(ob):
             stop(ob)
+            if ob.hair_wig.use_live_dynamics:
+                ob.hair_wig.use_live_dynamics = False
             return {"FINISHED"}
         try:
             start(context, ob)

@@ -310,6 +310,17 @@ class HairWigSettings(bpy.types.PropertyGroup):
         name="Solver", description="How the strands move on top of the magnets",
         items=[(layer.KEY, layer.LABEL, layer.DESCRIPTION) for layer in LAYERS.values()],
         default=next(iter(LAYERS)), options=set())
+    use_live_dynamics: BoolProperty(
+        name="Live Dynamics", description="Simulate the wig's dynamics as the timeline plays, as Blender's own "
+                                          "simulations do: frames computed once are cached, scrubbing back "
+                                          "shows them at once, a change recomputes from the first frame it "
+                                          "affects, and Bake keeps what is cached. Curves hair only; the file "
+                                          "never stores the cache",
+        default=False, options=set(), update=lambda self, context: _live_toggled(self, context))
+    live_memory: FloatProperty(
+        name="Cache Memory", description="Most memory, in MB, the live cache of this wig keeps; frames past it "
+                                         "are computed as you play but not kept", default=2048.0, min=0.01,
+        soft_max=16384.0, options=set())
     show_wisps: BoolProperty(
         name="Show Wisps", description="Draw the wisps the Wisps solver groups the strands into, in the "
                                        "viewport: each wisp's spine, and rings showing how thick it is "
@@ -396,6 +407,28 @@ class HairWigSettings(bpy.types.PropertyGroup):
         default=False, options=set())
 
 
+def _setting_changed(group, context):
+    from . import preview              # not at the top: preview reaches this module through scene_reader
+    preview.setting_changed(group.id_data)
+
+
+def _watch_settings(cls) -> None:
+    """Every setting of ``cls`` tells live dynamics it changed (Blender sends no depsgraph update
+    for an add-on's own properties): its Blender property made again with an update callback."""
+    for name, prop in list(cls.__annotations__.items()):
+        fn = getattr(prop, "function", None)
+        if fn in (CollectionProperty,) or fn is None or "update" in prop.keywords:
+            continue
+        if fn is PointerProperty and not issubclass(prop.keywords["type"], bpy.types.ID):
+            continue
+        cls.__annotations__[name] = fn(**prop.keywords, update=_setting_changed)
+
+
+def _live_toggled(settings, context):
+    from . import preview              # not at the top: preview reaches this module through scene_reader
+    preview.live_toggled(settings, context)
+
+
 def layer_properties() -> dict:
     """Every dynamics layer's settings an artist sets, as the wig's Blender properties: made from
     the layers' settings fields (``hair_wig.dynamics_layer.setting``), so a new layer needs nothing
@@ -420,6 +453,8 @@ def layer_properties() -> dict:
 
 
 HairWigSettings.__annotations__.update(layer_properties())
+for _cls in (HairWigMagnet, HairWigMagnetSlot, HairWigKeyPose, HairWigSettings):
+    _watch_settings(_cls)
 
 
 def active_magnet(settings):

@@ -151,6 +151,8 @@ class VIEW3D_PT_hair_wig_dynamics(_WigSubPanel, bpy.types.Panel):
         ob = context.active_object
         s = ob.hair_wig
         layout.use_property_split = True
+        draw_live(layout, ob)
+        layout = layout.column()
         layout.active = s.use_secondary
         layout.prop(s, "dynamics_layer")
         layer = LAYERS.get(s.dynamics_layer)
@@ -176,7 +178,27 @@ class VIEW3D_PT_hair_wig_dynamics(_WigSubPanel, bpy.types.Panel):
             draw_profile(layout, s, name)
         if s.dynamics_layer == overlay.WISPS:
             layout.prop(s, "show_wisps")
-        layout.label(text="Shows in a bake; the live preview has no dynamics", icon="INFO")
+
+
+def draw_live(layout, ob) -> None:
+    """Live Dynamics: the checkbox, the cache's budget and its status line (or why it cannot run)."""
+    s = ob.hair_wig
+    box = layout.box()
+    if ob.type != "CURVES":
+        box.label(text="Live dynamics plays Curves hair; legacy curves show their dynamics in a bake",
+                  icon="INFO")
+        return
+    row = box.row(align=True)
+    row.prop(s, "use_live_dynamics")
+    col = box.column()
+    col.active = s.use_live_dynamics
+    col.prop(s, "live_memory")
+    text = preview.status(ob)
+    if text:
+        stopped = "stopped" in text or "legacy" in text or "baked" in text
+        col.label(text=text, icon="ERROR" if stopped else "PHYSICS")
+    elif s.use_live_dynamics:
+        col.label(text="Play or step the timeline to simulate", icon="PLAY")
 
 
 class VIEW3D_PT_hair_wig_refinement(_WigSubPanel, bpy.types.Panel):

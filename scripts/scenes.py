@@ -231,3 +231,19 @@ def uv_hair_on(head, count=200, name="Hair", **kw):
     ob.data.attributes.new("surface_uv_coordinate", "FLOAT2", "CURVE").data.foreach_set("vector", uv.ravel())
     ob.hair_wig.enabled = True
     return ob, pts
+
+
+def turning_head_hair(strands: int, last: int, points: int = 12, length: float = 0.6):
+    """A factory-fresh scene: a sphere head (radius 1) turning 0.9 rad over frames 1-8, ``strands``
+    x ``points`` hair ``length`` long grown on it, frames 1-``last``, at frame 1. Returns the
+    scene, the head, the hair object and its groom's points."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.ops.mesh.primitive_uv_sphere_add(segments=32, ring_count=16, radius=1.0)
+    head = bpy.context.active_object
+    head.name = "Head"
+    ob, pts = uv_hair_on(head, strands, points=points, length=length)
+    keyed_head_turn(head, 1, 8, angle=0.9, lift=0.0)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, last
+    scene.frame_set(1)
+    return scene, head, ob, pts

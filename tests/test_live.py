@@ -1,13 +1,13 @@
 """Live dynamics' frame cache and stepper in the core (issue 37; hair_wig/live.py): frames shown as
 the timeline plays equal a bake's bit for bit, scrubbing back costs no step, a setting changed at a
 frame recomputes from there and equals a fresh bake with it, and the memory budget holds. No bpy;
-Blender's side (handler, panel, undo, save) is not built yet."""
+Blender's side is tested in tests/test_live_blender.py."""
 
 import numpy as np
 import pytest
 
 from hair_wig.errors import HairWigError
-from hair_wig.live import FrameCache, LiveStepper, state_bytes
+from hair_wig.live import FrameCache, LiveStepper, state_bytes, wig_step
 from test_layers import _bake, _frames, _wig
 
 N = 16
@@ -23,7 +23,7 @@ def test_playing_forward_equals_a_bake_bit_for_bit(key):
     _, wig = _wig(key)
     baked, state = _bake(wig, _frames(N + 1, drag=0.5)[:N])
     _, wig = _wig(key)
-    live = LiveStepper(wig, _inputs(), FrameCache(1, 2 ** 30))
+    live = LiveStepper(wig_step(wig, _inputs()), FrameCache(1, 2 ** 30))
     shown = [live.show(f).copy() for f in range(1, N + 1)]
     assert all(np.array_equal(a, b) for a, b in zip(shown, baked)) and live.steps == N
     assert live.cache.state(N) == state
@@ -31,7 +31,7 @@ def test_playing_forward_equals_a_bake_bit_for_bit(key):
 
 def test_scrubbing_back_and_forth_shows_cached_frames_without_stepping():
     _, wig = _wig("STRANDS")
-    live = LiveStepper(wig, _inputs(), FrameCache(1, 2 ** 30))
+    live = LiveStepper(wig_step(wig, _inputs()), FrameCache(1, 2 ** 30))
     live.show(10)                                  # a jump: frames 1..10 computed and kept
     assert live.steps == 10 and live.cache.last_current == 10
     for f in (3, 9, 1, 10, 5):
@@ -47,10 +47,10 @@ def test_a_setting_changed_at_a_frame_recomputes_from_it_as_a_fresh_bake():
     state with the new binding and equals a bake that had the new setting from frame 7 (the same
     two bindings, switched at 7)."""
     _, wig = _wig("STRANDS")
-    live = LiveStepper(wig, _inputs(), FrameCache(1, 2 ** 30))
+    live = LiveStepper(wig_step(wig, _inputs()), FrameCache(1, 2 ** 30))
     live.show(N)
     _, changed = _wig("STRANDS", bend=0.0)
-    live.rebind(changed, 7)
+    live.rebind(wig_step(changed, _inputs()), 7)
     assert live.cache.outdated == 7 and live.cache.last_current == 6
     assert "7–16 outdated" in live.cache.status()
     steps = live.steps
@@ -66,11 +66,11 @@ def test_a_setting_changed_at_a_frame_recomputes_from_it_as_a_fresh_bake():
 
 def test_the_memory_budget_keeps_what_fits_and_says_so():
     _, wig = _wig("STRANDS")
-    probe = LiveStepper(wig, _inputs(), FrameCache(1, 2 ** 30))
+    probe = LiveStepper(wig_step(wig, _inputs()), FrameCache(1, 2 ** 30))
     probe.show(1)
     one = probe.cache.bytes
     _, wig = _wig("STRANDS")
-    live = LiveStepper(wig, _inputs(), FrameCache(1, int(4.5 * one)))
+    live = LiveStepper(wig_step(wig, _inputs()), FrameCache(1, int(4.5 * one)))
     shown = [live.show(f).copy() for f in range(1, 9)]
     assert live.cache.last == 4 and live.cache.full and "budget is reached" in live.cache.status()
     assert live.steps == 8                         # past the budget, playing on steps on from the last
@@ -81,3 +81,29 @@ def test_the_memory_budget_keeps_what_fits_and_says_so():
     with pytest.raises(HairWigError, match="budget"):
         FrameCache(1, 0)
     assert state_bytes(None) == 0
+
+
+def test_a_preroll_settles_before_the_first_frame_kept_as_a_bake_s_preroll():
+    """Start frame 4 with 3 frames of pre-roll: frames 1..3 are stepped, never kept, and frame 4…
+    equal a bake that ran from frame 1 (a bake's pre-roll)."""
+    _, wig = _wig("STRANDS")
+    baked, _ = _bake(wig, _frames(N + 1, drag=0.5)[:N])
+    _, wig = _wig("STRANDS")
+    live = LiveStepper(wig_step(wig, _inputs()), FrameCache(4, 2 ** 30), preroll=3)
+    assert live.to_compute(N) == N
+    shown = live.show(N).copy()
+    assert live.steps == N and live.cache.last == N and live.cache.shown(3) is None
+    assert np.array_equal(shown, baked[-1])
+    assert all(np.array_equal(live.cache.shown(f), baked[f - 1]) for f in range(4, N + 1))
+    assert live.to_compute(N) == 0 and live.to_compute(N + 2) == 2
+
+
+def test_a_smaller_budget_drops_the_last_frames():
+    _, wig = _wig("STRANDS")
+    live = LiveStepper(wig_step(wig, _inputs()), FrameCache(1, 2 ** 30))
+    live.show(8)
+    one = live.cache.bytes // 8
+    live.cache.set_budget(3 * one + one // 2)
+    assert live.cache.last == 3 and live.cache.bytes <= live.cache.budget and live.cache.full
+    with pytest.raises(HairWigError, match="budget"):
+        live.cache.set_budget(0)

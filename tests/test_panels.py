@@ -216,7 +216,7 @@ def test_the_dynamics_panel_draws_every_wisps_setting_active_when_it_acts(scene,
     s.wisps_interact = interact
     drawn, layout = _draw_dynamics(ob)
     props = [f.metadata["prop"] for f in settings_fields(WispSettings)]
-    assert set(drawn) == {"dynamics_layer", "show_wisps", *props}
+    assert set(drawn) == {"use_live_dynamics", "live_memory", "dynamics_layer", "show_wisps", *props}
     rna = type(s).bl_rna.properties
     for name in props:
         p = rna[name]
@@ -301,3 +301,19 @@ def test_the_layers_properties_are_made_from_the_registry_as_saved_files_know_th
         assert p.default == (pytest.approx(default) if isinstance(default, float) else default), name
         assert p.is_animatable == (name in KEYED), name
     assert [i.identifier for i in props["dynamics_layer"].enum_items] == list(LAYERS)
+
+
+def test_the_dynamics_panel_draws_live_dynamics_and_its_status(scene, addon):
+    """Live Dynamics (issue 37): its checkbox and budget, active whatever the solver's checkbox,
+    and a status line: what to do when it is on and nothing is cached, the cache as it plays; a
+    legacy Curve object says it needs a bake instead of offering the checkbox."""
+    pts, counts = scenes.straight_strands(3, 4)
+    ob = scenes.curves_hair("Hair", pts, counts)
+    ob.hair_wig.enabled = True
+    drawn, layout = _draw_dynamics(ob)
+    assert drawn["use_live_dynamics"] is True and drawn["live_memory"] is False
+    legacy = scenes.legacy_hair("Legacy", pts, counts)
+    legacy.hair_wig.enabled = True
+    drawn, layout = _draw_dynamics(legacy)
+    assert "use_live_dynamics" not in drawn
+    assert any("legacy curves show their dynamics in a bake" in text for text, _ in layout.said)

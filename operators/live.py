@@ -1,0 +1,320 @@
+"""Live dynamics in Blender (issue 37): a wig's dynamics stepped as the timeline plays, with a frame
+cache, as Blender's own simulations behave. ``Session`` binds the wig as a bake binds it, steps it
+one frame at a time through ``frames.step_frame`` (the bake's own step, so a frame played live
+equals the frame baked bit for bit) and keeps the frames in a ``hair_wig.live.FrameCache``.
+
+What makes frames outdated: a setting the wig reads when it binds (the wig's, its magnets', its
+profile curves, the colliders' and head's shapes) changed — it acts on every frame, so everything;
+a keyframe the wig reads changed — from the first frame whose value changed (the F-curves of every
+object the wig reads, sampled over the cached frames); anything else that changes what a frame
+reads from the scene (an object moved without a key, a force field's strength, a driver) —
+caught by comparing the current frame's input with the one it was computed from, and, where the
+frame cannot be known, everything. ``preview`` owns the sessions, the handlers and the writes.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+
+import bpy
+import numpy as np
+
+from ..hair_wig import HairWigError
+from ..hair_wig.live import FrameCache, LiveStepper
+from . import blender_io, compat, frames, scene_reader
+
+MB = 2 ** 20
+PROGRESS_AFTER = 0.5        # seconds of catching up before the progress is shown
+# Wig settings that do not change what the dynamics compute (the panel's, the bake's output's)
+NOT_READ = {"rna_type", "name", "magnet_index", "key_pose_index", "show_wisps", "use_live_dynamics",
+            "live_memory", "style", "draw", "cache_path", "frame_start", "frame_end", "use_scene_range",
+            "preroll", "enabled"}
+
+
+def _value(v):
+    if isinstance(v, bpy.types.ID):
+        return ("ID", v.name)
+    if isinstance(v, str) or not hasattr(v, "__len__"):
+        return v
+    return tuple(_value(x) for x in v)
+
+
+def rna_values(group, skip=frozenset(), animated=frozenset(), prefix="") -> list:
+    """Every property value of a property group (nested groups and collections walked, IDs by
+    name), but those in ``skip`` and the paths in ``animated`` (their F-curves are sampled)."""
+    out = []
+    for p in group.bl_rna.properties:
+        k = p.identifier
+        path = prefix + k
+        if k in skip or k == "rna_type" or path in animated:
+            continue
+        v = getattr(group, k)
+        if p.type == "POINTER" and v is not None and not isinstance(v, bpy.types.ID):
+            out.append((k, rna_values(v, prefix=path + ".")))
+        elif p.type == "COLLECTION":
+            out.append((k, [rna_values(item, prefix=f"{path}[{i}].") for i, item in enumerate(v)]))
+        else:
+            out.append((k, _value(v)))
+    return out
+
+
+def _profile_values(tree) -> list:
+    """The points of every curve in a profile node group (``profile_curves``)."""
+    if tree is None:
+        return []
+    return [(n.name, [[tuple(pt.location) + (pt.handle_type,) for pt in c.points] for c in n.mapping.curves])
+            for n in tree.nodes if getattr(n, "mapping", None) is not None]
+
+
+def _mesh_digest(ob) -> int:
+    """A checksum of a mesh object's own vertices (not evaluated: its animation is per frame)."""
+    if ob is None or ob.type != "MESH":
+        return 0
+    co = np.empty(len(ob.data.vertices) * 3, np.float32)
+    ob.data.vertices.foreach_get("co", co)
+    return zlib.crc32(co.tobytes(), len(ob.data.polygons))
+
+
+def animated_paths(id_data, group: str) -> set:
+    """The paths within ``id_data``'s property group ``group`` that its action animates."""
+    ad = getattr(id_data, "animation_data", None)
+    if ad is None or ad.action is None:
+        return set()
+    head = group + "."
+    return {fc.data_path[len(head):] for fc in compat.action_fcurves(ad.action) if fc.data_path.startswith(head)}
+
+
+def read_objects(scene, ob, bound) -> list:
+    """Every object the wig of ``ob`` reads from the scene: the hair, its head, magnets, colliders
+    and force fields, their parents and the armatures that bend them."""
+    obs = [ob, bound.head, *bound.empties, *bound.colliders,
+           *(o for o in scene.objects if o.field is not None and o.field.type != "NONE")]
+    seen, out = set(), []
+    while obs:
+        o = obs.pop()
+        if o is None or o.name in seen:
+            continue
+        seen.add(o.name)
+        out.append(o)
+        obs.append(o.parent)
+        obs.extend(md.object for md in getattr(o, "modifiers", ()) if md.type == "ARMATURE")
+    return sorted(out, key=lambda o: o.name)
+
+
+def signature(scene, ob, bound) -> int:
+    """A checksum of what the wig of ``ob`` reads when it binds and that no keyframe animates."""
+    s = ob.hair_wig
+    parts = [rna_values(s, NOT_READ, animated_paths(ob, "hair_wig")), _profile_values(s.profiles),
+             s.rest_frame, _mesh_digest(bound.head)]
+    for e in bound.empties:
+        parts.append((e.name, rna_values(e.hair_wig_magnet, animated=animated_paths(e, "hair_wig_magnet")),
+                      _profile_values(e.hair_wig_magnet.profiles)))
+    for c in scene_reader.collider_objects(scene, ob):
+        parts.append((c.name, rna_values(c.collision), _mesh_digest(c)))
+    return zlib.crc32(repr(parts).encode())
+
+
+def fcurve_samples(objects, frames_) -> dict:
+    """Every F-curve of the objects (and their meshes' shape keys), sampled at ``frames_``."""
+    out = {}
+    for o in objects:
+        owners = [o]
+        keys = getattr(getattr(o, "data", None), "shape_keys", None)
+        if keys is not None:
+            owners.append(keys)
+        for owner in owners:
+            ad = owner.animation_data
+            if ad is None or ad.action is None:
+                continue
+            for fc in compat.action_fcurves(ad.action):
+                out[(o.name, owner.name, fc.data_path, fc.array_index)] = np.array(
+                    [fc.evaluate(f) for f in frames_])
+    return out
+
+
+def first_change(old: dict, new: dict, frames_) -> int | None:
+    """The first of ``frames_`` where any sampled F-curve changed (its first frame where a curve
+    came or went), or None."""
+    if old.keys() != new.keys():
+        return frames_[0]
+    first = None
+    for k, a in old.items():
+        b = new[k]
+        if len(a) != len(b):
+            return frames_[0]
+        diff = np.flatnonzero(a != b)
+        if len(diff):
+            f = frames_[int(diff[0])]
+            first = f if first is None else min(first, f)
+    return first
+
+
+def budget_of(ob) -> int:
+    return max(int(ob.hair_wig.live_memory * MB), 1)
+
+
+class Session:
+    """The live dynamics of one wig: its binding, its stepper and frame cache, and what they were
+    computed from. ``write(points)`` puts positions into the hair (the preview's own write)."""
+
+    def __init__(self, context, ob, rest: np.ndarray, write):
+        if ob.type != "CURVES":
+            raise HairWigError(f"'{ob.name}' is a legacy Curve object: live dynamics plays Curves hair; "
+                               f"bake it to see its dynamics")
+        s = ob.hair_wig
+        self.name = ob.name
+        self.rest = rest
+        self.write = write
+        self.first, self.last = scene_reader.frame_range(context.scene, ob)
+        self.preroll = s.preroll
+        self.cache = FrameCache(self.first, budget_of(ob))
+        self.stepper = LiveStepper(self._step, self.cache, self.preroll)
+        self._ob = ob
+        self.message = ""
+        self._bind(context, ob)
+
+    # -- binding -----------------------------------------------------------------------------------
+    def _bind(self, context, ob) -> None:
+        """Bind the wig to its rest pose as a bake binds it (the hair holding its groom meanwhile,
+        as at a bake's start) and note what it was bound from."""
+        scene = context.scene
+        frame, subframe = scene.frame_current, scene.frame_subframe
+        self.write(ob, self.rest)
+        try:
+            self.bound = scene_reader.bind(context, ob, rest_points=self.rest)
+        finally:
+            if (scene.frame_current, scene.frame_subframe) != (frame, subframe):
+                scene.frame_set(frame, subframe=subframe)
+        wig = self.bound.wig
+        self.skin = blender_io.attaches_to_surface(ob) and wig.scalp is not None
+        self.hidden = bool(scene_reader.unevaluated(context, self.bound.empties))
+        self.signature = signature(scene, ob, self.bound)
+        self.objects = [o.name for o in read_objects(scene, ob, self.bound)]
+        self.samples = fcurve_samples(self._objects(), self._sampled())
+
+    def _objects(self):
+        return [o for o in (bpy.data.objects.get(n) for n in self.objects) if o is not None]
+
+    def _sampled(self) -> list:
+        return list(range(self.first - self.preroll, self.last + 1))
+
+    def matches(self, context, ob) -> bool:
+        """Whether the session was made for the wig's present frame range and pre-roll."""
+        try:
+            first, last = scene_reader.frame_range(context.scene, ob)
+        except HairWigError:
+            return False
+        return (first, last, ob.hair_wig.preroll) == (self.first, self.last, self.preroll)
+
+    def check(self, context, ob, here: int | None = None) -> str | None:
+        """Something changed (not the frame): outdate what it affects and bind again. ``here``:
+        the frame shown, whose input is compared with the one it was computed from. Returns what
+        was outdated (for the status and the tests), or None."""
+        if self.cache.last is None:
+            return None
+        scene = context.scene
+        self.cache.set_budget(budget_of(ob))
+        sig = signature(scene, ob, self.bound)
+        if sig != self.signature:
+            return self._outdate(context, ob, None, "a setting")
+        samples = fcurve_samples(self._objects(), self._sampled())
+        f = first_change(self.samples, samples, self._sampled())
+        if f is not None:
+            s = ob.hair_wig
+            if not s.rest_captured and f <= s.rest_frame:
+                return self._outdate(context, ob, None, "a keyframe at the rest frame")
+            return self._outdate(context, ob, f, "a keyframe")
+        if here is not None and self.cache.current(here):
+            inp = scene_reader.frame_input(context, ob, self.bound, here)
+            if frames.input_digest(inp) != self.cache.extra(here).digest:
+                return self._outdate(context, ob, None, "the scene")
+        return None
+
+    def _outdate(self, context, ob, frame, why: str) -> str:
+        self._bind(context, ob)
+        self.stepper.rebind(self._step, frame)
+        return f"{why} changed: outdated from frame {self.cache.start if frame is None else frame}"
+
+    # -- stepping ----------------------------------------------------------------------------------
+    def _step(self, f: int, state):
+        """One frame, as a bake steps it (``frames.step_frame``), at frame ``f`` set in the scene."""
+        context = bpy.context
+        scene = context.scene
+        if scene.frame_current != f or scene.frame_subframe != 0.0:
+            scene.frame_set(f)
+        out = np.empty_like(self.rest)
+        state, record = frames.step_frame(context, self._ob, self.bound, f, state, out, skin=self.skin,
+                                          keep_state=True, digest=True)
+        return out, state, record
+
+    def show(self, context, ob, frame: int) -> np.ndarray:
+        """The positions at ``frame`` (within the wig's frame range: before it the first frame's,
+        after it the last's), computed where they are not cached and current; the scene's frame is
+        back where it was after."""
+        scene = context.scene
+        here, subframe = scene.frame_current, scene.frame_subframe
+        target = min(max(int(frame), self.first), self.last)
+        total = self.stepper.to_compute(target)
+        self._ob = ob
+        wm = context.window_manager
+        clock = time.perf_counter()
+        shown = [False]
+
+        def progress(done, total):
+            if not shown[0] and time.perf_counter() - clock > PROGRESS_AFTER:
+                shown[0] = True
+                wm.progress_begin(0, total)
+                print(f"hair_wig: '{self.name}': live dynamics computing {total} frames to frame {target}")
+            if shown[0]:
+                wm.progress_update(done)
+
+        try:
+            out = self.stepper.show(target, progress if total > 1 else None)
+        finally:
+            if shown[0]:
+                wm.progress_end()
+            if (scene.frame_current, scene.frame_subframe) != (here, subframe):
+                scene.frame_set(here, subframe=subframe)
+        return out
+
+    def try_at(self, context, ob, frame: int) -> np.ndarray | None:
+        """After an edit at ``frame`` outdated it: the frame stepped from the state kept before it
+        (current or not), shown but not kept, so that an edit shows at once; None where no state
+        is kept before it."""
+        frame = min(max(int(frame), self.first), self.last)
+        if self.cache.current(frame) or frame == self.first or self.cache.state(frame - 1) is None:
+            return None
+        self._ob = ob
+        out, _state, _record = self._step(frame, self.cache.state(frame - 1))
+        return out
+
+    # -- a bake from the cache -----------------------------------------------------------------
+    def reusable(self, context, ob, first: int, last: int, preroll: int):
+        """The frames a bake of ``first..last`` with ``preroll`` can take from the cache: those
+        current from its first frame on, made as that bake would make them (the same start, pre-roll
+        and binding, every magnet evaluated). None where there are none."""
+        if (first, preroll) != (self.first, self.preroll) or self.hidden:
+            return None
+        self.check(context, ob)
+        upto = self.cache.last_current
+        if upto is None:
+            return None
+        return Reused(self.cache, min(upto, last))
+
+    def status(self) -> str:
+        return self.message or self.cache.status()
+
+
+class Reused:
+    """A bake's view of the live cache's frames ``cache.start..last``."""
+
+    def __init__(self, cache: FrameCache, last: int):
+        self.cache, self.last = cache, last
+        self.state = cache.state(last)
+
+    def shown(self, f: int) -> np.ndarray:
+        return self.cache.shown(f)
+
+    def record(self, f: int):
+        return self.cache.extra(f)

@@ -1,0 +1,260 @@
+"""Live dynamics from Blender (issue 37, real bpy): frames driven by ``frame_set`` as playback drives
+them. Playing 1..N equals a bake bit for bit for every solver; scrubbing back shows cached frames
+without a step; a keyframe changed at frame k outdates k… and the replay equals a fresh bake; a
+setting changed outdates everything; the budget holds; Bake takes the cached frames and equals a
+bake from scratch; save, reopen, undo and switching it off give the groom back exactly; a legacy
+Curve says it needs a bake; an error while playing stops it naming the wig."""
+
+import bpy
+import numpy as np
+import pytest
+import scenes
+
+N = 16
+
+
+@pytest.fixture
+def glue(addon):
+    from hair_wig_addon.operators import baking, blender_io, frames, preview
+    return baking, blender_io, frames, preview
+
+
+def positions(ob):
+    out = np.empty(len(ob.data.points) * 3, np.float32)
+    ob.data.attributes["position"].data.foreach_get("vector", out)
+    return out.reshape(-1, 3)
+
+
+def live_wig(layer="STRANDS", strands=60):
+    """The turning sphere head's hair, frames 1..N, with ``layer`` and head collision."""
+    scene, head, ob, _ = scenes.turning_head_hair(strands, N)
+    s = ob.hair_wig
+    s.use_secondary = True
+    s.dynamics_layer = layer
+    bpy.context.view_layer.objects.active = ob
+    scene.frame_set(1)
+    return scene, head, ob, positions(ob)
+
+
+def session(preview, ob):
+    return preview._previews[ob.session_uid].live
+
+
+def play(scene, ob, frames):
+    shown = {}
+    for f in frames:
+        scene.frame_set(f)
+        shown[f] = positions(ob)
+    return shown
+
+
+def fresh(baking, ob, first=1, last=N):
+    """A bake from scratch of the wig as it is now (Live Dynamics off: nothing to take)."""
+    assert not ob.hair_wig.use_live_dynamics
+    return baking.compute(bpy.context, ob, first, last)
+
+
+@pytest.mark.parametrize("layer", ["STRANDS", "SPRINGS", "RODS", "WISPS"])
+def test_playing_forward_equals_a_bake_bit_for_bit_and_off_gives_the_groom_back(glue, layer):
+    baking, _, _, preview = glue
+    scene, head, ob, rest = live_wig(layer)
+    ob.hair_wig.use_live_dynamics = True
+    live = session(preview, ob)
+    shown = play(scene, ob, range(1, N + 1))
+    assert live.stepper.steps == N and live.cache.last_current == N
+    assert np.abs(shown[6] - rest).max() > 0.05                   # the head turned: the hair moved
+    ob.hair_wig.use_live_dynamics = False                        # off: the groom, exactly
+    assert not preview.is_previewing(ob) and np.array_equal(positions(ob), rest)
+    assert ".hair_wig_rest" not in ob.data.attributes
+    baked = fresh(baking, ob)
+    for f in range(1, N + 1):
+        np.testing.assert_array_equal(shown[f], baked.frame(f), err_msg=f"frame {f}")
+
+
+def test_scrubbing_shows_cached_frames_and_a_jump_steps_the_frames_between(glue):
+    _, _, _, preview = glue
+    scene, head, ob, rest = live_wig()
+    ob.hair_wig.use_live_dynamics = True
+    live = session(preview, ob)
+    scene.frame_set(10)                                           # a jump: 1..10 computed
+    assert live.stepper.steps == 10 and live.cache.last_current == 10
+    at10 = positions(ob)
+    assert scene.frame_current == 10
+    for f in (3, 9, 1, 10, 5):
+        scene.frame_set(f)
+        np.testing.assert_array_equal(positions(ob), live.cache.shown(f))
+    assert live.stepper.steps == 10                               # no frame computed again
+    scene.frame_set(10)
+    np.testing.assert_array_equal(positions(ob), at10)
+    scene.frame_set(12)
+    assert live.stepper.steps == 12
+    scene.frame_set(N + 5)                                        # past the range: its last frame
+    assert live.cache.last == N
+    np.testing.assert_array_equal(positions(ob), live.cache.shown(N))
+    assert f"frames 1–{N} cached" in preview.status(ob)
+
+
+def test_a_keyframe_changed_at_frame_k_outdates_from_k_and_the_replay_equals_a_fresh_bake(glue):
+    baking, _, _, preview = glue
+    scene, head, ob, rest = live_wig()
+    s = ob.hair_wig
+    s.strands_dynablend = 1.0
+    s.keyframe_insert("strands_dynablend", frame=1)
+    ob.hair_wig.use_live_dynamics = True
+    live = session(preview, ob)
+    play(scene, ob, range(1, N + 1))
+    before = {f: live.cache.shown(f).copy() for f in range(1, N + 1)}
+    s.strands_dynablend = 0.3                                     # a new key at frame 7, held after it
+    s.keyframe_insert("strands_dynablend", frame=7)
+    for fc in ob.animation_data.action.layers[0].strips[0].channelbags[0].fcurves:
+        for k in fc.keyframe_points:
+            k.interpolation = "CONSTANT"
+    bpy.context.view_layer.update()                               # the edit reaches the handlers
+    assert live.cache.outdated == 7 and live.cache.last_current == 6
+    assert f"7–{N} outdated" in preview.status(ob)
+    for f in range(1, 7):                                         # what came before is still current
+        assert live.cache.shown(f) is not None and np.array_equal(live.cache.shown(f), before[f])
+    steps = live.stepper.steps
+    shown = play(scene, ob, range(7, N + 1))
+    assert live.stepper.steps - steps <= N - 6 + 1 and live.cache.outdated is None
+    assert not np.array_equal(shown[N], before[N])
+    ob.hair_wig.use_live_dynamics = False
+    baked = fresh(baking, ob)
+    for f in range(1, N + 1):
+        np.testing.assert_array_equal(live_or(shown, before, f), baked.frame(f), err_msg=f"frame {f}")
+
+
+def live_or(shown, before, f):
+    return shown[f] if f in shown else before[f]
+
+
+def test_a_setting_changed_outdates_everything_and_an_edit_shows_at_once(glue):
+    baking, _, _, preview = glue
+    scene, head, ob, rest = live_wig()
+    ob.hair_wig.use_live_dynamics = True
+    live = session(preview, ob)
+    play(scene, ob, range(1, 11))
+    at10 = positions(ob)
+    ob.hair_wig.strands_links = 3                                 # acts on every frame
+    bpy.context.view_layer.update()
+    assert live.cache.outdated == 1 and "1–10 outdated" in preview.status(ob)
+    assert not np.array_equal(positions(ob), at10)                # frame 10 again, from frame 9's state
+    assert live.cache.outdated == 1
+    steps = live.stepper.steps
+    scene.frame_set(11)                                           # the next playback: all again
+    assert live.stepper.steps - steps == 11 and live.cache.outdated is None
+    # a force field added without a key: what frame 11 reads changed; everything is outdated
+    bpy.ops.object.effector_add(type="WIND", location=(0, -3, 0), rotation=(-1.5708, 0, 0))
+    bpy.context.active_object.field.strength = 200.0
+    bpy.context.view_layer.update()
+    assert live.cache.outdated == 1
+    bpy.context.view_layer.objects.active = ob
+
+
+def test_the_memory_budget_keeps_what_fits_says_so_and_plays_on(glue):
+    baking, _, _, preview = glue
+    scene, head, ob, rest = live_wig()
+    ob.hair_wig.use_live_dynamics = True
+    live = session(preview, ob)
+    scene.frame_set(1)
+    one = live.cache.bytes
+    ob.hair_wig.live_memory = 4.5 * one / 2 ** 20
+    bpy.context.view_layer.update()
+    shown = play(scene, ob, range(1, 9))
+    assert live.cache.last == 4 and "budget is reached" in preview.status(ob)
+    assert live.cache.bytes <= live.cache.budget
+    ob.hair_wig.use_live_dynamics = False
+    baked = fresh(baking, ob, 1, 8)
+    for f in range(1, 9):
+        np.testing.assert_array_equal(shown[f], baked.frame(f), err_msg=f"frame {f}")
+
+
+def test_bake_takes_the_cached_frames_and_equals_a_bake_from_scratch(glue, monkeypatch):
+    baking, io, frames, preview = glue
+    scene, head, ob, rest = live_wig()
+    ob.hair_wig.use_live_dynamics = True
+    play(scene, ob, range(1, 11))
+    computed = []
+    step = frames.step_frame
+    monkeypatch.setattr(frames, "step_frame", lambda *a, **k: computed.append(a[3]) or step(*a, **k))
+    assert bpy.ops.hair_wig.bake() == {"FINISHED"}
+    assert computed == list(range(11, N + 1))                     # 1..10 came from the cache
+    assert not preview.is_previewing(ob) and io.is_baked(ob)
+    scene.frame_set(3)                                            # a baked wig plays its bake
+    assert not preview.is_previewing(ob) and "is baked" in preview.status(ob)
+    (first, last), baked, _paths = io.read_bake(ob)
+    assert (first, last) == (1, N)
+    monkeypatch.setattr(frames, "step_frame", step)
+    assert bpy.ops.hair_wig.clear_bake() == {"FINISHED"}
+    assert np.array_equal(positions(ob), rest)
+    ob.hair_wig.use_live_dynamics = False
+    np.testing.assert_array_equal(baked, fresh(baking, ob).positions)
+
+
+def test_saving_writes_no_cache_and_reopening_shows_the_groom(glue, tmp_path):
+    _, _, _, preview = glue
+    scene, head, ob, rest = live_wig()
+    ob.hair_wig.use_live_dynamics = True
+    scene.frame_set(6)
+    at6 = positions(ob)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "live.blend"))
+    np.testing.assert_array_equal(positions(ob), at6)             # shown again after saving
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "live.blend"))
+    hair = bpy.data.objects["Hair"]
+    assert np.array_equal(positions(hair), rest) and ".hair_wig_rest" not in hair.data.attributes
+    assert hair.hair_wig.use_live_dynamics and not preview._previews
+    bpy.context.scene.frame_set(6)                                # playing starts it again
+    np.testing.assert_array_equal(positions(hair), at6)
+    hair.hair_wig.use_live_dynamics = False
+    assert np.array_equal(positions(hair), rest)
+
+
+def test_undo_gives_back_what_was_there(glue):
+    _, _, _, preview = glue
+    scene, head, ob, rest = live_wig()
+    bpy.ops.ed.undo_push(message="groom")
+    ob.hair_wig.use_live_dynamics = True
+    bpy.ops.ed.undo_push(message="live on")
+    scene.frame_set(8)
+    at8 = positions(ob)
+    bpy.ops.ed.undo_push(message="played")
+    ob.hair_wig.strands_links = 3
+    bpy.ops.ed.undo_push(message="links")
+    bpy.ops.ed.undo()                                             # the setting back: at8's frames
+    hair = bpy.data.objects["Hair"]
+    assert hair.hair_wig.strands_links != 3 and preview.is_previewing(hair)
+    np.testing.assert_array_equal(positions(hair), at8)
+    bpy.ops.ed.undo()
+    bpy.ops.ed.undo()                                             # before Live Dynamics: the groom
+    hair = bpy.data.objects["Hair"]
+    assert not hair.hair_wig.use_live_dynamics and not preview.is_previewing(hair)
+    assert np.array_equal(positions(hair), rest) and ".hair_wig_rest" not in hair.data.attributes
+
+
+def test_a_legacy_curve_says_it_needs_a_bake(glue):
+    _, _, _, preview = glue
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    pts = np.stack([np.zeros(16), np.zeros(16), np.r_[np.linspace(0, 1, 8), np.linspace(0, 1, 8)]], 1)
+    pts[8:, 0] = 0.5
+    legacy = scenes.legacy_hair("Legacy", pts.astype(np.float32), [8, 8])
+    legacy.hair_wig.enabled = True
+    legacy.hair_wig.use_live_dynamics = True
+    assert "'Legacy' is a legacy Curve object" in preview.status(legacy) and "bake" in preview.status(legacy)
+    bpy.context.scene.frame_set(5)
+    assert not preview.is_previewing(legacy)
+
+
+def test_an_error_while_playing_stops_it_naming_the_wig_and_the_scene_plays_on(glue):
+    _, _, _, preview = glue
+    scene, head, ob, rest = live_wig()
+    ob.hair_wig.use_live_dynamics = True
+    scene.frame_set(4)
+    live = session(preview, ob)
+    live.bound.wig.step = lambda *a, **k: 1 / 0                  # a failure inside the step
+    scene.frame_set(9)
+    assert not preview.is_previewing(ob) and not ob.hair_wig.use_live_dynamics
+    text = preview.status(ob)
+    assert text.startswith("'Hair': live dynamics stopped at frame 9") and "division by zero" in text
+    assert np.array_equal(positions(ob), rest)
+    scene.frame_set(12)                                           # the scene plays on
+    assert scene.frame_current == 12 and np.array_equal(positions(ob), rest)
