@@ -686,17 +686,23 @@ def _rest_counts(ob) -> np.ndarray:
 
 
 def _stored_frame(cache: BakeCache, f: int, strand: np.ndarray) -> np.ndarray:
-    """Frame ``f`` as the bake stores it (``strand``: each point's strand). A cache with the
-    skin's motion (``cache.skin``, for hair whose own stack carries it with the skin) is stored in
-    the surface's rest space: each strand moved back by its root frame's change,
-    ``q = R_fᵀ (p − o_f) + o_0`` in the head's space (SPEC §2), which Blender's stack then applies
-    again — to the guides and to the children it grows from them."""
+    """Frame ``f`` as the bake stores it (``strand``: each point's strand): in the surface's rest
+    space where the cache has the skin's motion (``to_surface_rest``)."""
     i = f - cache.first
     skin = cache.skin[i] if cache.skin is not None else None
     if skin is None or cache.stored[i]:
         return cache.frame(f)
+    return to_surface_rest(cache.frame(f), skin, strand)
+
+
+def to_surface_rest(points: np.ndarray, skin: tuple, strand: np.ndarray) -> np.ndarray:
+    """Positions of hair whose own stack carries it with the skin, as that stack expects them: in
+    the surface's rest space, each strand moved back by its root frame's change,
+    ``q = R_fᵀ (p − o_f) + o_0`` in the head's space (SPEC §2), which Blender's stack then applies
+    again — to the guides and to the children it grows from them. ``skin``: a frame's
+    ``(R_f, o_0, o_f, head_from_hair)`` (``frames.FrameRecord.skin``)."""
     rot, o0, o1, head_from_hair = skin
-    q = transform_points(cache.frame(f).astype(np.float64), head_from_hair)
+    q = transform_points(points.astype(np.float64), head_from_hair)
     q -= o1[strand]
     q = np.einsum("pji,pj->pi", rot[strand].astype(np.float64), q)
     q += o0[strand]

@@ -171,6 +171,7 @@ class Session:
         self.cache = FrameCache(self.first, budget_of(ob))
         self.stepper = LiveStepper(self._step, self.cache, self.preroll)
         self._ob = ob
+        self._last = None             # the record of the frame last computed
         self.message = ""
         self._bind(context, ob)
 
@@ -246,7 +247,15 @@ class Session:
         out = np.empty_like(self.rest)
         state, record = frames.step_frame(context, self._ob, self.bound, f, state, out, skin=self.skin,
                                           keep_state=True, digest=True)
+        self._last = record
         return out, state, record
+
+    def _shown(self, out: np.ndarray, record) -> np.ndarray:
+        """Positions as the hair shows them: where its own stack carries it with the skin, in the
+        surface's rest space, as a bake stores them (``blender_io.to_surface_rest``)."""
+        if record is None or record.skin is None:
+            return out
+        return blender_io.to_surface_rest(out, record.skin, self.bound.wig.hair.strand_of_point())
 
     def show(self, context, ob, frame: int) -> np.ndarray:
         """The positions at ``frame`` (within the wig's frame range: before it the first frame's,
@@ -271,6 +280,8 @@ class Session:
 
         try:
             out = self.stepper.show(target, progress if total > 1 else None)
+            record = self.cache.extra(target) if self.cache.shown(target) is out else self._last
+            out = self._shown(out, record)
         finally:
             if shown[0]:
                 wm.progress_end()
@@ -286,8 +297,8 @@ class Session:
         if self.cache.current(frame) or frame == self.first or self.cache.state(frame - 1) is None:
             return None
         self._ob = ob
-        out, _state, _record = self._step(frame, self.cache.state(frame - 1))
-        return out
+        out, _state, record = self._step(frame, self.cache.state(frame - 1))
+        return self._shown(out, record)
 
     # -- a bake from the cache -----------------------------------------------------------------
     def reusable(self, context, ob, first: int, last: int, preroll: int):

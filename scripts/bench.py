@@ -3,7 +3,8 @@ points on one and two threads against a streaming floor, the end-to-end bake aga
 own particle hair dynamics, the live preview's rate, block-sparse magnet weights, a bake of
 Blender's Quick Fur groom with its modifier stack, and (section 10) the Wisps layer on the seed's
 three hairstyles against Springs on the same grooms (``--wisps all`` for the whole table,
-``--wisps-only`` for that section alone; its rows also go to ``--output``/wisps.json).
+``--wisps-only`` for that section alone; its rows also go to ``--output``/wisps.json), and
+(section 11) live dynamics played with ``frame_set`` (``--live-only`` for that section alone).
 
     ./run bench        (= python scripts/bench.py [--sizes 64 640 6400 25000 100000] [--frames 12]
                           [--e2e 1000 5000] [--preview-strands 10000] [--quick-fur MEDIUM]
@@ -295,6 +296,54 @@ def preview_rate(strands: int, frames: int) -> dict:
     bpy.ops.hair_wig.preview()
     return {"strands": strands, "points": strands * POINTS, "updates_per_s": frames / elapsed,
             "ms": 1e3 * elapsed / frames}
+
+
+def live_rate(key: str, frames: int = 48) -> dict:
+    """Live dynamics (issue 37) in Blender: ``LAYER:strands`` (16 points each) on section 2's
+    turning Suzanne with head collision and Live Dynamics on, played with ``frame_set`` as the
+    timeline plays it; then scrubbed back over the cached frames. Updates per second and the
+    cache's memory per frame."""
+    layer, strands = key.split(":")
+    bpy, scene, head = _head_scene(frames)
+    hair = head_wig(head, int(strands), layer)
+    import addon
+    import numba
+    from importlib import import_module
+
+    preview = import_module(f"{addon.PACKAGE}.operators.preview")
+    scene.frame_set(1)
+    hair.hair_wig.use_live_dynamics = True           # binds, and computes frame 1
+    session = preview._previews[hair.session_uid].live
+    scene.frame_set(2)                               # warm: the first steps of each kernel
+    t0 = time.perf_counter()
+    for f in range(3, frames + 1):
+        scene.frame_set(f)
+    played = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for f in range(frames, 0, -1):
+        scene.frame_set(f)
+    scrubbed = time.perf_counter() - t0
+    assert session.stepper.steps == frames, session.stepper.steps      # scrubbing back computed nothing
+    per_frame = session.cache.bytes / (session.cache.last - session.cache.start + 1)
+    hair.hair_wig.use_live_dynamics = False
+    return {"layer": layer, "strands": int(strands), "points": int(strands) * POINTS, "frames": frames - 2,
+            "updates_per_s": (frames - 2) / played, "ms": 1e3 * played / (frames - 2),
+            "scrub_per_s": frames / scrubbed, "cache_mb_per_frame": per_frame / 2 ** 20,
+            "threads": numba.get_num_threads()}
+
+
+def live_section(args, env) -> list:
+    print("11. live dynamics (issue 37): frame_set as the timeline plays, Live Dynamics on, section 2's turning "
+          "Suzanne with head collision, 16 points per strand; every frame computed, kept, written into the hair; "
+          "then scrubbed back over the cached frames (targets: Strands >= 24 updates/s at 5000 strands, >= 60 at 1000)")
+    print(f"{'solver':>9}{'strands':>9}{'updates/s':>11}{'ms/frame':>10}{'scrub/s':>9}{'MB/frame':>10}{'threads':>9}")
+    rows = []
+    for key in args.live:
+        r = _run("--live-one", key, env=env)
+        rows.append(r)
+        print(f"{r['layer'].lower():>9}{r['strands']:>9}{r['updates_per_s']:>11.1f}{r['ms']:>10.1f}"
+              f"{r['scrub_per_s']:>9.0f}{r['cache_mb_per_frame']:>10.2f}{r['threads']:>9}", flush=True)
+    return rows
 
 
 def sparse_weights(strands: int, magnets: int = 32) -> dict:
@@ -873,6 +922,11 @@ def main(argv=None) -> int:
     p.add_argument("--wisps-frames", type=int, default=4, help="warm frames a thread count in section 10")
     p.add_argument("--wisps-only", action="store_true", help="run section 10 (Wisps) alone")
     p.add_argument("--wisps-one", help=argparse.SUPPRESS)
+    p.add_argument("--live", nargs="*", default=["STRANDS:5000", "STRANDS:1000", "SPRINGS:5000", "RODS:5000",
+                                                 "WISPS:5000"],
+                   help="live dynamics cases for section 11, SOLVER:strands; none skips it")
+    p.add_argument("--live-only", action="store_true", help="run section 11 (live dynamics) alone")
+    p.add_argument("--live-one", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     for flag, fn in ((args.one, lambda n: one(n, args.frames, args.length_mode, args.method)), (args.preview_one, lambda n: preview_rate(n, 48)),
                      (args.particle_one, lambda n: particle_hair(n, 48)), (args.wig_one, lambda n: wig_bake(n, 48)),
@@ -883,11 +937,14 @@ def main(argv=None) -> int:
                      (args.strands_one, lambda k: strands_one(*map(int, k.split("x")[:4]), *k.split("x")[4:5])),
                      (args.search_one, lambda k: one_search(*map(int, k.split("x")))),
                      (args.style_one, style_one), (args.rods_one, rods_one), (args.draw_one, draw_one),
-                     (args.wisps_one, lambda k: wisps_one(k, args.wisps_frames))):
+                     (args.wisps_one, lambda k: wisps_one(k, args.wisps_frames)), (args.live_one, live_rate)):
         if flag:
             print(json.dumps(fn(flag)))
             return 0
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    if args.live_only:
+        live_section(args, env)
+        return 0
     if args.wisps_only:
         wisp_rows = wisps_section(args, env) if args.wisps else []
         out = Path(args.output)
@@ -1004,6 +1061,8 @@ def main(argv=None) -> int:
               f"strands drawn: {r['move_ms']:.3f} ms per mouse move (sample + overlay points), "
               f"{r['release_ms']:.1f} ms per release (the strand made and written)", flush=True)
     wisp_rows = wisps_section(args, env) if args.wisps else []
+    if args.live:
+        live_section(args, env)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     if wisp_rows:

@@ -258,3 +258,35 @@ def test_an_error_while_playing_stops_it_naming_the_wig_and_the_scene_plays_on(g
     assert np.array_equal(positions(ob), rest)
     scene.frame_set(12)                                           # the scene plays on
     assert scene.frame_current == 12 and np.array_equal(positions(ob), rest)
+
+
+def test_quick_fur_on_a_bent_head_shows_live_as_its_bake_plays(glue):
+    """Blender's Quick Fur stack (it carries the hair with the skin, children grown from the
+    guides) on an armature-bent head with a dynamic magnet: what Blender evaluates while Live
+    Dynamics plays — guides and children — is what it evaluates from the bake of those frames
+    (the live positions handed to the stack in the skin's rest space, as the bake stores them)."""
+    import grooms
+    from tolerance import magnitude, rounding
+
+    _, io, _, preview = glue
+    g = grooms.quick_fur("LOW")
+    scene, ob = bpy.context.scene, g.hair
+    scene.frame_start, scene.frame_end = 1, 12
+
+    def evaluated(f):
+        scene.frame_set(f)
+        return io.read_evaluated_points(ob, bpy.context.evaluated_depsgraph_get()).astype(np.float64)
+
+    rest = evaluated(1)
+    ob.hair_wig.use_live_dynamics = True
+    live = {f: evaluated(f) for f in (1, 6, 12)}
+    assert preview.is_live(ob) and preview._previews[ob.session_uid].live.skin
+    ob.hair_wig.use_live_dynamics = False
+    np.testing.assert_array_equal(evaluated(1), rest)
+    bpy.context.view_layer.objects.active = ob
+    assert bpy.ops.hair_wig.bake() == {"FINISHED"}
+    assert np.abs(live[12] - rest).max() > 0.05                   # the head bent: the fur went with it
+    for f, pts in live.items():
+        # the same float32 positions through the same stack; the bake's playback blends its
+        # stored frame with the next by a weight of 0 (2 roundings of |x|)
+        np.testing.assert_allclose(pts, evaluated(f), rtol=0, atol=rounding(magnitude(pts), 2), err_msg=f"frame {f}")
