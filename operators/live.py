@@ -313,6 +313,11 @@ class Session:
             return None
         return Reused(self.cache, min(upto, last))
 
+    def clear(self) -> None:
+        """Forget every frame (the binding stays)."""
+        self.cache.clear()
+        self.stepper.rebind(self._step, None)
+
     def status(self) -> str:
         return self.message or self.cache.status()
 

@@ -178,6 +178,17 @@ def _live_show(context, ob, preview, frame, edited: bool = False) -> np.ndarray:
         _busy = was
 
 
+def clear_live(ob) -> bool:
+    """Forget a live wig's frames and show its groom again (Live Dynamics stays on: playing
+    computes them anew). Whether there was a cache."""
+    preview = _previews.get(ob.session_uid) if ob is not None else None
+    if preview is None or preview.live is None:
+        return False
+    preview.live.clear()
+    _write(ob, preview.rest)
+    return True
+
+
 def status(ob) -> str | None:
     """What the panel says of a wig's live dynamics: why it stopped, or its cache."""
     if ob is None:
@@ -470,4 +481,19 @@ class HAIRWIG_OT_preview(bpy.types.Operator):
         return {"FINISHED"}
 
 
-classes = (HAIRWIG_OT_preview,)
+class HAIRWIG_OT_clear_live_cache(bpy.types.Operator):
+    """Forget the frames Live Dynamics computed and show the groom; playing computes them again"""
+    bl_idname = "hair_wig.clear_live_cache"
+    bl_label = "Clear Live Cache"
+    bl_options = {"REGISTER"}
+
+    @classmethod
+    def poll(cls, context):
+        return is_live(context.active_object)
+
+    def execute(self, context):
+        clear_live(context.active_object)
+        return {"FINISHED"}
+
+
+classes = (HAIRWIG_OT_preview, HAIRWIG_OT_clear_live_cache)

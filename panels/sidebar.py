@@ -190,6 +190,7 @@ def draw_live(layout, ob) -> None:
         return
     row = box.row(align=True)
     row.prop(s, "use_live_dynamics")
+    row.operator("hair_wig.clear_live_cache", text="", icon="TRASH")
     col = box.column()
     col.active = s.use_live_dynamics
     col.prop(s, "live_memory")

@@ -71,12 +71,16 @@ def test_playing_forward_equals_a_bake_bit_for_bit_and_off_gives_the_groom_back(
         np.testing.assert_array_equal(shown[f], baked.frame(f), err_msg=f"frame {f}")
 
 
-def test_scrubbing_shows_cached_frames_and_a_jump_steps_the_frames_between(glue):
+def test_scrubbing_shows_cached_frames_and_a_jump_steps_the_frames_between(glue, monkeypatch, capsys):
     _, _, _, preview = glue
+    from hair_wig_addon.operators import live as live_module
+
     scene, head, ob, rest = live_wig()
     ob.hair_wig.use_live_dynamics = True
     live = session(preview, ob)
+    monkeypatch.setattr(live_module, "PROGRESS_AFTER", 0.0)      # a long jump says how far it goes
     scene.frame_set(10)                                           # a jump: 1..10 computed
+    assert "'Hair': live dynamics computing 9 frames to frame 10" in capsys.readouterr().out
     assert live.stepper.steps == 10 and live.cache.last_current == 10
     at10 = positions(ob)
     assert scene.frame_current == 10
@@ -92,6 +96,13 @@ def test_scrubbing_shows_cached_frames_and_a_jump_steps_the_frames_between(glue)
     assert live.cache.last == N
     np.testing.assert_array_equal(positions(ob), live.cache.shown(N))
     assert f"frames 1–{N} cached" in preview.status(ob)
+    bpy.context.view_layer.objects.active = ob
+    assert bpy.ops.hair_wig.clear_live_cache() == {"FINISHED"}     # cleared: the groom, exactly
+    assert np.array_equal(positions(ob), rest) and live.cache.last is None
+    assert preview.status(ob) == "nothing cached" and ob.hair_wig.use_live_dynamics
+    scene.frame_set(3)
+    np.testing.assert_array_equal(positions(ob), live.cache.shown(3))
+    assert live.stepper.steps == N + 3
 
 
 def test_a_keyframe_changed_at_frame_k_outdates_from_k_and_the_replay_equals_a_fresh_bake(glue):
