@@ -69,7 +69,9 @@ def start(context, ob, dynamics: bool | None = None) -> None:
         stop(ob)
     _messages.pop(ob.name, None)
     rest = blender_io.read_hair(ob).points.copy()
-    if not ob.hair_wig.rest_captured:
+    if not dynamics and not ob.hair_wig.rest_captured:
+        # the kinematic preview's rest pose is the frame it starts at; live dynamics binds as a
+        # bake binds (at the rest frame), changing no setting of the wig
         scene_reader.capture_rest(context, ob)
     _bind(context, ob, rest, dynamics)
     _keep_rest(ob, rest)

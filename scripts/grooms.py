@@ -3,6 +3,7 @@ settings (collision on) and measured; optionally rendered as one picture.
 
     python scripts/grooms.py [--scenes long_hair quick_fur grass flat] [--small] [--render DIR]
                              [--solver SCENE|SPRINGS|STRANDS|RODS|WISPS] [--hair-hair OFF|PAIRS|VOLUME]
+                             [--live]
 
 * ``long_hair``: 3000 strands x 36 points combed 5 mm over a subdivided Suzanne, ears and all,
   falling onto a capsule "shoulders" collider; the head turns, a magnet pulls, secondary dynamics.
@@ -282,6 +283,29 @@ def bake(g: Groom):
     return cache, time.perf_counter() - t0
 
 
+def play(g: Groom):
+    """Play the groom with Live Dynamics on (issue 37), every frame with ``frame_set`` as the
+    timeline plays it; the bake Bake then makes of the cached frames (nothing computed again), the
+    seconds the playing took, and whether that equals a bake from scratch bit for bit."""
+    from hair_wig_addon.operators import baking, preview
+
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = g.frames
+    scene.frame_set(g.frames[0])
+    bpy.context.view_layer.objects.active = g.hair
+    t0 = time.perf_counter()
+    g.hair.hair_wig.use_live_dynamics = True
+    for f in range(g.frames[0], g.frames[1] + 1):
+        scene.frame_set(f)
+    seconds = time.perf_counter() - t0
+    live = preview._previews[g.hair.session_uid].live
+    assert live.stepper.steps == g.frames[1] - g.frames[0] + 1 + g.hair.hair_wig.preroll
+    cache = baking.compute(bpy.context, g.hair, *g.frames)        # from the live cache
+    g.hair.hair_wig.use_live_dynamics = False
+    scratch = baking.compute(bpy.context, g.hair, *g.frames)
+    return cache, seconds, bool(np.array_equal(cache.positions, scratch.positions))
+
+
 class _Exact:
     """Signed distances to a collider as Blender evaluates it, in its own space, independent of
     the add-on's field: the nearest triangle from Blender's own BVH tree (``mathutils``), the
@@ -477,12 +501,16 @@ def main(argv=None) -> int:
                    help="the dynamics solver every groom bakes with (SCENE: as each scene sets it)")
     p.add_argument("--hair-hair", choices=("OFF", "PAIRS", "VOLUME"), default="OFF",
                    help="with --solver STRANDS: Hair Against Hair on, by Strand Pairs or as a Volume")
+    p.add_argument("--live", action="store_true",
+                   help="play each groom with Live Dynamics instead of baking it (the bake then takes the "
+                        "cached frames; compared with a bake from scratch); pictures show the live frame")
     args = p.parse_args(argv)
     addon.ensure_registered()
     tiles = []
     print("| scene | strands x points | rest move / size | strands moved at rest | worst stretch "
-          "| deepest inside / size (exact) | bake reported | most moved / size | bake s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| deepest inside / size (exact) | bake reported | most moved / size | "
+          + ("played s | live = bake |" if args.live else "bake s |"))
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|" if args.live else ""))
     for name in args.scenes:
         g = BUILDERS[name](**(SMALL[name] if args.small else {}))
         if args.solver != "SCENE":
@@ -490,17 +518,24 @@ def main(argv=None) -> int:
         if args.hair_hair != "OFF":
             g.hair.hair_wig.strands_hair_hair = True
             g.hair.hair_wig.strands_hair_hair_method = args.hair_hair
-        cache, seconds = bake(g)
+        if args.live:
+            cache, seconds, same = play(g)
+        else:
+            cache, seconds = bake(g)
         m = measure(g, cache)
         print(f"| {m['scene']} | {m['strands']} x {m['points'] // m['strands']} | {m['rest_move']:.2e} | "
               f"{m['strands_moved_at_rest']} | {m['stretch']:.5f} | {m['penetration']:.2e} | "
-              f"{m['reported']:.2e} | {m['moved']:.3f} | {seconds:.1f} |", flush=True)
+              f"{m['reported']:.2e} | {m['moved']:.3f} | {seconds:.1f} |"
+              + (f" {'yes' if same else 'NO'} |" if args.live else ""), flush=True)
         if args.render:
             out = Path(args.render)
             out.mkdir(parents=True, exist_ok=True)
             from hair_wig_addon.operators import blender_io
 
-            blender_io.write_bake(g.hair, cache)
+            if args.live:                  # the live frame, as the viewport shows it while playing
+                g.hair.hair_wig.use_live_dynamics = True
+            else:
+                blender_io.write_bake(g.hair, cache)
             tiles.append(picture(g, out / f"{name}.png", args.frame))
     if tiles:
         save_sheet(tiles, Path(args.render) / "grooms.png")

@@ -63,6 +63,7 @@ def test_playing_forward_equals_a_bake_bit_for_bit_and_off_gives_the_groom_back(
     shown = play(scene, ob, range(1, N + 1))
     assert live.stepper.steps == N and live.cache.last_current == N
     assert np.abs(shown[6] - rest).max() > 0.05                   # the head turned: the hair moved
+    assert not ob.hair_wig.rest_captured                          # it binds as a bake, setting nothing
     ob.hair_wig.use_live_dynamics = False                        # off: the groom, exactly
     assert not preview.is_previewing(ob) and np.array_equal(positions(ob), rest)
     assert ".hair_wig_rest" not in ob.data.attributes
@@ -279,7 +280,7 @@ def test_quick_fur_on_a_bent_head_shows_live_as_its_bake_plays(glue):
     import grooms
     from tolerance import magnitude, rounding
 
-    _, io, _, preview = glue
+    baking, io, _, preview = glue
     g = grooms.quick_fur("LOW")
     scene, ob = bpy.context.scene, g.hair
     scene.frame_start, scene.frame_end = 1, 12
@@ -291,9 +292,15 @@ def test_quick_fur_on_a_bent_head_shows_live_as_its_bake_plays(glue):
     rest = evaluated(1)
     ob.hair_wig.use_live_dynamics = True
     live = {f: evaluated(f) for f in (1, 6, 12)}
-    assert preview.is_live(ob) and preview._previews[ob.session_uid].live.skin
+    session = preview._previews[ob.session_uid].live
+    assert preview.is_live(ob) and session.skin
+    cached = {f: session.cache.shown(f).copy() for f in live}
     ob.hair_wig.use_live_dynamics = False
     np.testing.assert_array_equal(evaluated(1), rest)
+    assert not ob.hair_wig.rest_captured and ob.hair_wig.rest_frame == 1
+    scratch = baking.compute(bpy.context, ob, 1, 12)              # the wig's own frames, bit for bit
+    for f, pts in cached.items():
+        np.testing.assert_array_equal(pts, scratch.frame(f), err_msg=f"frame {f}")
     bpy.context.view_layer.objects.active = ob
     assert bpy.ops.hair_wig.bake() == {"FINISHED"}
     assert np.abs(live[12] - rest).max() > 0.05                   # the head bent: the fur went with it
