@@ -115,8 +115,9 @@ def signature(scene, ob, bound) -> int:
     return zlib.crc32(repr(parts).encode())
 
 
-def fcurve_samples(objects, frames_) -> dict:
-    """Every F-curve of the objects (and their meshes' shape keys), sampled at ``frames_``."""
+def fcurves_of(objects) -> dict:
+    """Every F-curve of the objects (and of their meshes' shape keys), by (object, owner, data
+    path, index)."""
     out = {}
     for o in objects:
         owners = [o]
@@ -128,26 +129,31 @@ def fcurve_samples(objects, frames_) -> dict:
             if ad is None or ad.action is None:
                 continue
             for fc in compat.action_fcurves(ad.action):
-                out[(o.name, owner.name, fc.data_path, fc.array_index)] = np.array(
-                    [fc.evaluate(f) for f in frames_])
+                out[(o.name, owner.name, fc.data_path, fc.array_index)] = fc
     return out
 
 
-def first_change(old: dict, new: dict, frames_) -> int | None:
-    """The first of ``frames_`` where any sampled F-curve changed (its first frame where a curve
-    came or went), or None."""
-    if old.keys() != new.keys():
-        return frames_[0]
-    first = None
-    for k, a in old.items():
-        b = new[k]
-        if len(a) != len(b):
-            return frames_[0]
-        diff = np.flatnonzero(a != b)
-        if len(diff):
-            f = frames_[int(diff[0])]
-            first = f if first is None else min(first, f)
-    return first
+def curve_digest(fc) -> int:
+    """A checksum of what an F-curve evaluates from: its keys (frames, values, handles, their
+    interpolation and easing), its extrapolation, whether it is muted, and its modifiers."""
+    n = len(fc.keyframe_points)
+    arrays = np.empty((3, 2 * n), np.float32)
+    for row, name in enumerate(("co", "handle_left", "handle_right")):
+        fc.keyframe_points.foreach_get(name, arrays[row])
+    crc = zlib.crc32(arrays.tobytes())
+    rest = ([(k.interpolation, k.easing) for k in fc.keyframe_points], fc.extrapolation, fc.mute,
+            [rna_values(m) for m in fc.modifiers])
+    return zlib.crc32(repr(rest).encode(), crc)
+
+
+def samples_of(fc, frames_) -> np.ndarray:
+    return np.array([fc.evaluate(f) for f in frames_])
+
+
+def first_change(old: np.ndarray, new: np.ndarray, frames_) -> int | None:
+    """The first of ``frames_`` where a sampled curve changed, or None."""
+    diff = np.flatnonzero(old != new)
+    return frames_[int(diff[0])] if len(diff) else None
 
 
 def budget_of(ob) -> int:
@@ -192,7 +198,11 @@ class Session:
         self.hidden = bool(scene_reader.unevaluated(context, self.bound.empties))
         self.signature = signature(scene, ob, self.bound)
         self.objects = [o.name for o in read_objects(scene, ob, self.bound)]
-        self.samples = fcurve_samples(self._objects(), self._sampled())
+        # every key the wig reads: a checksum of each F-curve and its values at every frame of the
+        # range (sampled once a binding: a check then samples only the curves that changed)
+        curves = fcurves_of(self._objects())
+        self.curves = {k: curve_digest(fc) for k, fc in curves.items()}
+        self.samples = {k: samples_of(fc, self._sampled()) for k, fc in curves.items()}
 
     def _objects(self):
         return [o for o in (bpy.data.objects.get(n) for n in self.objects) if o is not None]
@@ -211,16 +221,26 @@ class Session:
     def check(self, context, ob, here: int | None = None) -> str | None:
         """Something changed (not the frame): outdate what it affects and bind again. ``here``:
         the frame shown, whose input is compared with the one it was computed from. Returns what
-        was outdated (for the status and the tests), or None."""
-        if self.cache.last is None:
-            return None
+        was outdated (for the status and the tests), or None. With nothing cached it binds again
+        all the same where a setting or key changed."""
         scene = context.scene
         self.cache.set_budget(budget_of(ob))
         sig = signature(scene, ob, self.bound)
         if sig != self.signature:
             return self._outdate(context, ob, None, "a setting")
-        samples = fcurve_samples(self._objects(), self._sampled())
-        f = first_change(self.samples, samples, self._sampled())
+        curves = fcurves_of(self._objects())
+        f = None
+        if curves.keys() != self.curves.keys():
+            f = self.first                    # a curve came or went: it was a constant before
+        for k, fc in curves.items():
+            if f == self.first:
+                break
+            digest = curve_digest(fc)
+            if k in self.curves and digest != self.curves[k]:
+                g = first_change(self.samples[k], samples_of(fc, self._sampled()), self._sampled())
+                f = g if f is None or (g is not None and g < f) else f
+                if g is None:
+                    self.curves[k] = digest   # changed where no frame reads it (a handle between frames)
         if f is not None:
             s = ob.hair_wig
             if not s.rest_captured and f <= s.rest_frame:
