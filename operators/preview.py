@@ -341,6 +341,14 @@ def on_depsgraph_update(scene, depsgraph):
     if not _previews or _busy:
         return
     context = bpy.context
+    for uid, preview in list(_previews.items()):
+        ob = _object(uid)
+        if ob is not None and ob.mode != "OBJECT" and len(ob.data.points) == len(preview.rest):
+            # into edit or sculpt mode: the groom back before a stroke can land on a shown pose
+            stop(ob)
+            print(f"hair_wig: '{ob.name}' left object mode; its preview stopped and the rest pose is back")
+    if not _previews:
+        return
     ours = {p.name for p in _previews.values() if p.live is not None}
     ours_data = {o.data.name for o in map(_object, _previews) if o is not None and o.name in ours}
     watched = set()

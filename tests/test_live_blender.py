@@ -308,3 +308,19 @@ def test_quick_fur_on_a_bent_head_shows_live_as_its_bake_plays(glue):
         # the same float32 positions through the same stack; the bake's playback blends its
         # stored frame with the next by a weight of 0 (2 roundings of |x|)
         np.testing.assert_allclose(pts, evaluated(f), rtol=0, atol=rounding(magnitude(pts), 2), err_msg=f"frame {f}")
+
+
+def test_sculpt_mode_gets_the_groom_before_a_stroke(glue):
+    """Into Sculpt Mode with Live Dynamics showing frame 8: the groom is back at once (a stroke
+    must never land on a shown pose), and back in object mode playing starts it again."""
+    _, _, _, preview = glue
+    scene, head, ob, rest = live_wig()
+    ob.hair_wig.use_live_dynamics = True
+    scene.frame_set(8)
+    assert not np.array_equal(positions(ob), rest)
+    bpy.ops.object.mode_set(mode="SCULPT_CURVES")
+    bpy.context.view_layer.update()
+    assert not preview.is_previewing(ob) and np.array_equal(positions(ob), rest)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    scene.frame_set(9)
+    assert preview.is_live(ob) and not np.array_equal(positions(ob), rest)
