@@ -85,6 +85,12 @@ class FrameCache:
             last = min(last, self.outdated - 1)
         return last if last >= self.start else None
 
+    @property
+    def next_frame(self) -> int:
+        """The frame ``store`` takes next: the one after the last current frame."""
+        last = self.last_current
+        return self.start if last is None else last + 1
+
     def current(self, frame: int) -> bool:
         last = self.last_current
         return last is not None and self.start <= frame <= last
@@ -109,13 +115,13 @@ class FrameCache:
         kept after it goes, being computed again). Returns False, keeping nothing, when it would
         take the cache past its budget."""
         frame = int(frame)
-        expected = self.start if self.last_current is None else self.last_current + 1
+        expected = self.next_frame
         if frame != expected:
             raise HairWigError(f"the live cache keeps frames {self.start}… without gaps: frame {frame} came "
                                f"where {expected} was next")
         self.drop_from(frame)
         size = state_bytes(state) + shown.nbytes + extra_bytes(extra)
-        if self.bytes + size > self.budget:
+        if self.bytes + size > self.budget:        # (the outdated frames after it are gone first)
             self.full = True
             return False
         self._frames[frame] = (state, shown, extra, size)
@@ -144,10 +150,13 @@ class FrameCache:
         """A new budget; frames past it go (the last ones first)."""
         if budget <= 0:
             raise HairWigError(f"the live cache's memory budget must be more than 0 bytes, got {budget}")
+        grew = budget > self.budget
         self.budget = int(budget)
         while self.bytes > self.budget and self.last is not None:
             self.drop_from(self.last)
             self.full = True
+        if grew:
+            self.full = False                  # room again: playing on keeps frames
 
     def status(self) -> str:
         """What the panel says: the range kept, outdated or not, the memory used."""
@@ -201,6 +210,8 @@ class LiveStepper:
         frame = max(int(frame), self.cache.start)
         if self.cache.current(frame):
             return self.cache.shown(frame)
+        if self._beyond is not None and not self.cache.full:
+            self._beyond = None                # room again: the frames from the cache on are kept
         last = self.cache.last_current
         f0 = self.cache.start if last is None else last + 1
         state = None if last is None else self.cache.state(last)
@@ -214,7 +225,7 @@ class LiveStepper:
         for k, f in enumerate(range(first, frame + 1), 1):
             out, state, extra = self.step(f, state)
             self.steps += 1
-            if f >= self.cache.start and not self.cache.full:
+            if f == self.cache.next_frame:     # refused past the budget (said by ``full``)
                 self.cache.store(f, state, out, extra)
             if progress is not None:
                 progress(k, total)

@@ -60,11 +60,15 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
     # Live dynamics' frames, where current and made as this bake would make them, are this bake's
     reused = preview.live_frames(context, ob, first, last, preroll) if strands is None else None
     preview.stop(ob)           # a bake starts from the hair's own rest pose, not a previewed one
-    preview._baking.add(ob.name)          # its frame steps start no live dynamics meanwhile
+    preview.hold(ob)           # its frame steps (the rest frame's too) start or step no live wig meanwhile
     frame, subframe = scene.frame_current, scene.frame_subframe
-    carried = blender_io.attaches_to_surface(ob)        # read before the stack is switched off
-    children = scene_reader.children_roots(context, ob)
-    muted = blender_io.mute_modifiers([ob, *(o for o in others if o != ob)])   # never read
+    try:
+        carried = blender_io.attaches_to_surface(ob)        # read before the stack is switched off
+        children = scene_reader.children_roots(context, ob)
+        muted = blender_io.mute_modifiers([ob, *(o for o in others if o != ob)])   # never read
+    except BaseException:
+        preview.release(ob)
+        raise
     shown = []
     try:
         shown = scene_reader.evaluate_magnets(context, [ob])        # hidden magnets move too
@@ -92,10 +96,17 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
         noted = set()                # the dynamics layer's warnings already given
         scratch = np.empty_like(wig.hair.points)
         begin = first - preroll
-        if reused is not None:       # the live cache's frames first..upto: as this bake steps them
-            upto, state = reused.last, reused.state.copy()
-            for f in range(first, upto + 1):
-                cache.frame(f)[...] = reused.shown(f)
+        upto = None
+        if reused is not None:       # the live cache's frames first..upto, each frame's input read again
+            def digest_at(f):
+                scene.frame_set(f)
+                return frames.input_digest(scene_reader.frame_input(context, ob, bound, f))
+            upto = reused.verified(digest_at)
+        if upto is not None:
+            state = reused.state(upto).copy()
+            for f in range(first - preroll, upto + 1):
+                if f >= first:
+                    cache.frame(f)[...] = reused.shown(f)
                 _keep(cache, ob, wig, f, first, reused.record(f), flat, noted)
             begin = upto + 1
             yield upto - first + 1 + preroll, total
@@ -111,7 +122,7 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
         scene.frame_set(frame, subframe=subframe)
         blender_io.unmute_modifiers(muted)
         scene_reader.restore_magnets(context, shown)
-        preview._baking.discard(ob.name)
+        preview.release(ob)
     return cache
 
 
@@ -242,6 +253,14 @@ class BakeJob:
         self.caches = []
         self._index = 0
         self._steps = None
+        self._held = list(self.obs)          # no live wig of the job plays until it is written
+        for ob in self._held:
+            preview.hold(ob)
+
+    def _release(self) -> None:
+        for ob in self._held:
+            preview.release(ob)
+        self._held = []
 
     @property
     def current(self):
@@ -262,12 +281,18 @@ class BakeJob:
                 self.caches.append(finished.value)
                 self._steps = None
                 self._index += 1
+            except BaseException:
+                self._release()
+                raise
         return self._index >= len(self.obs)
 
     def finish(self) -> int:
         """Write every computed bake; returns the number of baked frames."""
-        for ob, cache in zip(self.obs, self.caches):
-            blender_io.write_bake(ob, cache)
+        try:
+            for ob, cache in zip(self.obs, self.caches):
+                blender_io.write_bake(ob, cache)
+        finally:
+            self._release()
         return sum(c.num_frames for c in self.caches)
 
     def cancel(self) -> None:
@@ -276,6 +301,7 @@ class BakeJob:
             self._steps = None
         self.caches = []
         self._index = len(self.obs)
+        self._release()
 
 
 class Rate:

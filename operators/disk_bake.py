@@ -41,13 +41,18 @@ def bake_to_disk(context, ob, first: int | None = None, last: int | None = None,
     first, last = scene_reader.frame_range(context.scene, ob, first, last)
     preroll = ob.hair_wig.preroll
     preview.stop(ob)
+    preview.hold(ob)                          # the exporter's frame steps start or step no live wig
     scene = context.scene
     frame, subframe = scene.frame_current, scene.frame_subframe
     selection = [(o, o.select_get()) for o in context.view_layer.objects]
     rest = np.array(blender_io.read_curves_data(ob.data, ob.name).points, np.float32)
     tmp = out.with_name(f".{out.stem}.{os.getpid()}.tmp{out.suffix}")
-    children = scene_reader.children_roots(context, ob)     # read before the stack is switched off
-    muted = blender_io.mute_modifiers([ob])
+    try:
+        children = scene_reader.children_roots(context, ob)     # read before the stack is switched off
+        muted = blender_io.mute_modifiers([ob])
+    except BaseException:
+        preview.release(ob)
+        raise
     stream = None
     shown = []
     step = {"state": None, "next": first, "error": None}
@@ -101,6 +106,7 @@ def bake_to_disk(context, ob, first: int | None = None, last: int | None = None,
             raise HairWigError(f"'{ob.name}': Blender's Alembic exporter stopped at frame {step['next']}; "
                                "nothing was written")
     except BaseException:
+        preview.release(ob)
         tmp.unlink(missing_ok=True)
         raise
     finally:
@@ -113,9 +119,12 @@ def bake_to_disk(context, ob, first: int | None = None, last: int | None = None,
         for o, s in selection:
             o.select_set(s)
         scene.frame_set(frame, subframe=subframe)
-    blender_io.clear_bake(ob)               # the earlier bake goes only now that this one is whole
-    os.replace(tmp, out)
-    blender_io.install_disk_cache(ob, path, first, last, len(rest))
+    try:
+        blender_io.clear_bake(ob)               # the earlier bake goes only now that this one is whole
+        os.replace(tmp, out)
+        blender_io.install_disk_cache(ob, path, first, last, len(rest))
+    finally:
+        preview.release(ob)
     return {"first": first, "last": last, "path": path, "bytes": out.stat().st_size,
             "seconds": time.perf_counter() - start}
 

@@ -85,11 +85,23 @@ def animated_paths(id_data, group: str) -> set:
     return {fc.data_path[len(head):] for fc in compat.action_fcurves(ad.action) if fc.data_path.startswith(head)}
 
 
+def field_objects(scene) -> list:
+    return [o for o in scene.objects if o.field is not None and o.field.type != "NONE"]
+
+
+def _drivers_targets(o) -> list:
+    ad = o.animation_data
+    if ad is None:
+        return []
+    return [t.id for d in ad.drivers for v in d.driver.variables for t in v.targets
+            if isinstance(t.id, bpy.types.Object)]
+
+
 def read_objects(scene, ob, bound) -> list:
     """Every object the wig of ``ob`` reads from the scene: the hair, its head, magnets, colliders
-    and force fields, their parents and the armatures that bend them."""
-    obs = [ob, bound.head, *bound.empties, *bound.colliders,
-           *(o for o in scene.objects if o.field is not None and o.field.type != "NONE")]
+    and force fields, and what moves them: their parents, the armatures that bend them, their
+    constraints' targets and their drivers' objects."""
+    obs = [ob, bound.head, *bound.empties, *bound.colliders, *field_objects(scene)]
     seen, out = set(), []
     while obs:
         o = obs.pop()
@@ -99,14 +111,26 @@ def read_objects(scene, ob, bound) -> list:
         out.append(o)
         obs.append(o.parent)
         obs.extend(md.object for md in getattr(o, "modifiers", ()) if md.type == "ARMATURE")
+        obs.extend(getattr(c, "target", None) for c in o.constraints)
+        obs.extend(_drivers_targets(o))
     return sorted(out, key=lambda o: o.name)
 
 
-def signature(scene, ob, bound) -> int:
-    """A checksum of what the wig of ``ob`` reads when it binds and that no keyframe animates."""
+def signature(context, ob, bound, objects) -> int:
+    """A checksum of what the wig of ``ob`` reads and no keyframe animates: its settings, its
+    magnets', their profile curves, the head's mesh, the colliders' settings and meshes, the force
+    fields' settings, where every object it reads (``objects``) without keys is put, and which
+    magnets Blender does not evaluate."""
+    scene = context.scene
     s = ob.hair_wig
     parts = [rna_values(s, NOT_READ, animated_paths(ob, "hair_wig")), _profile_values(s.profiles),
-             s.rest_frame, _mesh_digest(bound.head)]
+             s.rest_frame, _mesh_digest(bound.head),
+             [o.name for o in scene_reader.unevaluated(context, bound.empties)]]
+    for o in objects:
+        if o.animation_data is None or o.animation_data.action is None:
+            parts.append((o.name, tuple(tuple(row) for row in o.matrix_basis)))
+    for o in field_objects(scene):
+        parts.append((o.name, rna_values(o.field, animated=animated_paths(o, "field"))))
     for e in bound.empties:
         parts.append((e.name, rna_values(e.hair_wig_magnet, animated=animated_paths(e, "hair_wig_magnet")),
                       _profile_values(e.hair_wig_magnet.profiles)))
@@ -178,6 +202,7 @@ class Session:
         self.stepper = LiveStepper(self._step, self.cache, self.preroll)
         self._ob = ob
         self._last = None             # the record of the frame last computed
+        self.pre = {}                 # the records of the pre-roll frames
         self.message = ""
         self._bind(context, ob)
 
@@ -195,9 +220,9 @@ class Session:
                 scene.frame_set(frame, subframe=subframe)
         wig = self.bound.wig
         self.skin = blender_io.attaches_to_surface(ob) and wig.scalp is not None
-        self.hidden = bool(scene_reader.unevaluated(context, self.bound.empties))
-        self.signature = signature(scene, ob, self.bound)
-        self.objects = [o.name for o in read_objects(scene, ob, self.bound)]
+        objects = read_objects(scene, ob, self.bound)
+        self.objects = [o.name for o in objects]
+        self.signature = signature(context, ob, self.bound, objects)
         # every key the wig reads: a checksum of each F-curve and its values at every frame of the
         # range (sampled once a binding: a check then samples only the curves that changed)
         curves = fcurves_of(self._objects())
@@ -225,7 +250,7 @@ class Session:
         all the same where a setting or key changed."""
         scene = context.scene
         self.cache.set_budget(budget_of(ob))
-        sig = signature(scene, ob, self.bound)
+        sig = signature(context, ob, self.bound, read_objects(scene, ob, self.bound))
         if sig != self.signature:
             return self._outdate(context, ob, None, "a setting")
         curves = fcurves_of(self._objects())
@@ -268,6 +293,8 @@ class Session:
         state, record = frames.step_frame(context, self._ob, self.bound, f, state, out, skin=self.skin,
                                           keep_state=True, digest=True)
         self._last = record
+        if f < self.first:
+            self.pre[f] = record              # a pre-roll frame: a bake takes its warnings, checks its input
         return out, state, record
 
     def _shown(self, out: np.ndarray, record) -> np.ndarray:
@@ -317,21 +344,30 @@ class Session:
         if self.cache.current(frame) or frame == self.first or self.cache.state(frame - 1) is None:
             return None
         self._ob = ob
-        out, _state, record = self._step(frame, self.cache.state(frame - 1))
+        scene = context.scene
+        here, subframe = scene.frame_current, scene.frame_subframe
+        try:
+            out, _state, record = self._step(frame, self.cache.state(frame - 1))
+        finally:
+            if (scene.frame_current, scene.frame_subframe) != (here, subframe):
+                scene.frame_set(here, subframe=subframe)
         return self._shown(out, record)
 
     # -- a bake from the cache -----------------------------------------------------------------
     def reusable(self, context, ob, first: int, last: int, preroll: int):
-        """The frames a bake of ``first..last`` with ``preroll`` can take from the cache: those
-        current from its first frame on, made as that bake would make them (the same start, pre-roll
-        and binding, every magnet evaluated). None where there are none."""
-        if (first, preroll) != (self.first, self.preroll) or self.hidden:
+        """The frames a bake of ``first..last`` with ``preroll`` may take from the cache: those
+        current from its first frame on, made with the same start, pre-roll and binding, every
+        magnet evaluated. The bake then reads each one's input again and takes them only up to
+        the first that differs (``Reused.verified``). None where there are none."""
+        if (first, preroll) != (self.first, self.preroll):
+            return None
+        if scene_reader.unevaluated(context, self.bound.empties) or (preroll and len(self.pre) < preroll):
             return None
         self.check(context, ob)
         upto = self.cache.last_current
         if upto is None:
             return None
-        return Reused(self.cache, min(upto, last))
+        return Reused(self.cache, min(upto, last), dict(self.pre))
 
     def clear(self) -> None:
         """Forget every frame (the binding stays)."""
@@ -343,14 +379,31 @@ class Session:
 
 
 class Reused:
-    """A bake's view of the live cache's frames ``cache.start..last``."""
+    """A bake's view of the live cache's frames ``cache.start..last`` and of the pre-roll frames'
+    records ``pre``."""
 
-    def __init__(self, cache: FrameCache, last: int):
-        self.cache, self.last = cache, last
-        self.state = cache.state(last)
+    def __init__(self, cache: FrameCache, last: int, pre: dict):
+        self.cache, self.last, self.pre = cache, last, pre
+
+    @property
+    def first(self) -> int:
+        return self.cache.start
+
+    def state(self, f: int):
+        return self.cache.state(f)
 
     def shown(self, f: int) -> np.ndarray:
         return self.cache.shown(f)
 
     def record(self, f: int):
-        return self.cache.extra(f)
+        return self.pre[f] if f < self.cache.start else self.cache.extra(f)
+
+    def verified(self, digest_at) -> int | None:
+        """The last frame taken: every frame from the first pre-roll frame on whose input, read
+        again by ``digest_at(frame)`` (the frame set), is what it was computed from — up to the
+        first that is not. None: not even the first frame."""
+        begin = self.first - len(self.pre)
+        for f in range(begin, self.last + 1):
+            if digest_at(f) != self.record(f).digest:
+                return None if f <= self.first else f - 1
+        return self.last

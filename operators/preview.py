@@ -23,7 +23,19 @@ from . import blender_io, live, polls, scene_reader
 _previews: dict[int, "Preview"] = {}
 _busy = False              # our own write or frame steps trigger handlers: do not answer them
 _messages: dict[str, str] = {}     # hair name -> why its live dynamics stopped or cannot run
-_baking: set[str] = set()          # hair being baked: its frame steps start no live dynamics
+_baking: dict[str, int] = {}       # hair being baked (how many holds): no live dynamics meanwhile
+
+
+def hold(ob) -> None:
+    """A bake of ``ob`` steps frames from now: no live wig starts or steps until as many
+    ``release`` (a bake of several wigs holds them all, and each wig's computation again)."""
+    _baking[ob.name] = _baking.get(ob.name, 0) + 1
+
+
+def release(ob) -> None:
+    left = _baking.pop(ob.name, 0) - 1
+    if left > 0:
+        _baking[ob.name] = left
 REST_ATTRIBUTE = ".hair_wig_rest"
 
 
@@ -154,6 +166,8 @@ def _fail(ob, preview, err, frame) -> None:
     and the panel says why, naming the wig."""
     stop(ob)
     kind = "live dynamics" if preview.live is not None else "preview"
+    if isinstance(err, ReferenceError):      # Blender's words for it name no object
+        err = "an object it reads (its head, a magnet or a collider) was deleted"
     text = f"'{preview.name}': {kind} stopped at frame {frame}: {err}"
     if preview.live is not None:
         if ob.hair_wig.use_live_dynamics:
@@ -191,12 +205,24 @@ def clear_live(ob) -> bool:
     return True
 
 
+def legacy_message(ob) -> str:
+    return f"'{ob.name}' is a legacy Curve object: live dynamics plays Curves hair; bake it to see its dynamics"
+
+
+def baked_message(ob) -> str:
+    return f"'{ob.name}' is baked: the bake plays; clear it for live dynamics"
+
+
 def status(ob) -> str | None:
-    """What the panel says of a wig's live dynamics: why it stopped, or its cache."""
+    """What the panel says of a wig's live dynamics: why it stopped or cannot run, or its cache."""
     if ob is None:
         return None
     if ob.name in _messages:
         return _messages[ob.name]
+    if ob.hair_wig.use_live_dynamics and ob.type != "CURVES":
+        return legacy_message(ob)
+    if ob.hair_wig.use_live_dynamics and blender_io.is_baked(ob):
+        return baked_message(ob)
     preview = _previews.get(ob.session_uid)
     if preview is not None and preview.live is not None:
         return preview.live.status()
@@ -217,19 +243,37 @@ def live_frames(context, ob, first: int, last: int, preroll: int):
         _busy = was
 
 
+_dirty = False              # a setting was set: the live wigs check what changed, once
+
+
 def setting_changed(owner) -> None:
-    """A hair_wig setting of ``owner`` (a wig or a magnet) was set: the live wigs it may concern
-    check what changed (Blender sends no depsgraph update for an add-on's own settings)."""
-    if _busy or not any(p.live is not None for p in _previews.values()):
+    """A hair_wig setting of ``owner`` (a wig or a magnet) was set: the live wigs check what
+    changed — once, however many settings were set meanwhile (a dragged slider, an operator
+    setting several): from a timer when Blender's event loop runs, else at the next depsgraph
+    update or frame change."""
+    global _dirty
+    if _busy or _dirty or not any(p.live is not None for p in _previews.values()):
         return
-    context = bpy.context
-    if context.scene is not None:
-        _check_live(context, context.scene)
+    _dirty = True
+    if not bpy.app.background:
+        bpy.app.timers.register(_checked, first_interval=0.0)
+
+
+def _checked():
+    """The timer of ``setting_changed``."""
+    global _dirty
+    if _dirty and not _busy:
+        _dirty = False
+        context = bpy.context
+        if context.scene is not None:
+            _check_live(context, context.scene)
+    return None
 
 
 def _check_live(context, scene) -> bool:
     """Every live wig checks what changed (``live.Session.check``); whether any outdated frames."""
-    global _busy
+    global _busy, _dirty
+    _dirty = False
     edited = False
     for uid, preview in list(_previews.items()):
         ob = _object(uid)
@@ -260,18 +304,14 @@ def live_toggled(settings, context) -> None:
             stop(ob)
         return
     if ob.type != "CURVES":
-        _messages[ob.name] = (f"'{ob.name}' is a legacy Curve object: live dynamics plays Curves hair; "
-                              f"bake it to see its dynamics")
-        return
+        return                                # status() says it needs a bake
     _start_live(context, ob)
 
 
 def _start_live(context, ob) -> None:
-    """Start a wig's live dynamics where it can run (not baked, in object mode); say why not."""
-    if blender_io.is_baked(ob):
-        _messages[ob.name] = f"'{ob.name}' is baked: the bake plays; clear it for live dynamics"
-        return
-    if ob.mode != "OBJECT":
+    """Start a wig's live dynamics where it can run (not baked, in object mode; status() says
+    why not)."""
+    if blender_io.is_baked(ob) or ob.mode != "OBJECT":
         return
     try:
         start(context, ob, dynamics=True)
@@ -286,11 +326,7 @@ def _start_live_wigs(context, scene) -> None:
         s = ob.hair_wig
         if not (s.use_live_dynamics and s.enabled) or ob.session_uid in _previews or ob.name in _baking:
             continue
-        if ob.type != "CURVES":
-            _messages.setdefault(ob.name, f"'{ob.name}' is a legacy Curve object: live dynamics plays Curves "
-                                          f"hair; bake it to see its dynamics")
-            continue
-        if ob.name not in _messages:
+        if ob.type == "CURVES" and ob.name not in _messages:     # a stopped one waits to be switched on
             _start_live(context, ob)
 
 
@@ -298,7 +334,12 @@ def update(scene, depsgraph=None, edited: bool = False) -> None:
     """Write every previewed wig's pose at the scene's current frame (``edited``: after an edit,
     not a frame change)."""
     for uid, preview in list(_previews.items()):
+        if preview.live is not None and _baking:
+            continue                          # a bake's frames: live wigs wait for it
         ob = _object(uid)
+        if ob is not None and preview.live is not None and blender_io.is_baked(ob):
+            stop(ob)                          # baked meanwhile: the bake plays
+            continue
         if ob is None or scene.objects.get(ob.name) is None:
             if ob is None:
                 _previews.pop(uid, None)
@@ -328,6 +369,8 @@ def update(scene, depsgraph=None, edited: bool = False) -> None:
 def on_frame_change(scene, depsgraph=None):
     if _busy:
         return
+    if _dirty:
+        _checked()
     _start_live_wigs(bpy.context, scene)
     if _previews:
         update(scene, depsgraph)
@@ -392,6 +435,7 @@ def on_save_post(*_args):
 @bpy.app.handlers.persistent
 def on_load_pre(*_args):
     _previews.clear()         # the objects belong to the file being closed
+    _messages.clear()
 
 
 @bpy.app.handlers.persistent

@@ -107,3 +107,24 @@ def test_a_smaller_budget_drops_the_last_frames():
     assert live.cache.last == 3 and live.cache.bytes <= live.cache.budget and live.cache.full
     with pytest.raises(HairWigError, match="budget"):
         live.cache.set_budget(0)
+
+
+def test_past_the_budget_an_outdated_tail_makes_room_and_a_larger_budget_keeps_frames_again():
+    """Full at frame 4 of 8: a change at frame 3 frees the outdated frames as they are computed
+    again (kept), and raising the budget lets playing on keep frames."""
+    _, wig = _wig("STRANDS")
+    probe = LiveStepper(wig_step(wig, _inputs()), FrameCache(1, 2 ** 30))
+    probe.show(1)
+    one = probe.cache.bytes
+    _, wig = _wig("STRANDS")
+    live = LiveStepper(wig_step(wig, _inputs()), FrameCache(1, int(4.5 * one)))
+    live.show(8)
+    assert live.cache.last == 4 and live.cache.full
+    _, changed = _wig("STRANDS", bend=0.0)
+    live.rebind(wig_step(changed, _inputs()), 3)
+    live.show(8)
+    assert live.cache.last == 4 and live.cache.outdated is None      # 3 and 4 computed again and kept
+    live.cache.set_budget(2 ** 30)
+    assert not live.cache.full
+    live.show(8)
+    assert live.cache.last == 8 and live.cache.last_current == 8

@@ -324,3 +324,98 @@ def test_sculpt_mode_gets_the_groom_before_a_stroke(glue):
     bpy.ops.object.mode_set(mode="OBJECT")
     scene.frame_set(9)
     assert preview.is_live(ob) and not np.array_equal(positions(ob), rest)
+
+
+def test_what_the_playhead_does_not_read_is_still_noticed_and_bake_checks_every_frame_it_takes(glue):
+    """Changes away from the frame shown: a Wind field added at frame 0 (before the range), a key
+    added at frame 12 to the empty the head copies its turn from (a constraint's target) while at
+    frame 2, a magnet hidden from the viewport. Each outdates what it affects, and Bake then
+    equals a bake from scratch bit for bit."""
+    baking, io, _, preview = glue
+    scene, head, ob, rest = live_wig()
+    ctrl = bpy.data.objects.new("Ctrl", None)
+    scene.collection.objects.link(ctrl)
+    ctrl.keyframe_insert("rotation_euler", frame=1)
+    ctrl.rotation_euler.z = 0.8
+    ctrl.keyframe_insert("rotation_euler", frame=8)
+    head.constraints.new("COPY_ROTATION").target = ctrl
+    scene.frame_set(1)
+    ob.hair_wig.use_live_dynamics = True
+    live = session(preview, ob)
+    play(scene, ob, range(1, N + 1))
+    scene.frame_set(0)
+    bpy.ops.object.effector_add(type="WIND", location=(0, -3, 0), rotation=(-1.5708, 0, 0))
+    bpy.context.active_object.field.strength = 200.0
+    bpy.context.view_layer.update()
+    # a field: every frame; frame 0 shows the first frame, computed again, the rest gone
+    assert live.cache.last == 1 and live.cache.outdated is None and live.stepper.steps > N
+    play(scene, ob, range(1, N + 1))
+    scene.frame_set(2)
+    ctrl.rotation_euler.z = -0.5
+    ctrl.keyframe_insert("rotation_euler", frame=12)
+    bpy.context.view_layer.update()
+    assert 8 <= live.cache.outdated <= 12                         # from where the new key's curve departs
+    play(scene, ob, range(1, N + 1))
+    bpy.context.view_layer.objects.active = ob
+    assert bpy.ops.hair_wig.bake() == {"FINISHED"}
+    _, baked, _ = io.read_bake(ob)
+    assert bpy.ops.hair_wig.clear_bake() == {"FINISHED"}
+    ob.hair_wig.use_live_dynamics = False
+    np.testing.assert_array_equal(baked, fresh(baking, ob).positions)
+
+
+def test_bake_takes_no_frame_whose_input_changed_unseen(glue, monkeypatch):
+    """A change the live view does not see (here: its checks switched off, the scene's gravity
+    set): Bake reads each cached frame's input again and computes from the first that differs."""
+    baking, io, frames, preview = glue
+    from hair_wig_addon.operators import live as live_module
+
+    scene, head, ob, rest = live_wig()
+    ob.hair_wig.use_live_dynamics = True
+    play(scene, ob, range(1, N + 1))
+    monkeypatch.setattr(live_module.Session, "check", lambda *a, **k: None)
+    scene.gravity = (0.0, 0.0, -3.0)
+    bpy.context.view_layer.update()
+    assert session(preview, ob).cache.last_current == N           # unseen: the frames look current
+    computed = []
+    step = frames.step_frame
+    monkeypatch.setattr(frames, "step_frame", lambda *a, **k: computed.append(a[3]) or step(*a, **k))
+    assert bpy.ops.hair_wig.bake() == {"FINISHED"}
+    assert computed == list(range(1, N + 1))
+    _, baked, _ = io.read_bake(ob)
+    monkeypatch.setattr(frames, "step_frame", step)
+    assert bpy.ops.hair_wig.clear_bake() == {"FINISHED"}
+    ob.hair_wig.use_live_dynamics = False
+    np.testing.assert_array_equal(baked, fresh(baking, ob).positions)
+
+
+def test_after_a_bake_is_cleared_live_dynamics_plays_again_and_a_disk_bake_leaves_none_running(glue, tmp_path):
+    _, io, _, preview = glue
+    scene, head, ob, rest = live_wig()
+    ob.hair_wig.use_live_dynamics = True
+    scene.frame_set(4)
+    assert bpy.ops.hair_wig.bake() == {"FINISHED"}
+    scene.frame_set(5)
+    assert not preview.is_live(ob) and "is baked" in preview.status(ob)
+    assert bpy.ops.hair_wig.clear_bake() == {"FINISHED"}
+    scene.frame_set(6)
+    assert preview.is_live(ob) and "cached" in preview.status(ob)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "disk.blend"))
+    ob = bpy.data.objects["Hair"]
+    bpy.context.view_layer.objects.active = ob
+    assert bpy.ops.hair_wig.bake_to_disk() == {"FINISHED"}
+    assert not preview.is_live(ob) and ".hair_wig_rest" not in ob.data.attributes
+    np.testing.assert_array_equal(positions(ob), rest)
+    scene.frame_set(7)
+    assert not preview.is_live(ob) and "is baked" in preview.status(ob)
+
+
+def test_an_edit_past_the_range_keeps_the_playhead_where_it_is(glue):
+    _, _, _, preview = glue
+    scene, head, ob, rest = live_wig()
+    ob.hair_wig.use_live_dynamics = True
+    scene.frame_set(N + 4)
+    ob.hair_wig.strands_links = 3
+    bpy.context.view_layer.update()
+    scene.frame_set(N + 4)
+    assert scene.frame_current == N + 4 and preview.is_live(ob)
