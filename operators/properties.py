@@ -417,9 +417,9 @@ def _watch_settings(cls) -> None:
     for an add-on's own properties): its Blender property made again with an update callback."""
     for name, prop in list(cls.__annotations__.items()):
         fn = getattr(prop, "function", None)
-        if fn in (CollectionProperty,) or fn is None or "update" in prop.keywords:
-            continue
-        if fn is PointerProperty and not issubclass(prop.keywords["type"], bpy.types.ID):
+        # values only: a pointer with an update callback tags its owner, and the depsgraph handler
+        # that drops deleted magnets' slots would then run before a bake could name the empty slot
+        if fn in (CollectionProperty, PointerProperty) or fn is None or "update" in prop.keywords:
             continue
         cls.__annotations__[name] = fn(**prop.keywords, update=_setting_changed)
 
@@ -453,7 +453,7 @@ def layer_properties() -> dict:
 
 
 HairWigSettings.__annotations__.update(layer_properties())
-for _cls in (HairWigMagnet, HairWigMagnetSlot, HairWigKeyPose, HairWigSettings):
+for _cls in (HairWigMagnet, HairWigKeyPose, HairWigSettings):
     _watch_settings(_cls)
 
 
