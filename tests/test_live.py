@@ -64,11 +64,16 @@ def test_a_setting_changed_at_a_frame_recomputes_from_it_as_a_fresh_bake():
     assert np.array_equal(shown, more[-1])
 
 
-def test_the_memory_budget_keeps_what_fits_and_says_so():
+def _one_frame() -> int:
+    """The bytes one frame of the STRANDS wig takes in the cache."""
     _, wig = _wig("STRANDS")
     probe = LiveStepper(wig_step(wig, _inputs()), FrameCache(1, 2 ** 30))
     probe.show(1)
-    one = probe.cache.bytes
+    return probe.cache.bytes
+
+
+def test_the_memory_budget_keeps_what_fits_and_says_so():
+    one = _one_frame()
     _, wig = _wig("STRANDS")
     live = LiveStepper(wig_step(wig, _inputs()), FrameCache(1, int(4.5 * one)))
     shown = [live.show(f).copy() for f in range(1, 9)]
@@ -112,10 +117,7 @@ def test_a_smaller_budget_drops_the_last_frames():
 def test_past_the_budget_an_outdated_tail_makes_room_and_a_larger_budget_keeps_frames_again():
     """Full at frame 4 of 8: a change at frame 3 frees the outdated frames as they are computed
     again (kept), and raising the budget lets playing on keep frames."""
-    _, wig = _wig("STRANDS")
-    probe = LiveStepper(wig_step(wig, _inputs()), FrameCache(1, 2 ** 30))
-    probe.show(1)
-    one = probe.cache.bytes
+    one = _one_frame()
     _, wig = _wig("STRANDS")
     live = LiveStepper(wig_step(wig, _inputs()), FrameCache(1, int(4.5 * one)))
     live.show(8)

@@ -48,6 +48,22 @@ def play(scene, ob, frames):
     return shown
 
 
+def bake_counting(monkeypatch, frames, io, ob):
+    """Bake ``ob`` with the Bake operator, counting the frames it computes (``frames.step_frame``
+    watched); the frames computed and the bake's positions as stored (1..N)."""
+    computed = []
+    step = frames.step_frame
+    monkeypatch.setattr(frames, "step_frame", lambda *a, **k: computed.append(a[3]) or step(*a, **k))
+    try:
+        bpy.context.view_layer.objects.active = ob
+        assert bpy.ops.hair_wig.bake() == {"FINISHED"}
+    finally:
+        monkeypatch.setattr(frames, "step_frame", step)
+    (first, last), baked, _paths = io.read_bake(ob)
+    assert (first, last) == (1, N)
+    return computed, baked
+
+
 def fresh(baking, ob, first=1, last=N):
     """A bake from scratch of the wig as it is now (Live Dynamics off: nothing to take)."""
     assert not ob.hair_wig.use_live_dynamics
@@ -186,17 +202,11 @@ def test_bake_takes_the_cached_frames_and_equals_a_bake_from_scratch(glue, monke
     scene, head, ob, rest = live_wig()
     ob.hair_wig.use_live_dynamics = True
     play(scene, ob, range(1, 11))
-    computed = []
-    step = frames.step_frame
-    monkeypatch.setattr(frames, "step_frame", lambda *a, **k: computed.append(a[3]) or step(*a, **k))
-    assert bpy.ops.hair_wig.bake() == {"FINISHED"}
+    computed, baked = bake_counting(monkeypatch, frames, io, ob)
     assert computed == list(range(11, N + 1))                     # 1..10 came from the cache
     assert not preview.is_previewing(ob) and io.is_baked(ob)
     scene.frame_set(3)                                            # a baked wig plays its bake
     assert not preview.is_previewing(ob) and "is baked" in preview.status(ob)
-    (first, last), baked, _paths = io.read_bake(ob)
-    assert (first, last) == (1, N)
-    monkeypatch.setattr(frames, "step_frame", step)
     assert bpy.ops.hair_wig.clear_bake() == {"FINISHED"}
     assert np.array_equal(positions(ob), rest)
     ob.hair_wig.use_live_dynamics = False
@@ -377,13 +387,8 @@ def test_bake_takes_no_frame_whose_input_changed_unseen(glue, monkeypatch):
     scene.gravity = (0.0, 0.0, -3.0)
     bpy.context.view_layer.update()
     assert session(preview, ob).cache.last_current == N           # unseen: the frames look current
-    computed = []
-    step = frames.step_frame
-    monkeypatch.setattr(frames, "step_frame", lambda *a, **k: computed.append(a[3]) or step(*a, **k))
-    assert bpy.ops.hair_wig.bake() == {"FINISHED"}
+    computed, baked = bake_counting(monkeypatch, frames, io, ob)
     assert computed == list(range(1, N + 1))
-    _, baked, _ = io.read_bake(ob)
-    monkeypatch.setattr(frames, "step_frame", step)
     assert bpy.ops.hair_wig.clear_bake() == {"FINISHED"}
     ob.hair_wig.use_live_dynamics = False
     np.testing.assert_array_equal(baked, fresh(baking, ob).positions)
