@@ -140,6 +140,10 @@ def test_a_keyframe_changed_at_frame_k_outdates_from_k_and_the_replay_equals_a_f
     bpy.context.view_layer.update()                               # the edit reaches the handlers
     assert live.cache.outdated == 7 and live.cache.last_current == 6
     assert f"7–{N} outdated" in preview.status(ob)
+    from hair_wig_addon.panels import timeline                    # the Timeline's strip: bright, then dim
+    assert timeline.runs(live.cache) == [(1, 6, "current"), (7, N, "outdated")]
+    rects = timeline.rectangles(timeline.runs(live.cache), lambda f: 10.0 * f)
+    assert rects[0] == ((5.0, 0.0, 65.0, float(timeline.HEIGHT)), "current") and rects[1][0][:3] == (65.0, 0.0, 165.0)
     for f in range(1, 7):                                         # what came before is still current
         assert live.cache.shown(f) is not None and np.array_equal(live.cache.shown(f), before[f])
     steps = live.stepper.steps
@@ -424,3 +428,15 @@ def test_an_edit_past_the_range_keeps_the_playhead_where_it_is(glue):
     bpy.context.view_layer.update()
     scene.frame_set(N + 4)
     assert scene.frame_current == N + 4 and preview.is_live(ob)
+
+
+def test_the_timeline_strip_handler_comes_and_goes_with_the_addon(addon):
+    from hair_wig_addon.panels import timeline
+
+    assert timeline._handle is not None
+    addon.unregister()
+    try:
+        assert timeline._handle is None
+    finally:
+        addon.register()
+    assert timeline._handle is not None
