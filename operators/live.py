@@ -220,6 +220,10 @@ class Session:
                 scene.frame_set(frame, subframe=subframe)
         wig = self.bound.wig
         self.skin = blender_io.attaches_to_surface(ob) and wig.scalp is not None
+        self.warnings = wig.warnings() + list(self.bound.warnings) + [
+            f"magnet '{m.name}' is disabled in viewports or in an excluded collection: Blender does not move "
+            f"it, so live dynamics cannot (a bake does, and computes its frames anew)"
+            for m in scene_reader.unevaluated(context, self.bound.empties)]
         objects = read_objects(scene, ob, self.bound)
         self.objects = [o.name for o in objects]
         self.signature = signature(context, ob, self.bound, objects)

@@ -229,6 +229,12 @@ def status(ob) -> str | None:
     return None
 
 
+def live_warnings(ob) -> list[str]:
+    """What a live wig's binding warned of (the panel lists them)."""
+    preview = _previews.get(ob.session_uid) if ob is not None else None
+    return [] if preview is None or preview.live is None else preview.live.warnings
+
+
 def live_frames(context, ob, first: int, last: int, preroll: int):
     """For a bake of ``ob`` over ``first..last`` after ``preroll``: the live cache's frames it can
     take (``live.Reused``), or None."""

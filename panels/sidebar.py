@@ -200,6 +200,8 @@ def draw_live(layout, ob) -> None:
         col.label(text=text, icon="ERROR" if stopped else "PHYSICS")
     elif s.use_live_dynamics:
         col.label(text="Play or step the timeline to simulate", icon="PLAY")
+    for warning in preview.live_warnings(ob):
+        col.label(text=warning, icon="ERROR")
 
 
 class VIEW3D_PT_hair_wig_refinement(_WigSubPanel, bpy.types.Panel):

@@ -440,3 +440,17 @@ def test_the_timeline_strip_handler_comes_and_goes_with_the_addon(addon):
     finally:
         addon.register()
     assert timeline._handle is not None
+
+
+def test_a_hidden_magnet_is_named_and_bake_computes_anew(glue, monkeypatch):
+    """A magnet disabled in viewports: Blender does not move it, so live dynamics cannot; the panel
+    names it, and Bake (which moves it) takes no frame of the cache."""
+    baking, io, frames, preview = glue
+    scene, head, ob, rest = live_wig()
+    magnet = scenes.keyed_magnet(ob, "Pull", (0.0, -1.2, 0.6), (0.0, -0.4, 0.0), (1, 8), radius=0.8)
+    magnet.hide_viewport = True
+    ob.hair_wig.use_live_dynamics = True
+    play(scene, ob, range(1, N + 1))
+    assert any("magnet 'Pull' is disabled in viewports" in w for w in preview.live_warnings(ob))
+    computed, baked = bake_counting(monkeypatch, frames, io, ob)
+    assert computed == list(range(1, N + 1))
