@@ -234,6 +234,9 @@ def grass(blades=600, points=8) -> Groom:
     wind = bpy.context.active_object
     wind.field.strength = 40.0
     wind.field.noise = 0.5
+    # Blender seeds a new field's noise from the clock (BKE_partdeflect_new: the seconds + 1, mod
+    # 128): unpinned, every build of this scene blew another gust and baked other bits
+    wind.field.seed = 47
     _magnet(hair, (0.0, 0.0, 0.3), (0.0, 0.0, -0.6), FRAMES, radius=1.5, dynamic=True)
     s = hair.hair_wig
     s.use_secondary = True
