@@ -233,8 +233,10 @@ class Wig:
             meshes += list(colliders)
             self.extra_colliders = len(colliders)
             head_inv = np.linalg.inv(self.head_rest)
-            for mesh in meshes:
-                c = Collider(mesh, head_inv @ mesh.matrix, mesh.offset / scale)
+            for k, mesh in enumerate(meshes):
+                # the hair rides its head: its grid covers wherever the hair can reach (``Collider``)
+                rides = (self.rest_rows, hair.offsets) if head_mesh is not None and k == 0 else None
+                c = Collider(mesh, head_inv @ mesh.matrix, mesh.offset / scale, rides)
                 c.bind(self.rest_rows, self._uniform)
                 self.colliders.append(c)
             if children is not None and len(children.roots) and settings.child_samples:

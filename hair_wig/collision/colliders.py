@@ -45,6 +45,21 @@ def groom_limits(clearance: np.ndarray, offset: float, margin: np.ndarray | None
     return np.minimum(surface, clearance)
 
 
+def hair_reach(rows: np.ndarray, offsets: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
+    """How far from the box ``[lo, hi]`` (3,) the strands at ``rows`` (3, P) can get while their
+    roots stay where they are relative to it and their lengths are kept: the largest root's
+    distance from the box plus its strand's length (triangle inequality along the strand)."""
+    p = np.asarray(rows, np.float64)
+    offsets = np.asarray(offsets, np.int64)
+    if p.shape[1] == 0:
+        return 0.0
+    run = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(p, axis=1), axis=0))]
+    length = run[offsets[1:] - 1] - run[offsets[:-1]]
+    roots = p[:, offsets[:-1]].T
+    gap = np.maximum(np.maximum(np.asarray(lo) - roots, roots - np.asarray(hi)), 0.0)
+    return float((np.linalg.norm(gap, axis=1) + length).max(initial=0.0))
+
+
 class ColliderMesh:
     """A collider as the scene gives it: ``vertices`` (V, 3) in the collider's own space,
     ``triangles`` (T, 3), its world ``matrix`` (4, 4) at the rest pose, an ``offset`` (world
@@ -79,18 +94,33 @@ class Collider:
     less than ``skip`` from its rest position (half of ``d0 − limit``: distances are 1-Lipschitz,
     and the grid's far values are within a few tenths of a cell per cell of distance) cannot
     have reached its limit and is not looked up while the collider has not moved.
+
+    Beyond its grid a field reads +inf: outside. For a closed mesh that is so; an open mesh's
+    inside (by the pseudo-normal sign) can go on past the grid — all that lies under a ground
+    plane's level past its rim — and hair there was inside where no client could see it (a grass
+    blade blown over the rim of the ground it grows on, 2 mm under its level and 0.3 m past its
+    rim, beyond the grid's 0.25 m). Where the mesh's inside reaches the grid's edge, its grid
+    grows (doubling) until the inside stops short of the edge or the grid covers all the hair
+    that ``rides`` it can reach (``hair_reach``): the head's hair, rows (3, P) in field space and
+    strand offsets (S + 1,). (Hair moving about a collider it does not ride can still leave the
+    grid.)
     """
 
-    def __init__(self, mesh: ColliderMesh, rest_to_field: np.ndarray, offset: float):
+    def __init__(self, mesh: ColliderMesh, rest_to_field: np.ndarray, offset: float, rides: tuple | None = None):
         self.name = mesh.name
         self.mesh = mesh
         self.rest_to_field = rest_to_field           # collider's own space -> field space
         v = mesh.vertices @ rest_to_field[:3, :3].T + rest_to_field[:3, 3]
+        self.margin = float(offset)                  # how far its grid reaches beyond it, at least
         if mesh.method == "RAY":
             centre = None if mesh.centre is None else (rest_to_field[:3, :3] @ mesh.centre + rest_to_field[:3, 3])
             self.field = RayField(RadiusMap(v, mesh.triangles, centre, name=mesh.name))
         else:
-            self.field = MeshField(v, mesh.triangles, mesh.resolution, margin=offset, name=mesh.name)
+            self.field = MeshField(v, mesh.triangles, mesh.resolution, margin=self.margin, name=mesh.name)
+            reach = 0.0 if rides is None else hair_reach(*rides, *self.field.box)
+            while self.field.inside_at_edge and self.field.pad < reach:
+                self.margin = min(float(reach), 2.0 * self.field.pad)
+                self.field = MeshField(v, mesh.triangles, cell=self.field.cell, margin=self.margin, name=mesh.name)
         self.bound_field = self.field
         self.offset = float(offset)
         self.to_field = None
@@ -173,7 +203,7 @@ class Collider:
             return
         v = np.asarray(vertices, np.float64) @ self.rest_to_field[:3, :3].T + self.rest_to_field[:3, 3]
         f = self.bound_field
-        self.field = MeshField(v, f.triangles, cell=f.cell, margin=self.offset, name=self.name)
+        self.field = MeshField(v, f.triangles, cell=f.cell, margin=self.margin, name=self.name)
 
     def candidates(self, q: np.ndarray, index: np.ndarray, row: np.ndarray | None = None) -> np.ndarray:
         """Which of the points ``q`` (3, S) — wig points ``index`` (S,) — may be within their

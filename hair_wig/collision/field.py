@@ -87,6 +87,21 @@ class MeshField:
         """How far from the surface distances and pushes are exact."""
         return self.LIST_BAND * self.cell
 
+    @property
+    def pad(self) -> float:
+        """How far beyond the mesh's box the grid reaches, at least (field units)."""
+        return float((self.box[0] - self.origin).min())
+
+    @property
+    def inside_at_edge(self) -> bool:
+        """Whether the mesh's inside reaches the grid's edge (a node on one of its six faces is
+        inside), so goes on beyond it, where every query reads +inf (outside): an open mesh's
+        pseudo-normal sign makes all that lies under a ground plane's level past its rim inside,
+        however far."""
+        d = self.grid.distance_grid.reshape(tuple(int(n) for n in self.dims))
+        return bool(min(d[0].min(), d[-1].min(), d[:, 0].min(), d[:, -1].min(), d[:, :, 0].min(),
+                        d[:, :, -1].min()) < 0)
+
     def exact(self, p: np.ndarray, every: bool = False):
         """``TriangleIndex.exact``: exact signed distance (N,) of points ``p`` (N, 3), their
         closest points (N, 3), the outward direction there (N, 3) and whether any triangle was
