@@ -39,7 +39,11 @@ def draw():
         return
     session = preview._previews[ob.session_uid].live
     view = context.region.view2d
-    rects = rectangles(runs(session.cache), lambda f: view.view_to_region(f, 0.0, clip=False)[0])
+    draw_rectangles(rectangles(runs(session.cache), lambda f: view.view_to_region(f, 0.0, clip=False)[0]))
+
+
+def draw_rectangles(rects) -> None:
+    """Fill ``rectangles``' output in the current pixel space, each in its kind's colour."""
     if not rects:
         return
     import gpu

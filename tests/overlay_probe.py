@@ -16,15 +16,14 @@ import addon  # noqa: E402
 import bpy  # noqa: E402
 import gpu  # noqa: E402
 import numpy as np  # noqa: E402
+import offscreen  # noqa: E402  (it starts Blender's GPU module)
 import scenes  # noqa: E402
-from mathutils import Matrix  # noqa: E402
 
 SIZE, EXTENT = 128, 2.0
 
 addon.ensure_registered()
 from hair_wig_addon.panels import overlay  # noqa: E402
 
-gpu.init()
 bpy.ops.wm.read_factory_settings(use_empty=True)
 scene = bpy.context.scene
 bpy.ops.mesh.primitive_uv_sphere_add(radius=0.2, location=(0, 0, -5))
@@ -38,19 +37,8 @@ magnet = hair.hair_wig.magnets[0].object
 def drawn() -> list:
     """World (x, y) of every pixel the overlay coloured."""
     bpy.context.view_layer.update()
-    offscreen = gpu.types.GPUOffScreen(SIZE, SIZE)
     projection = np.diag([1 / EXTENT, 1 / EXTENT, -0.1, 1.0])
-    try:
-        with offscreen.bind():
-            fb = gpu.state.active_framebuffer_get()
-            fb.clear(color=(0.0, 0.0, 0.0, 0.0))
-            with gpu.matrix.push_pop(), gpu.matrix.push_pop_projection():
-                gpu.matrix.load_matrix(Matrix.Identity(4))
-                gpu.matrix.load_projection_matrix(Matrix(projection.tolist()))
-                overlay.draw()
-            pixels = np.array(fb.read_color(0, 0, SIZE, SIZE, 4, 0, "FLOAT").to_list())
-    finally:
-        offscreen.free()
+    pixels = offscreen.draw(SIZE, SIZE, projection, overlay.draw)
     rows, cols = np.nonzero(pixels[..., 3] > 0.05)
     to_world = lambda i: (i + 0.5) / SIZE * 2 * EXTENT - EXTENT
     return np.stack([to_world(cols), to_world(rows)], 1).tolist()

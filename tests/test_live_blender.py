@@ -454,3 +454,26 @@ def test_a_hidden_magnet_is_named_and_bake_computes_anew(glue, monkeypatch):
     assert any("magnet 'Pull' is disabled in viewports" in w for w in preview.live_warnings(ob))
     computed, baked = bake_counting(monkeypatch, frames, io, ob)
     assert computed == list(range(1, N + 1))
+
+
+@pytest.mark.skipif(not hasattr(__import__("gpu"), "init"),
+                    reason="this Blender's bpy cannot draw in background mode (gpu.init arrived in 5.x)")
+def test_the_timeline_strip_is_drawn_bright_then_dim_along_the_bottom():
+    """Drawn for real (offscreen, in a process of its own), 10 pixels a frame: frames 1–6 bright
+    from x 5 to 65, 7–10 dim to 105, HEIGHT pixels high, nothing above or beyond."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from hair_wig_addon.panels import timeline
+
+    probe = Path(__file__).with_name("timeline_probe.py")
+    run = subprocess.run([sys.executable, str(probe)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    alpha = np.array(json.loads(next(l for l in run.stdout.splitlines() if l.startswith("REPORT "))[7:])["alpha"])
+    bright, dim = timeline.COLORS["current"][3], timeline.COLORS["outdated"][3]
+    h = timeline.HEIGHT
+    np.testing.assert_allclose(alpha[:h, 6:64], bright, atol=0.02)        # pixel centres inside
+    np.testing.assert_allclose(alpha[:h, 66:104], dim, atol=0.02)
+    assert not alpha[h + 1:].any() and not alpha[:, :4].any() and not alpha[:, 106:].any()
