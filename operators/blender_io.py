@@ -9,6 +9,7 @@ the add-on disabled or absent.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass
 
@@ -275,14 +276,21 @@ def read_rest_surface(ob, uv_map: str, frame: int) -> MeshArrays:
     Subdivision Surface interpolates off its limit surface: it moves a groom 1 % of the head at
     rest.) The scene's frame is back as it was afterwards."""
     scene = bpy.context.scene
-    now = (scene.frame_current, scene.frame_subframe)
-    away = now != (int(frame), 0.0)
-    try:
-        if away:
+    with frame_kept(scene):
+        if (scene.frame_current, scene.frame_subframe) != (int(frame), 0.0):
             scene.frame_set(int(frame))
         return read_mesh(ob, bpy.context.evaluated_depsgraph_get(), uv_map)
+
+
+@contextlib.contextmanager
+def frame_kept(scene):
+    """Whatever frame the block sets, the scene's frame and sub-frame are back as they were after
+    it (set again only where they changed: a frame set costs an evaluation of the scene)."""
+    now = (scene.frame_current, scene.frame_subframe)
+    try:
+        yield
     finally:
-        if away:
+        if (scene.frame_current, scene.frame_subframe) != now:
             scene.frame_set(now[0], subframe=now[1])
 
 

@@ -211,13 +211,9 @@ class Session:
         """Bind the wig to its rest pose as a bake binds it (the hair holding its groom meanwhile,
         as at a bake's start) and note what it was bound from."""
         scene = context.scene
-        frame, subframe = scene.frame_current, scene.frame_subframe
         self.write(ob, self.rest)
-        try:
+        with blender_io.frame_kept(scene):
             self.bound = scene_reader.bind(context, ob, rest_points=self.rest)
-        finally:
-            if (scene.frame_current, scene.frame_subframe) != (frame, subframe):
-                scene.frame_set(frame, subframe=subframe)
         wig = self.bound.wig
         self.skin = blender_io.attaches_to_surface(ob) and wig.scalp is not None
         self.warnings = wig.warnings() + list(self.bound.warnings) + [
@@ -312,8 +308,6 @@ class Session:
         """The positions at ``frame`` (within the wig's frame range: before it the first frame's,
         after it the last's), computed where they are not cached and current; the scene's frame is
         back where it was after."""
-        scene = context.scene
-        here, subframe = scene.frame_current, scene.frame_subframe
         target = min(max(int(frame), self.first), self.last)
         total = self.stepper.to_compute(target)
         self._ob = ob
@@ -330,15 +324,13 @@ class Session:
                 wm.progress_update(done)
 
         try:
-            out = self.stepper.show(target, progress if total > 1 else None)
-            record = self.cache.extra(target) if self.cache.shown(target) is out else self._last
-            out = self._shown(out, record)
+            with blender_io.frame_kept(context.scene):
+                out = self.stepper.show(target, progress if total > 1 else None)
         finally:
             if shown[0]:
                 wm.progress_end()
-            if (scene.frame_current, scene.frame_subframe) != (here, subframe):
-                scene.frame_set(here, subframe=subframe)
-        return out
+        record = self.cache.extra(target) if self.cache.shown(target) is out else self._last
+        return self._shown(out, record)
 
     def try_at(self, context, ob, frame: int) -> np.ndarray | None:
         """After an edit at ``frame`` outdated it: the frame stepped from the state kept before it
@@ -348,13 +340,8 @@ class Session:
         if self.cache.current(frame) or frame == self.first or self.cache.state(frame - 1) is None:
             return None
         self._ob = ob
-        scene = context.scene
-        here, subframe = scene.frame_current, scene.frame_subframe
-        try:
+        with blender_io.frame_kept(context.scene):
             out, _state, record = self._step(frame, self.cache.state(frame - 1))
-        finally:
-            if (scene.frame_current, scene.frame_subframe) != (here, subframe):
-                scene.frame_set(here, subframe=subframe)
         return self._shown(out, record)
 
     # -- a bake from the cache -----------------------------------------------------------------
