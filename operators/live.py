@@ -180,6 +180,10 @@ def first_change(old: np.ndarray, new: np.ndarray, frames_) -> int | None:
     return frames_[int(diff[0])] if len(diff) else None
 
 
+def legacy_message(ob) -> str:
+    return f"'{ob.name}' is a legacy Curve object: live dynamics plays Curves hair; bake it to see its dynamics"
+
+
 def budget_of(ob) -> int:
     return max(int(ob.hair_wig.live_memory * MB), 1)
 
@@ -190,8 +194,7 @@ class Session:
 
     def __init__(self, context, ob, rest: np.ndarray, write):
         if ob.type != "CURVES":
-            raise HairWigError(f"'{ob.name}' is a legacy Curve object: live dynamics plays Curves hair; "
-                               f"bake it to see its dynamics")
+            raise HairWigError(legacy_message(ob))
         s = ob.hair_wig
         self.name = ob.name
         self.rest = rest
@@ -203,7 +206,6 @@ class Session:
         self._ob = ob
         self._last = None             # the record of the frame last computed
         self.pre = {}                 # the records of the pre-roll frames
-        self.message = ""
         self._bind(context, ob)
 
     # -- binding -----------------------------------------------------------------------------------
@@ -225,9 +227,9 @@ class Session:
         self.signature = signature(context, ob, self.bound, objects)
         # every key the wig reads: a checksum of each F-curve and its values at every frame of the
         # range (sampled once a binding: a check then samples only the curves that changed)
-        curves = fcurves_of(self._objects())
+        curves, frames_ = fcurves_of(self._objects()), self._sampled()
         self.curves = {k: curve_digest(fc) for k, fc in curves.items()}
-        self.samples = {k: samples_of(fc, self._sampled()) for k, fc in curves.items()}
+        self.samples = {k: samples_of(fc, frames_) for k, fc in curves.items()}
 
     def _objects(self):
         return [o for o in (bpy.data.objects.get(n) for n in self.objects) if o is not None]
@@ -262,7 +264,8 @@ class Session:
                 break
             digest = curve_digest(fc)
             if k in self.curves and digest != self.curves[k]:
-                g = first_change(self.samples[k], samples_of(fc, self._sampled()), self._sampled())
+                frames_ = self._sampled()
+                g = first_change(self.samples[k], samples_of(fc, frames_), frames_)
                 f = g if f is None or (g is not None and g < f) else f
                 if g is None:
                     self.curves[k] = digest   # changed where no frame reads it (a handle between frames)
@@ -366,7 +369,7 @@ class Session:
         self.stepper.rebind(self._step, None)
 
     def status(self) -> str:
-        return self.message or self.cache.status()
+        return self.cache.status()
 
 
 class Reused:

@@ -12,6 +12,7 @@ an undo, a redo or a recovered file give that state's own rest pose back.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import bpy
@@ -21,9 +22,21 @@ from ..hair_wig import HairWigError
 from . import blender_io, live, polls, scene_reader
 
 _previews: dict[int, "Preview"] = {}
-_busy = False              # our own write or frame steps trigger handlers: do not answer them
+_busy = False              # our own write or frame steps trigger handlers: do not answer them (``_quiet``)
 _messages: dict[str, str] = {}     # hair name -> why its live dynamics stopped or cannot run
 _baking: dict[str, int] = {}       # hair being baked (how many holds): no live dynamics meanwhile
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Within the block our handlers answer nothing: what it does (a write, frames stepped, a
+    binding visiting the rest frame) is ours."""
+    global _busy
+    was, _busy = _busy, True
+    try:
+        yield
+    finally:
+        _busy = was
 
 
 def hold(ob) -> None:
@@ -68,8 +81,7 @@ def start(context, ob, dynamics: bool | None = None) -> None:
     dynamics = ob.hair_wig.use_live_dynamics if dynamics is None else dynamics
     if ob.type != "CURVES":
         if dynamics:
-            raise HairWigError(f"'{ob.name}' is a legacy Curve object: live dynamics plays Curves hair; "
-                               f"bake it to see its dynamics")
+            raise HairWigError(live.legacy_message(ob))
         raise HairWigError(f"'{ob.name}': live preview works on Curves hair; bake legacy curves instead")
     if blender_io.is_baked(ob):
         raise HairWigError(f"'{ob.name}' is baked: clear the bake to preview")
@@ -91,13 +103,9 @@ def start(context, ob, dynamics: bool | None = None) -> None:
 
 
 def _bind(context, ob, rest: np.ndarray, dynamics: bool = False) -> None:
-    global _busy
     if dynamics:
-        was, _busy = _busy, True              # binding may visit the rest frame
-        try:
+        with _quiet():                        # binding may visit the rest frame
             session = live.Session(context, ob, rest, _write)
-        finally:
-            _busy = was
         bound = session.bound
     else:
         session, bound = None, scene_reader.bind(context, ob, rest_points=rest, dynamics=False)
@@ -152,36 +160,30 @@ def _object(uid):
 
 
 def _write(ob, points: np.ndarray) -> None:
-    global _busy
-    was, _busy = _busy, True
-    try:
+    with _quiet():
         blender_io.write_positions(ob.data, points)
         ob.data.update_tag()
-    finally:
-        _busy = was
 
 
-def _fail(ob, preview, err, frame) -> None:
-    """An error while playing: the wig's preview stops (its rest pose back), Live Dynamics goes off,
-    and the panel says why, naming the wig."""
+def _fail(ob, name: str, dynamics: bool, err, frame) -> None:
+    """An error while playing the hair ``name``: its preview stops (its rest pose back); with
+    ``dynamics``, Live Dynamics goes off and the panel says why, naming the wig."""
     stop(ob)
-    kind = "live dynamics" if preview.live is not None else "preview"
+    kind = "live dynamics" if dynamics else "preview"
     if isinstance(err, ReferenceError):      # Blender's words for it name no object
         err = "an object it reads (its head, a magnet or a collider) was deleted"
-    text = f"'{preview.name}': {kind} stopped at frame {frame}: {err}"
-    if preview.live is not None:
+    text = f"'{name}': {kind} stopped at frame {frame}: {err}"
+    if dynamics:
         if ob.hair_wig.use_live_dynamics:
             ob.hair_wig.use_live_dynamics = False         # its update stops nothing more: stopped
-        _messages[preview.name] = text
+        _messages[name] = text
     print(f"hair_wig: {text}")
 
 
 def _live_show(context, ob, preview, frame, edited: bool = False) -> np.ndarray:
     """A live wig's frame (``edited``: after an edit outdated it, stepped once from the frame
     before where that is kept, for the edit to show at once)."""
-    global _busy
-    was, _busy = _busy, True                  # its steps set frames: not ours to answer
-    try:
+    with _quiet():                            # its steps set frames: not ours to answer
         session = preview.live
         if not session.matches(context, ob):          # another frame range or pre-roll: start again
             del _previews[ob.session_uid]
@@ -190,8 +192,6 @@ def _live_show(context, ob, preview, frame, edited: bool = False) -> np.ndarray:
             session = preview.live
         out = session.try_at(context, ob, frame) if edited else None
         return session.show(context, ob, frame) if out is None else out
-    finally:
-        _busy = was
 
 
 def clear_live(ob) -> bool:
@@ -205,10 +205,6 @@ def clear_live(ob) -> bool:
     return True
 
 
-def legacy_message(ob) -> str:
-    return f"'{ob.name}' is a legacy Curve object: live dynamics plays Curves hair; bake it to see its dynamics"
-
-
 def baked_message(ob) -> str:
     return f"'{ob.name}' is baked: the bake plays; clear it for live dynamics"
 
@@ -220,7 +216,7 @@ def status(ob) -> str | None:
     if ob.name in _messages:
         return _messages[ob.name]
     if ob.hair_wig.use_live_dynamics and ob.type != "CURVES":
-        return legacy_message(ob)
+        return live.legacy_message(ob)
     if ob.hair_wig.use_live_dynamics and blender_io.is_baked(ob):
         return baked_message(ob)
     preview = _previews.get(ob.session_uid)
@@ -241,12 +237,8 @@ def live_frames(context, ob, first: int, last: int, preroll: int):
     preview = _previews.get(ob.session_uid)
     if preview is None or preview.live is None:
         return None
-    global _busy
-    was, _busy = _busy, True
-    try:
+    with _quiet():
         return preview.live.reusable(context, ob, first, last, preroll)
-    finally:
-        _busy = was
 
 
 _dirty = False              # a setting was set: the live wigs check what changed, once
@@ -278,21 +270,19 @@ def _checked():
 
 def _check_live(context, scene) -> bool:
     """Every live wig checks what changed (``live.Session.check``); whether any outdated frames."""
-    global _busy, _dirty
+    global _dirty
     _dirty = False
     edited = False
     for uid, preview in list(_previews.items()):
         ob = _object(uid)
         if preview.live is None or ob is None or ob.mode != "OBJECT":
             continue                          # a wig out of object mode: update() stops it
-        was, _busy = _busy, True
         try:
-            changed = preview.live.check(context, ob, scene.frame_current)
+            with _quiet():
+                changed = preview.live.check(context, ob, scene.frame_current)
         except Exception as err:             # noqa: BLE001 — never out of a handler
-            _busy = was
-            _fail(ob, preview, err, scene.frame_current)
+            _fail(ob, preview.name, True, err, scene.frame_current)
             continue
-        _busy = was
         edited = edited or changed is not None
     if edited:
         update(scene, None, edited=True)
@@ -322,8 +312,7 @@ def _start_live(context, ob) -> None:
     try:
         start(context, ob, dynamics=True)
     except Exception as err:                 # noqa: BLE001 — never out of a handler: say it
-        preview = _previews.get(ob.session_uid) or Preview(ob.name, None, None, None, True)
-        _fail(ob, preview, err, context.scene.frame_current)
+        _fail(ob, ob.name, True, err, context.scene.frame_current)
 
 
 def _start_live_wigs(context, scene) -> None:
@@ -366,7 +355,7 @@ def update(scene, depsgraph=None, edited: bool = False) -> None:
                 inp = scene_reader.frame_input(bpy.context, ob, preview.bound, scene.frame_current, depsgraph)
                 out = preview.wig.step(inp, None, out=preview.out)[0]
         except Exception as err:             # noqa: BLE001 — never out of a handler: stop and say it
-            _fail(ob, preview, err, scene.frame_current)
+            _fail(ob, preview.name, preview.live is not None, err, scene.frame_current)
             continue
         _write(ob, out)
 
@@ -463,7 +452,6 @@ def on_undo_redo_post(*_args):
     hair's own positions. A running preview carries on from the loaded state's rest pose (the
     magnets, head and hair as they were then); hair no longer previewed gets its rest pose back. A
     live wig with the same groom keeps its frames, outdated by what the undo changed."""
-    global _busy
     context = bpy.context
     for ob in bpy.data.objects:
         if ob.type != "CURVES":
@@ -478,11 +466,8 @@ def on_undo_redo_post(*_args):
                 if preview is not None and preview.live is not None and np.array_equal(rest, preview.rest):
                     # the same groom: the frames stay, outdated by what the undo changed
                     _previews[ob.session_uid] = preview
-                    was, _busy = _busy, True
-                    try:
+                    with _quiet():
                         preview.live.check(context, ob, context.scene.frame_current)
-                    finally:
-                        _busy = was
                     _keep_rest(ob, rest)
                     continue
                 if preview is not None:
