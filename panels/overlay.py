@@ -18,6 +18,7 @@ from ..hair_wig.spaces import rotation_of, transform_rows
 from ..hair_wig.wisps import WispLayer
 from ..operators import blender_io, scene_reader
 from ..operators.properties import head_of
+from .draw_handler import DrawHandler
 
 SEGMENTS = 32
 COLORS = {"reach": (0.9, 0.6, 0.1, 0.6), "rest": (0.9, 0.6, 0.1, 0.25), "target": (0.2, 0.8, 1.0, 0.9),
@@ -211,17 +212,7 @@ def draw():
     gpu.state.blend_set("NONE")
 
 
-_handle = None
 
 
-def register():
-    global _handle
-    if _handle is None:
-        _handle = bpy.types.SpaceView3D.draw_handler_add(draw, (), "WINDOW", "POST_VIEW")
-
-
-def unregister():
-    global _handle
-    if _handle is not None:
-        bpy.types.SpaceView3D.draw_handler_remove(_handle, "WINDOW")
-        _handle = None
+handler = DrawHandler(bpy.types.SpaceView3D, draw, "POST_VIEW")
+register, unregister = handler.register, handler.unregister

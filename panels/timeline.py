@@ -8,10 +8,10 @@ from __future__ import annotations
 import bpy
 
 from ..operators import preview
+from .draw_handler import DrawHandler
 
 COLORS = {"current": (1.0, 0.55, 0.1, 0.8), "outdated": (1.0, 0.55, 0.1, 0.3)}
 HEIGHT = 4                  # pixels, as Blender's own cache strip
-_handle = None
 
 
 def runs(cache) -> list[tuple[int, int, str]]:
@@ -59,14 +59,5 @@ def draw_rectangles(rects) -> None:
     gpu.state.blend_set("NONE")
 
 
-def register():
-    global _handle
-    if _handle is None:
-        _handle = bpy.types.SpaceDopeSheetEditor.draw_handler_add(draw, (), "WINDOW", "POST_PIXEL")
-
-
-def unregister():
-    global _handle
-    if _handle is not None:
-        bpy.types.SpaceDopeSheetEditor.draw_handler_remove(_handle, "WINDOW")
-        _handle = None
+handler = DrawHandler(bpy.types.SpaceDopeSheetEditor, draw, "POST_PIXEL")
+register, unregister = handler.register, handler.unregister

@@ -430,18 +430,6 @@ def test_an_edit_past_the_range_keeps_the_playhead_where_it_is(glue):
     assert scene.frame_current == N + 4 and preview.is_live(ob)
 
 
-def test_the_timeline_strip_handler_comes_and_goes_with_the_addon(addon):
-    from hair_wig_addon.panels import timeline
-
-    assert timeline._handle is not None
-    addon.unregister()
-    try:
-        assert timeline._handle is None
-    finally:
-        addon.register()
-    assert timeline._handle is not None
-
-
 def test_a_hidden_magnet_is_named_and_bake_computes_anew(glue, monkeypatch):
     """A magnet disabled in viewports: Blender does not move it, so live dynamics cannot; the panel
     names it, and Bake (which moves it) takes no frame of the cache."""

@@ -62,16 +62,19 @@ def test_reach_target_and_where_the_magnet_acted(scene, addon):
                                atol=rounding(magnitude(lines["reach"]), 2))
 
 
-def test_draw_handler_comes_and_goes_with_the_addon(addon):
-    from hair_wig_addon.panels import overlay
+@pytest.mark.parametrize("module", ["overlay", "timeline"])
+def test_draw_handler_comes_and_goes_with_the_addon(addon, module):
+    """The 3D Viewport's overlay and the Timeline's live cache strip (issue 37)."""
+    from importlib import import_module
 
-    assert overlay._handle is not None
+    panel = import_module(f"hair_wig_addon.panels.{module}")
+    assert panel.handler.handle is not None
     addon.unregister()
     try:
-        assert overlay._handle is None
+        assert panel.handler.handle is None
     finally:
         addon.register()
-    assert overlay._handle is not None
+    assert panel.handler.handle is not None
 
 
 @pytest.mark.skipif(not hasattr(gpu, "init"),
