@@ -191,16 +191,28 @@ class LiveStepper:
         self.cache.outdate(frame)
         self._beyond = None
 
-    def to_compute(self, frame: int) -> int:
-        """How many frames showing ``frame`` computes (0: it is kept and current)."""
-        frame = max(int(frame), self.cache.start)
+    def _plan(self, frame: int):
+        """Where showing ``frame`` (at or after the start) begins: ``(first frame to step, the
+        state before it, None)``, or ``(None, None, positions)`` where nothing is to step (kept
+        and current, or the last frame computed past the budget). Past the budget, playing on
+        steps on from the last frame computed; with room again, from the cache."""
         if self.cache.current(frame):
-            return 0
+            return None, None, self.cache.shown(frame)
+        beyond = self._beyond if self.cache.full else None
+        if beyond is not None and beyond[0] == frame:
+            return None, None, beyond[2]
         last = self.cache.last_current
         f0 = self.cache.start if last is None else last + 1
-        if self._beyond is not None and f0 <= self._beyond[0] <= frame:
-            f0 = self._beyond[0] + 1
-        return frame - f0 + 1 + (self.preroll if f0 == self.cache.start else 0)
+        state = None if last is None else self.cache.state(last)
+        if beyond is not None and f0 <= beyond[0] < frame:
+            f0, state = beyond[0] + 1, beyond[1]
+        return (f0 - self.preroll if f0 == self.cache.start else f0), state, None
+
+    def to_compute(self, frame: int) -> int:
+        """How many frames showing ``frame`` computes (0: none)."""
+        frame = max(int(frame), self.cache.start)
+        first = self._plan(frame)[0]
+        return 0 if first is None else frame - first + 1
 
     def show(self, frame: int, progress: Callable | None = None) -> np.ndarray:
         """The positions (P, 3) float32 at ``frame``: kept and current, or stepped to from the last
@@ -208,19 +220,9 @@ class LiveStepper:
         past it, playing on steps on from the last frame computed), ``progress(done, total)``
         after each. Before the start frame: the start frame's."""
         frame = max(int(frame), self.cache.start)
-        if self.cache.current(frame):
-            return self.cache.shown(frame)
-        if self._beyond is not None and not self.cache.full:
-            self._beyond = None                # room again: the frames from the cache on are kept
-        last = self.cache.last_current
-        f0 = self.cache.start if last is None else last + 1
-        state = None if last is None else self.cache.state(last)
-        if self._beyond is not None and f0 <= self._beyond[0] < frame:
-            f0, state = self._beyond[0] + 1, self._beyond[1]          # past the budget: on from there
-        elif self._beyond is not None and self._beyond[0] == frame:
-            return self._beyond[2]
-        first = f0 - self.preroll if f0 == self.cache.start else f0
-        out = None
+        first, state, out = self._plan(frame)
+        if first is None:
+            return out
         total = frame - first + 1
         for k, f in enumerate(range(first, frame + 1), 1):
             out, state, extra = self.step(f, state)
