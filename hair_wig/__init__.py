@@ -4,6 +4,10 @@ This package never imports ``bpy`` or ``mathutils``; it runs under plain Python 
 the Blender operators feed with arrays read from the scene.
 """
 
+from . import kernel_home
+
+kernel_home.adopt(__name__)   # before any module of the core imports its kernels (kernel_home)
+
 from .cache import BakeCache, check_memory
 from .dynamics import DynamicMagnet, SecondarySprings, ForceField, spring_step_coefficients
 from .errors import HairWigError

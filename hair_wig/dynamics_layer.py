@@ -197,6 +197,7 @@ class DynamicsLayer:
     DESCRIPTION = ""      # the panel's tooltip
     SETTINGS = None       # its settings dataclass
     KEYED = ()            # settings' fields an animator keys (read each frame; ``key``)
+    KERNELS = ()          # the groups of kernels it needs besides every wig's (``hair_wig.prepare``)
     SPLITS = False        # strands move independently: a bake may be split by strands
     ABSORBS = True        # what refinement moved is carried back (``absorb``)
     LIFTS = False         # refinement's walk lifts a chain that meets a head-on contact, as the

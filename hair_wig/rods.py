@@ -389,6 +389,7 @@ class RodLayer(DynamicsLayer):
                    "keep its shape while it moves")
     SETTINGS = RodSettings
     KEYED = ("dynablend", "stiffness")
+    KERNELS = ("angular rods", "collision contacts")
 
     def __init__(self, model: HairModel, settings: RodSettings):
         super().__init__(model, settings)

@@ -66,6 +66,7 @@ class SpringLayer(DynamicsLayer):
     DESCRIPTION = "Every point lags on its own spring and settles back: light, good for fur and short hair"
     SETTINGS = SpringSettings
     KEYED = ("dynablend",)
+    KERNELS = ("springs",)
     SPLITS = True
     ABSORBS = False       # a spring is not pushed by refinement: it lags toward the next goal
 

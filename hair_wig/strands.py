@@ -807,6 +807,7 @@ class StrandLayer(DynamicsLayer):
                    "back to the groom; strands can push each other apart: long hair")
     SETTINGS = StrandSettings
     KEYED = ("dynablend", "goal_stiffness")
+    KERNELS = ("strands", "collision contacts", "hair against hair", "hair volume")
     LIFTS = True          # refinement's walk lifts a chain at a head-on contact as ``_give`` does
 
     def __init__(self, model: HairModel, settings: StrandSettings):

@@ -428,6 +428,7 @@ class WispLayer(DynamicsLayer):
                    "other, wisps that cross collide: thick long hair")
     SETTINGS = WispSettings
     KEYED = ("dynablend", "goal_stiffness", "viscosity")
+    KERNELS = ("wisps",)
     ABSORBS = False       # the wisps meet the colliders themselves; refinement's push is the strands' own
 
     def __init__(self, model: HairModel, settings: WispSettings):

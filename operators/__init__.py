@@ -2,11 +2,12 @@
 
 import bpy
 
-from . import bake_ops, disk_bake, draw_ops, export_ops, keypose_ops, magnet_ops, preview, profiles, properties, style_ops
+from . import (bake_ops, disk_bake, draw_ops, export_ops, keypose_ops, magnet_ops, preparation, preview, profiles, properties,
+               style_ops)
 
 _classes = (bake_ops.classes + magnet_ops.classes + keypose_ops.classes + preview.classes
             + profiles.classes + style_ops.classes + draw_ops.classes + export_ops.classes
-            + disk_bake.classes)
+            + disk_bake.classes + preparation.classes)
 _handlers = ((bpy.app.handlers.depsgraph_update_post, magnet_ops.drop_deleted_magnets),
              (bpy.app.handlers.load_post, magnet_ops.drop_deleted_magnets)) + preview.handlers
 
@@ -18,9 +19,11 @@ def register():
     for handlers, fn in _handlers:
         if fn not in handlers:
             handlers.append(fn)
+    preparation.begin()         # the kernels, in other processes: Blender goes on at once
 
 
 def unregister():
+    preparation.end()
     preview.stop_all()          # the hair goes back to its rest pose, bit for bit
     for handlers, fn in _handlers:
         while fn in handlers:

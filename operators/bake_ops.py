@@ -3,8 +3,8 @@
 import bpy
 from bpy.props import BoolProperty, EnumProperty, IntProperty
 
-from ..hair_wig import HairWigError, kernels
-from . import baking, blender_io, polls, profile_curves, scene_reader
+from ..hair_wig import HairWigError, prepare
+from . import baking, blender_io, polls, preparation, profile_curves, scene_reader
 
 
 def _hair(context):
@@ -42,6 +42,7 @@ class HAIRWIG_OT_bake(bpy.types.Operator):
     _job = None
     _timer = None
     _warming = None
+    _kernels = ()
 
     @classmethod
     def poll(cls, context):
@@ -67,7 +68,9 @@ class HAIRWIG_OT_bake(bpy.types.Operator):
     def execute(self, context):
         try:
             job = self._start(context)
-            for _ in kernels.warm_up():
+            names = preparation.needed(job.obs)
+            preparation.wait(names)
+            for _ in prepare.warm_up(names):
                 pass
             job.advance(job.total + 1)
             return self._done(job)
@@ -85,12 +88,12 @@ class HAIRWIG_OT_bake(bpy.types.Operator):
             return {"CANCELLED"}
         wm = context.window_manager
         wm.progress_begin(0, self._job.total)
-        # the first bake after installing compiles the kernels (later ones load them): one at a
-        # time between timer events, saying so in the status bar
-        self._warming = None if kernels.warmed() else kernels.warm_up()
+        # the kernels its wigs need: waited for while the background preparation makes them,
+        # then loaded (or, where it stopped, compiled) one group at a time between timer events
+        self._kernels = preparation.needed(self._job.obs)
+        self._warming = None if prepare.warmed(self._kernels) else prepare.warm_up(self._kernels)
         if self._warming is not None:
-            context.workspace.status_text_set("Hair Wig: preparing hair kernels (compiled once after "
-                                              "installing, then kept) — Esc to cancel")
+            context.workspace.status_text_set("Hair Wig: getting the hair kernels ready — Esc to cancel")
         self._timer = wm.event_timer_add(0.001, window=context.window)
         wm.modal_handler_add(self)
         return {"RUNNING_MODAL"}
@@ -111,13 +114,19 @@ class HAIRWIG_OT_bake(bpy.types.Operator):
         if event.type != "TIMER":
             return {"PASS_THROUGH"}
         if self._warming is not None:
+            if preparation.waiting(self._kernels):
+                done, total, now = preparation.progress(self._kernels)
+                context.workspace.status_text_set(
+                    f"Hair Wig: the bake starts when its hair kernels are ready, {done}/{total} prepared"
+                    + (f" ({', '.join(now)})" if now else "") + " — once after installing — Esc to cancel")
+                return {"RUNNING_MODAL"}
             step = next(self._warming, None)
             if step is None:
                 self._warming = None
             else:
                 done, total, name = step
                 context.workspace.status_text_set(
-                    f"Hair Wig: preparing hair kernels, {done}/{total} ({name}) — compiled once after installing")
+                    f"Hair Wig: loading hair kernels, {done}/{total} ({name}) — Esc to cancel")
             return {"RUNNING_MODAL"}
         try:
             finished = job.advance(4)

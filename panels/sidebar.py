@@ -2,7 +2,7 @@
 
 import bpy
 
-from ..operators import baking, blender_io, preview, profile_curves, scene_reader
+from ..operators import baking, blender_io, preparation, preview, profile_curves, scene_reader
 from ..hair_wig import LAYERS
 from ..hair_wig.dynamics_layer import settings_fields
 from ..operators.properties import active_magnet
@@ -24,6 +24,7 @@ class VIEW3D_PT_hair_wig(bpy.types.Panel):
         layout = self.layout
         ob = context.active_object
         s = ob.hair_wig
+        preparation.draw(layout)
         empty = blender_io.no_curves(ob)
         if empty is not None:
             layout.label(text=empty[0], icon="ERROR")

@@ -2,7 +2,7 @@
 
     ./run python scripts/bench_kernels.py [--strands 100000] [--points 16] [--runs 7]
 
-First the kernels' start: ``kernels.warm_up()`` in a fresh process with an empty cache folder
+First the kernels' start: ``prepare.warm_up()`` in a fresh process with an empty cache folder
 (``NUMBA_CACHE_DIR``: what the first bake after installing does — compile) and again in another
 process with that folder filled (every later bake — load).
 
@@ -106,9 +106,9 @@ WARM = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
 t = time.perf_counter()
-from hair_wig import kernels
+from hair_wig import prepare
 imported = time.perf_counter() - t
-for _ in kernels.warm_up():
+for _ in prepare.warm_up():
     pass
 print(imported, time.perf_counter() - t)
 """

@@ -8,6 +8,16 @@ sys.path.insert(0, str(ROOT))              # the numpy core as plain ``hair_wig`
 sys.path.insert(0, str(ROOT / "scripts"))  # addon loader and scene builders
 
 
+def pytest_sessionstart(session):
+    """The kernels prepared once, before any test, as the add-on prepares them (in worker
+    processes, one a core, for any CPU): every process of the session — this one, the Blender
+    processes the tests start, the package's build — then loads them instead of compiling."""
+    import prepare_kernels
+
+    if not prepare_kernels.run(out=sys.__stderr__):
+        raise pytest.UsageError("the kernels could not be prepared (see above)")
+
+
 @pytest.fixture(scope="session")
 def addon():
     """The add-on package, registered in this process's Blender (real bpy)."""

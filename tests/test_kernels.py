@@ -136,13 +136,6 @@ def test_follow_chains_same_bits_with_one_and_two_threads():
     assert np.array_equal(runs[0], runs[1])
 
 
-def _tag(name: str) -> str:
-    """The cache folder of kernels imported under package ``name`` (kernels._cache_folder)."""
-    import hashlib
-
-    return "numba-" + hashlib.sha1(name.encode()).hexdigest()[:8]
-
-
 READ_ONLY = """
 import sys
 sys.path.insert(0, sys.argv[1])
@@ -196,21 +189,22 @@ def test_kernels_load_where_nothing_of_theirs_can_be_written(tmp_path):
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert "PLAIN refused: cannot cache function 'f': no locator available" in res.stdout, res.stdout
     cache = next(line for line in res.stdout.splitlines() if line.startswith("CACHE"))
-    assert cache.startswith(f"CACHE {tmp / 'hair_wig_kernels' / _tag('hair_wig.kernels')}/"), res.stdout
-    assert cache.endswith(" [0.0, 0.0, 1.0]"), res.stdout
+    from hair_wig import kernel_home
+
+    assert cache == f"CACHE {tmp / 'hair_wig_kernels' / kernel_home.NAME / 'local'} [0.0, 0.0, 1.0]", res.stdout
     assert any((tmp / "hair_wig_kernels").rglob("leader.follow_chains-*.nbi"))      # cached there
 
 
 def test_after_warm_up_a_length_pass_compiles_nothing():
-    """``kernels.warm_up`` compiles (or loads) every kernel for the argument types refinement
+    """``prepare.warm_up`` compiles (or loads) every kernel for the argument types refinement
     passes, so a bake after it starts at once: whole rows, rows with this frame's rest pose, and a
     block of rows (strided) add no compiled version."""
-    from hair_wig import HairSet, kernels
+    from hair_wig import HairSet, kernels, prepare
     from hair_wig.refinement import LengthControl
 
-    steps = list(kernels.warm_up())
-    assert [s[:2] for s in steps] == [(i + 1, len(kernels.WARM_UPS)) for i in range(len(kernels.WARM_UPS))]
-    assert kernels.warmed()
+    steps = list(prepare.warm_up())
+    assert [s[:2] for s in steps] == [(i + 1, len(prepare.GROUPS)) for i in range(len(prepare.GROUPS))]
+    assert prepare.warmed()
     compiled = len(kernels.follow_chains.signatures)
     rng = np.random.default_rng(0)
     pts = np.cumsum(rng.normal(size=(64, 3)), axis=0).astype(np.float32)
@@ -224,38 +218,61 @@ def test_after_warm_up_a_length_pass_compiles_nothing():
     assert len(kernels.follow_chains.signatures) == compiled
 
 
-def test_the_same_kernels_imported_under_two_names_keep_apart_caches(tmp_path):
+# one small kernel call (one compiled version) in a process of its own, saying where its code is
+# kept and how many of the core's kernels that process compiled
+_ONE_CALL = ("import numpy as np; c = kernels.store.count_compiles(kernels.__name__); p = np.array([[0.0, 0, 0], [0, 0, 2.0]]); "
+             "kernels.follow_chains(p, np.array([0]), np.array([2]), 1, np.array([0]), np.array([0.0, 1.0]), np.empty((0, 3)), "
+             "np.empty((0, 3)), 0.0, True, 1, 1e-15); assert p[1].tolist() == [0.0, 0.0, 1.0]; "
+             "print(kernels.__name__, kernels.follow_chains._cache._cache_path, c.count)")
+
+
+def test_the_kernels_compiled_under_one_name_of_the_core_load_under_any_other(tmp_path):
     """numba's cached code imports the module it was compiled in by name: the core's tests import
-    the kernels as ``hair_wig``, the add-on as ``bl_ext.….hair_wig`` (the scripts as
-    ``hair_wig_addon.hair_wig``). Each name caches in a folder of its own, so a process where
-    ``hair_wig`` is not importable loads the add-on's kernels (before: "No module named
-    'hair_wig'" in the batch bake once the core's tests had cached them)."""
+    the core as ``hair_wig``, Blender as ``bl_ext.….hair_wig.hair_wig``, the scripts as
+    ``hair_wig_addon.hair_wig``. The kernels take a name of their sources' digest whatever the
+    core's, so what one compiled the others load — nothing compiles again, and a process where
+    ``hair_wig`` is not importable loads it (once: "No module named 'hair_wig'")."""
     import os
     import subprocess
     import sys
 
     from conftest import ROOT
 
-    # one small call (one compiled version) rather than the whole warm-up: each cold compile here
-    # costs seconds
-    run = ("import numpy as np; p = np.array([[0.0, 0, 0], [0, 0, 2.0]]); kernels.follow_chains(p, "
-           "np.array([0]), np.array([2]), 1, np.array([0]), np.array([0.0, 1.0]), np.empty((0, 3)), np.empty((0, 3)), 0.0, True, "
-           "1, 1e-15); assert p[1].tolist() == [0.0, 0.0, 1.0]; print(kernels.follow_chains._cache._cache_path)")
-    core = "import sys; sys.path.insert(0, sys.argv[1]); from hair_wig import kernels; " + run
-    addon = ("import sys, importlib.util as u; s = u.spec_from_file_location('other_name', sys.argv[1] + "
+    from hair_wig import kernel_home
+
+    core = "import sys; sys.path.insert(0, sys.argv[1]); from hair_wig import kernels; " + _ONE_CALL
+    other = ("import sys, importlib.util as u; s = u.spec_from_file_location('other_name', sys.argv[1] + "
              "'/hair_wig/__init__.py', submodule_search_locations=[sys.argv[1] + '/hair_wig']); "
              "m = u.module_from_spec(s); sys.modules['other_name'] = m; s.loader.exec_module(m); "
-             "from other_name import kernels; assert 'hair_wig' not in sys.modules; " + run)
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
-    env["NUMBA_CACHE_DIR"] = str(tmp_path)
-    paths = []
-    for code in (core, addon, addon):
+             "from other_name import kernels; assert 'hair_wig' not in sys.modules; " + _ONE_CALL)
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "NUMBA_CPU_NAME")}
+    env["HAIR_WIG_KERNEL_CACHE"] = str(tmp_path)
+    seen = []
+    for code in (core, other, other, core):
         res = subprocess.run([sys.executable, "-c", code, str(ROOT)], capture_output=True, text=True, env=env,
                              cwd=tmp_path, timeout=300)
         assert res.returncode == 0, res.stderr[-3000:]
-        paths.append(res.stdout.split()[-1])
-    assert paths[0].startswith(str(tmp_path / _tag("hair_wig.kernels")))
-    assert paths[1] == paths[2] and paths[1].startswith(str(tmp_path / _tag("other_name.kernels")))
+        seen.append(res.stdout.split()[-3:])
+    folder = str(tmp_path / kernel_home.NAME / "local")
+    assert [s[:2] for s in seen] == [[kernel_home.NAME, folder]] * 4, seen
+    assert int(seen[0][2]) > 0 and [s[2] for s in seen[1:]] == ["0"] * 3, seen      # a kernel and its helpers, once
+
+
+def test_two_names_of_the_core_in_one_process_share_one_set_of_kernels():
+    """The add-on and the core's tests in one process (this suite) hold one kernels package: a
+    kernel compiled for one is compiled for the other."""
+    import addon
+
+    from hair_wig import kernels
+
+    assert addon.load().hair_wig.kernels is kernels
+    assert sys_modules_of(kernels) >= {"hair_wig.kernels", f"{addon.PACKAGE}.hair_wig.kernels"}
+
+
+def sys_modules_of(module) -> set:
+    import sys
+
+    return {name for name, m in sys.modules.items() if m is module}
 
 
 def test_follow_chains_on_point_major_groups_is_the_strand_major_walk_bit_for_bit():

@@ -353,9 +353,11 @@ def test_every_kernel_gives_the_same_bits_on_one_and_two_threads():
 
 
 def test_after_warm_up_the_field_queries_compile_nothing():
-    """``kernels.warm_up`` compiles (or loads) every field kernel for the types ``MeshField``
+    """``prepare.warm_up`` compiles (or loads) every field kernel for the types ``MeshField``
     passes: a field's queries after it add no compiled version."""
-    list(kernels.warm_up())
+    from hair_wig import prepare
+
+    list(prepare.warm_up())
     names = ("node_values", "trilinear_rows", "lookup", "grid_cells", "exact_listed", "signed_distances",
              "held_depths")
     before = {n: len(getattr(kf, n).signatures) for n in names}

@@ -209,3 +209,6 @@ def test_a_wig_with_volume_strands_bakes_the_same_bits_on_two_threads_and_when_r
 def test_the_warm_up_compiles_as_called():
     kernels._as_called()
     assert kernels.WARM_UPS[0][0] == "hair volume"
+    from hair_wig import prepare
+
+    assert prepare.GROUPS["hair volume"].call is kernels._as_called

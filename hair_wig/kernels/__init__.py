@@ -7,9 +7,12 @@ too, so clients that keep rows pass them without a copy — with each strand's p
 its first row, its count and a step (``strand_major`` from offsets, ``point_major`` for groups
 ``(3, n, S)``): strands of any point counts share one kernel. Each kernel is tested against the
 plain numpy code it replaces (tests/test_kernels.py).
+
+This package is a leaf: it imports nothing of the core, and the core imports it under a name of
+its content's (``hair_wig.kernel_home``), so its compiled code — kept by ``store`` — serves every
+copy of the same sources: the core's tests, the add-on, an installed extension, a package's build.
 """
 
-import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -35,33 +38,36 @@ def _user_cache() -> Path | None:
     return None if home == "~" else Path(home) / ".cache"
 
 
-def _cache_folder() -> str:
-    """Where this package's compiled kernels are cached: a folder of its own for the name it is
-    imported under, beside it (``__pycache__/numba-<name's hash>``), else in the user's cache
-    folder, else — both read-only: an add-on installed read-only on a farm node whose home is
-    read-only too, where numba alone refuses to load the module — in the system's temporary
-    folder (a process then compiles again when that is emptied); under ``NUMBA_CACHE_DIR`` when
-    it is set.
-
-    Per name because numba's cached code names the module it was compiled in and imports it
-    again to load: the same files imported as ``hair_wig`` (the core's tests) and as the add-on
-    (``bl_ext.….hair_wig``, or the scripts' ``hair_wig_addon.hair_wig``) must not share a cache —
-    measured: a batch bake loading the core tests' cache failed with "No module named 'hair_wig'".
-    The name is hashed to 8 characters: numba adds a folder of 48 and file names of 30 under it,
-    and Windows refuses paths over 260."""
+def _cache_root() -> Path:
+    """The folder the kernels' compiled code is kept under: ``$HAIR_WIG_KERNEL_CACHE`` when set (a
+    farm may point every node at one shared folder), else numba's ``NUMBA_CACHE_DIR``, else beside this package
+    (``__pycache__``), else in the user's cache folder, else — both read-only: an add-on
+    installed read-only on a farm node whose home is read-only too — in the system's temporary
+    folder (a process then compiles again when that is emptied)."""
     from numba.core import config
 
-    tag = "numba-" + hashlib.sha1(__name__.encode()).hexdigest()[:8]
-    if config.CACHE_DIR:
-        return os.path.join(config.CACHE_DIR, tag)
-    folders = [Path(__file__).resolve().parent / "__pycache__" / tag]
+    for given in (os.environ.get("HAIR_WIG_KERNEL_CACHE"), config.CACHE_DIR):
+        if given:
+            return Path(given)
+    folders = [Path(__file__).resolve().parent / "__pycache__"]
     user = _user_cache()
     if user is not None:
-        folders.append(user / "hair_wig" / tag)
+        folders.append(user / "hair_wig")
     for folder in folders:
         if _writable(folder):
-            return str(folder)
-    return os.path.join(tempfile.gettempdir(), "hair_wig_kernels", tag)
+            return folder
+    return Path(tempfile.gettempdir()) / "hair_wig_kernels"
+
+
+# The folders of this package's compiled code, named by the package's own name, which carries a
+# digest of its sources (``hair_wig.kernel_home``): code compiled from other sources is never in
+# them. LOCAL: what this process compiles; PREPARED: what the background preparation compiled
+# (for any CPU of the platform); PREBUILT: what a platform package carries, read-only.
+_FOLDER = _cache_root() / __name__
+LOCAL, PREPARED = str(_FOLDER / "local"), str(_FOLDER / "prepared")
+PREBUILT = str(Path(__file__).resolve().parent / "prebuilt" / __name__)
+# a preparation's worker saves where the preparation's results are looked for
+_SAVE = PREPARED if os.environ.get("HAIR_WIG_PREPARING") else LOCAL
 
 
 def _safe_layer_loads() -> bool:
@@ -99,30 +105,36 @@ def _threading_layer() -> None:
 _threading_layer()
 
 
-# The kernel modules besides follow-the-leader, in the order they warm up: each has its
-# ``WARM_UPS`` (what an artist reads while it runs, the call that compiles it as the core calls it)
-MODULES = ("field", "walk", "compression", "contacts", "pairs", "volume", "rods", "verlet", "springs", "magnets", "points",
-           "chain", "fields", "scalp", "wisps")
+# every module of this folder but this one and the store: a new kernel module needs no list
+_NAMES = sorted(p.stem for p in Path(__file__).resolve().parent.glob("[!_.]*.py") if p.stem != "store")
 
 
 def _import_kernels():
-    """Import the kernel modules with numba caching into ``_cache_folder()``: a kernel's cache
-    folder is fixed when it is decorated, and the setting is numba's one for the whole process
-    (other add-ons' kernels keep theirs). Returns them, follow-the-leader's first."""
+    """Import the kernel modules, each kernel's numba cache a ``store.KernelCache`` saving to
+    ``_SAVE`` (numba chooses a kernel's cache when it is decorated: its locator is ours for the
+    import, a setting of numba's for the whole process that other add-ons' kernels keep)."""
     import importlib
 
     from numba.core import config
 
-    was = config.CACHE_DIR
-    config.CACHE_DIR = _cache_folder()
+    from . import store
+
+    was = config.CACHE_LOCATOR_CLASSES
+    store._Locator.folder = _SAVE
+    config.CACHE_LOCATOR_CLASSES = f"{store.__name__}._Locator"
     try:
-        return [importlib.import_module(f"{__name__}.{name}") for name in ("leader",) + MODULES]
+        modules = {name: importlib.import_module(f"{__name__}.{name}") for name in _NAMES}
     finally:
-        config.CACHE_DIR = was
+        config.CACHE_LOCATOR_CLASSES = was
+    more = tuple(f for f in (PREPARED, PREBUILT) if f != _SAVE)
+    for module in modules.values():
+        store.adopt(module, _SAVE, more)
+    return modules
 
 
-_leader, *_modules = _import_kernels()
-follow_chains, strand_major, point_major = _leader.follow_chains, _leader.strand_major, _leader.point_major
+_modules = _import_kernels()
+from . import store  # noqa: E402  (imported above)
+from .leader import follow_chains, point_major, strand_major  # noqa: E402  (imported above)
 from .rods import rod_angles, rod_build, rod_moments, rod_substeps  # noqa: E402  (imported above)
 from .verlet import verlet_substeps  # noqa: E402  (imported above)
 from .springs import spring_follow  # noqa: E402  (imported above)
@@ -131,42 +143,9 @@ from .points import rows_copy_to_points, rows_to_points  # noqa: E402  (imported
 from .fields import field_accel  # noqa: E402  (imported above)
 from .scalp import scalp_carry  # noqa: E402  (imported above)
 
-import numpy as np  # noqa: E402
-
 __all__ = ["field_accel", "follow_chains", "magnet_blend", "point_major", "rod_angles", "rod_build", "rod_moments", "rod_substeps", "rows_copy_to_points",
-           "rows_to_points", "scalp_carry", "spring_follow", "strand_major", "verlet_substeps", "warm_up", "warmed"]
+           "rows_to_points", "scalp_carry", "spring_follow", "store", "strand_major", "verlet_substeps"]
 
-
-def _follow_chains_as_called():
-    """``follow_chains`` with the argument types refinement passes (numba compiles one version
-    for each): float32 rows as ``rows.T`` views — of whole rows (Fortran-ordered to numba) or of
-    a block of them (strided) — and its rest pose the same way."""
-    chains, strands = strand_major(np.array([0, 3])), np.array([0], np.int64)
-    length, none = np.array([0.0, 1.0, 1.0]), np.empty((0, 3))
-    rows = np.zeros((3, 6), np.float32)
-    rows[2] = (0.0, 0.5, 3.0, 0.0, 0.5, 3.0)
-    whole, block = (lambda: rows[:, :3].copy()), (lambda: rows.copy()[:, :3])
-    for p in (whole, block):
-        for rest in (whole, block):
-            follow_chains(p().T, *chains, strands, length, none, rest().T, 0.0, True, 1, 4e-7)
-
-
-# (what an artist reads while it runs, the call that compiles it as the core calls it)
-WARM_UPS = (("follow-the-leader", _follow_chains_as_called),) + sum((m.WARM_UPS for m in _modules), ())
-_warmed = False
-
-
-def warmed() -> bool:
-    """Whether this process has its kernels ready (``warm_up`` ran to its end)."""
-    return _warmed
-
-
-def warm_up():
-    """Compile every kernel for the argument types the core passes — or, after the first time on
-    this machine, load them from numba's cache — one at a time, yielding ``(done, total, name)``
-    after each, so a caller can show progress between them; a bake after it compiles nothing."""
-    global _warmed
-    for done, (name, call) in enumerate(WARM_UPS, 1):
-        call()
-        yield done, len(WARM_UPS), name
-    _warmed = True
+# (what an artist reads while it runs, the call that compiles it as the core calls it), of the
+# kernel modules that need nothing of the core to call them; ``hair_wig.prepare`` adds the others
+WARM_UPS = sum((m.WARM_UPS for m in _modules.values() if hasattr(m, "WARM_UPS")), ())

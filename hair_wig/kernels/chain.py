@@ -248,22 +248,3 @@ def give_chains(x, length, push, pick, fixed, rounds, ridge, kept, moved, ok):
                 total += d * d
         total = math.sqrt(total)
         ok[k] = off <= kept * longest and total <= swing and math.isfinite(total)
-
-
-# ---------------------------------------------------------------- warm-up
-def _as_called():
-    """The kernels with the argument types ``chain.least_motion`` and ``chain.give`` pass
-    (C-ordered float64 arrays, int64 picks, Python ints and floats): a strand of three points
-    hanging onto a floor 1 mm above its end."""
-    from ..chain import give, least_motion
-
-    x = np.zeros((3, 3, 1))
-    x[2, :, 0] = (0.0, -0.1, -0.2)
-    push = np.zeros((3, 3, 1))
-    push[2, 2] = 1e-3
-    least_motion(x, 1, np.full((2, 1), 0.1), push / 1e-3, np.full((3, 1), -0.199))
-    give(x + push, np.full((2, 1), 0.1), push)
-
-
-# (what an artist reads while it runs, the call that compiles it as the core calls it)
-WARM_UPS = (("chain give", _as_called),)

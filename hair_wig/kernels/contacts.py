@@ -272,32 +272,3 @@ def meet(q, fixed, cols, lim_p, lim_s, w_a, w_b, fresh, every, lipschitz, seen, 
     launch``); ``seen``: its five records of the last looks."""
     launch(surface_contacts, q.shape[1] * q.shape[2], q, fixed, cols, lim_p, lim_s, w_a, w_b, fresh, every, lipschitz,
            *seen, push, touched, looked, serial=SERIAL)
-
-
-# ---------------------------------------------------------------- warm-up
-def _contacts_as_called():
-    """The contacts of a strand of three points pushed into a tetrahedron (``field._small_field``'s
-    mesh), one collider moving with the head and one not: the argument types a bake passes."""
-    from ..collision import Collider, ColliderMesh
-    from ..strands import SurfaceContacts
-    from .field import _small_field
-
-    f = _small_field()[0]
-    rest = np.array([[0.3, 0.3, 0.6], [0.3, 0.3, 0.9], [0.3, 0.3, 1.2]]).T.reshape(3, 3, 1)
-    cs = []
-    shifted = np.eye(4)
-    shifted[2, 3] = 0.01
-    for to_field in (None, shifted):
-        c = Collider(ColliderMesh("warm-up", f.vertices, f.triangles), np.eye(4), 0.0)
-        c.bind(rest.reshape(3, -1))
-        c.set_frame(to_field)
-        cs.append(c)
-    contacts = SurfaceContacts(cs, np.arange(3).reshape(3, 1), 1)
-    contacts.begin()
-    x = rest.copy()
-    x[:, 1:] = 0.2
-    for _ in range(2):
-        contacts(x, 1.0)
-
-
-WARM_UPS = (("collision contacts", _contacts_as_called),)

@@ -241,3 +241,22 @@ def point_major(n: int, num: int):
     """``(first_row, count, step)`` for ``num`` strands of ``n`` points stored point-major,
     ``(3, n, num)`` seen as ``rows.reshape(3, -1).T``."""
     return np.arange(num, dtype=np.int64), np.full(num, n, np.int64), num
+
+
+# ---------------------------------------------------------------- warm-up
+def _as_called():
+    """``follow_chains`` with the argument types refinement passes (numba compiles one version
+    for each): float32 rows as ``rows.T`` views — of whole rows (Fortran-ordered to numba) or of
+    a block of them (strided) — and its rest pose the same way."""
+    chains, strands = strand_major(np.array([0, 3])), np.array([0], np.int64)
+    length, none = np.array([0.0, 1.0, 1.0]), np.empty((0, 3))
+    rows = np.zeros((3, 6), np.float32)
+    rows[2] = (0.0, 0.5, 3.0, 0.0, 0.5, 3.0)
+    whole, block = (lambda: rows[:, :3].copy()), (lambda: rows.copy()[:, :3])
+    for p in (whole, block):
+        for rest in (whole, block):
+            follow_chains(p().T, *chains, strands, length, none, rest().T, 0.0, True, 1, 4e-7)
+
+
+# (what an artist reads while it runs, the call that compiles it as the core calls it)
+WARM_UPS = (("follow-the-leader", _as_called),)

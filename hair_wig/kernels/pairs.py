@@ -641,23 +641,3 @@ def find_pairs(a, b, strand, reach, closest_points=True, per_segment=4.0):
     if closest_points:
         closest_pairs(ends, pi, pj, ps, pt, pvec)
     return pi, pj, ps, pt, pvec
-
-
-def _as_called():
-    """Every kernel here with the argument types the core passes (``hair_wig.interaction``'s
-    functions on a few strands: float64 rows, int64 indices)."""
-    from .. import interaction
-
-    rows = np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.002, 0.0, 0.0], [0.002, 0.0, 1.0]])
-    pos = np.ascontiguousarray(rows.reshape(2, 2, 3).transpose(2, 1, 0))         # (3, n, S)
-    a, b = pos[:, :-1].reshape(3, -1), pos[:, 1:].reshape(3, -1)
-    strand = np.arange(2)
-    interaction.segment_closest(a, b, a[:, ::-1], b[:, ::-1])
-    contacts = interaction.Contacts(strand, 0.005, 0.005)
-    interaction.repulsion(a, b, strand, 0.005, 1.0, contacts.candidates(pos, a, b), (a, b))
-    link_a, link_b = interaction.static_links(pos[:, 0], 1)
-    interaction.link_forces(pos, link_a, link_b, np.ones((2, len(link_a))), 1.0)
-
-
-# (what an artist reads while it runs, the call that compiles it as the core calls it)
-WARM_UPS = (("hair against hair", _as_called),)

@@ -675,26 +675,3 @@ def _screen(col, x, y, z):
         fz = np.float32(m[2, 0]) * x + np.float32(m[2, 1]) * y + np.float32(m[2, 2]) * z + np.float32(m[2, 3])
         return _node_value(fx, fy, fz, col[0], False)
     return _node_value(x, y, z, col[0], False)
-
-
-# ---------------------------------------------------------------- warm-up
-def _walk_as_called():
-    """The walk over a strand of three points against a tetrahedron (``field._small_field``'s
-    mesh), bound and set as the wig binds its colliders: the argument types a bake passes."""
-    from ..collision import Collider, ColliderMesh
-    from .field import _small_field
-
-    f = _small_field()[0]
-    rest = np.array([[0.3, 0.3, 0.3], [0.3, 0.3, 0.8], [0.3, 0.3, 1.3]], np.float32).T.copy()
-    c = Collider(ColliderMesh("warm-up", f.vertices, f.triangles), np.eye(4), 0.0)
-    c.bind(rest)
-    c.set_frame(None)
-    p = rest.copy()
-    p[0, 2] = 0.1
-    walk_strands(p, rest, 3, 0, 0, np.zeros(1, np.int64), np.ones(1, np.int64), np.array([0, 0.5, 0.5], np.float32),
-                 0.0, 3, True, 0.05, colliders_list([c, c]), NO_KIDS, rest, np.full((2, 1), -np.inf, np.float32),
-                 p[:, :1].astype(np.float64), np.empty(1, np.int64), np.empty((13, 1)), np.zeros((1, 3)), 7,
-                 np.zeros(1, np.int64))
-
-
-WARM_UPS = (("collision walk", _walk_as_called),)

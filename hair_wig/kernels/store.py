@@ -1,0 +1,178 @@
+"""Where the kernels' compiled code is kept and found, so that it is compiled once — by a
+background preparation or a package's build — and loaded everywhere after.
+
+numba's own cache (``cache=True``) is kept, with three changes made by :class:`KernelCache`, which
+replaces the cache of every kernel of this package once it is imported:
+
+* **Folders that do not depend on where the source is.** numba names a cache folder after the
+  hash of the source's path; here every kernel of a package goes to one folder the package names
+  (its content's digest is in the package's module name, ``hair_wig_kernels_<digest>``), so a
+  cache built in one place — a package's build, another checkout — loads in another.
+* **Several folders, one written.** A kernel is looked up in the process's own folder, then in
+  the read-only ones (the background preparation's, the package's prebuilt kernels), and saved
+  only to its own. Saving holds a lock on the folder: a preparation runs several processes
+  that may compile the same helper at once, and numba's index is read, changed and written back.
+* **Code made for any CPU of the platform loads where no code made for this one is.** numba
+  keys compiled code by the CPU it was made for (name and features). Code compiled with
+  ``NUMBA_CPU_NAME=generic`` (the platform's baseline instructions: SSE2 on x86-64) runs on every
+  CPU of its platform, so it is taken when no code for this CPU is kept (numba's developer notes,
+  *Cache sharing*). numba's index checks the source by its content (a SHA-256 of the file), not
+  its time, so an extracted zip's fresh file times do not invalidate it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sys
+import time
+
+from numba.core import caching, event
+from numba.core.dispatcher import Dispatcher
+
+GENERIC = "generic"
+
+
+def cpu_key() -> str:
+    """What the code this process compiles is made for: ``generic`` or the host CPU's name."""
+    from numba.core import config
+
+    return GENERIC if (config.CPU_NAME or "").lower() == GENERIC else "host"
+
+
+def _source_stamp(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).digest()
+
+
+class _Locator(caching._CacheLocator):
+    """A kernel's cache folder: the one its package chose (``folder``, set on a subclass)."""
+
+    folder = ""
+
+    def __init__(self, py_func, py_file):
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+
+    def get_cache_path(self):
+        return self.folder
+
+    def get_source_stamp(self):
+        return _source_stamp(self._py_file)
+
+    def get_disambiguator(self):
+        return str(self._lineno)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        return cls(py_func, py_file) if os.path.isfile(py_file) else None
+
+
+@contextlib.contextmanager
+def _locked(folder: str):
+    """Hold ``folder``'s lock file (blocking): one writer of its indexes at a time, across
+    processes."""
+    os.makedirs(folder, exist_ok=True)
+    fd = os.open(os.path.join(folder, ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        if os.name == "nt":
+            import msvcrt
+            while True:
+                try:
+                    msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
+                    break
+                except OSError:          # LK_LOCK gives up after 10 s; a compile may take longer
+                    time.sleep(0.1)
+            try:
+                yield
+            finally:
+                os.lseek(fd, 0, os.SEEK_SET)
+                msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        else:
+            import fcntl
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+class KernelCache(caching.FunctionCache):
+    """numba's function cache for one kernel, saving to ``folder`` and looking in ``folder``
+    then ``more`` (read-only), for code made for this CPU first, then for any CPU."""
+
+    def __init__(self, py_func, folder: str, more: tuple[str, ...]):
+        locator = type("Locator", (_Locator,), {"folder": folder})
+        self._impl_class = type("Impl", (caching.CompileResultCacheImpl,), {"_locator_classes": [locator]})
+        super().__init__(py_func)
+        stamp, base = self._impl.locator.get_source_stamp(), self._impl.filename_base
+        self._more = [caching.IndexDataCacheFile(cache_path=f, filename_base=base, source_stamp=stamp)
+                      for f in more]
+
+    def _keys(self, sig, codegen):
+        """The index keys to look for: code made for this process's CPU, then for any CPU."""
+        key = self._index_key(sig, codegen)
+        triple = key[1][0]
+        generic = (key[0], (triple, GENERIC, ""), key[2])
+        return (key,) if generic == key else (key, generic)
+
+    def _load_overload(self, sig, target_context):
+        if not self._enabled:
+            return None
+        for key in self._keys(sig, target_context.codegen()):
+            for index in (self._cache_file, *self._more):
+                data = index.load(key)
+                if data is not None:
+                    return self._impl.rebuild(target_context, data)
+        return None
+
+    def _save_overload(self, sig, data):
+        if not self._enabled or not self._impl.check_cachable(data):
+            return
+        with _locked(self._cache_path):
+            key = self._index_key(sig, data.codegen)
+            self._cache_file.save(key, self._impl.reduce(data))
+
+
+def adopt(module, folder: str, more: tuple[str, ...]) -> None:
+    """Give every cached kernel defined in ``module`` a :class:`KernelCache`."""
+    for value in vars(module).values():
+        if (isinstance(value, Dispatcher) and value.py_func.__module__ == module.__name__
+                and isinstance(value._cache, caching.FunctionCache)):
+            value._cache = KernelCache(value.py_func, folder, more)
+
+
+class _Counter(event.Listener):
+    """Counts compiles (not loads from a cache) of the kernels of packages named ``prefix…``."""
+
+    def __init__(self, prefix: str):
+        self.prefix, self.count, self.names = prefix, 0, []
+
+    def on_start(self, ev):
+        d = ev.data["dispatcher"]
+        if d.py_func.__module__.startswith(self.prefix):
+            self.count += 1
+            self.names.append(f"{d.py_func.__module__.rsplit('.', 1)[-1]}.{d.py_func.__name__}")
+
+    def on_end(self, ev):
+        pass
+
+
+_counters: dict[str, _Counter] = {}
+
+
+def count_compiles(prefix: str) -> _Counter:
+    """The running count of ``prefix``'s kernels compiled in this process (a cache load is not
+    a compile): how a test or a bake tells that nothing compiled."""
+    if prefix not in _counters:
+        _counters[prefix] = _Counter(prefix)
+        event.register("numba:compile", _counters[prefix])
+    return _counters[prefix]
+
+
+def python_tag() -> str:
+    """The Python a kernel cache's files are for (numba names them so): ``py313``."""
+    return f"py{sys.version_info[0]}{sys.version_info[1]}"

@@ -1,0 +1,367 @@
+"""The kernels' preparation: each group of kernels compiled for the argument types the core passes
+— or loaded, once compiled — so that a bake compiles nothing.
+
+Groups are registered here, one floor above the kernels: the kernel modules that need nothing of
+the core name their own (``WARM_UPS``), the others are below. A dynamics layer names the groups
+it needs besides every wig's (``DynamicsLayer.KERNELS``), so a bake waits for its own only.
+
+The compile is long (two minutes of CPU), so it is done **in other processes** (:class:`
+Preparation`): started when the add-on is enabled, a few worker processes — one per core, at a
+lower priority than Blender — each compile a share of the groups for any CPU of the platform
+(``NUMBA_CPU_NAME=generic``) into the kernels' ``PREPARED`` folder, leaving a stamp for each group
+done. Blender only watches the stamps; once a group's stamp is there, loading it takes a fraction
+of a second. A platform package carries the same folder, prebuilt (``PREBUILT``): then there is
+nothing to prepare at all.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import kernels
+from .kernels import store
+
+
+# ---------------------------------------------------------------- the core's warm-ups
+_SMALL = []
+
+
+def _small_field():
+    """A small closed field (a tetrahedron, 8 nodes a side) built by the core's own ``MeshField``:
+    its queries pass the kernels the argument types a bake passes."""
+    if not _SMALL:
+        from .collision import MeshField
+
+        v = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+        _SMALL.append(MeshField(v, np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]]), resolution=8))
+    f = _SMALL[0]
+    p = np.array([[0.2, 0.2, 0.2], [0.6, 0.3, 0.3], [4.0, 4.0, 4.0]])
+    return f, p, np.ascontiguousarray(p.T, np.float32)
+
+
+def _grid_as_called():
+    f, p, x = _small_field()
+    f.screen(x, np.zeros(3, np.float32))
+    f.lower_bound(x)
+    f.distance_rows(x)
+    f.lookup(p)
+    f.error_at(p)
+
+
+def _exact_as_called():
+    f, p, x = _small_field()
+    f.exact(p)
+    f.signed_distance(p)
+
+
+def _depth_as_called():
+    f, p, x = _small_field()
+    f._depths(x, np.zeros(3, np.float32))
+
+
+def _bound_colliders(rest, moving):
+    """Colliders of the small field bound to the rows ``rest`` (3, P), one a ``moving`` entry:
+    set still (None) or moved (a transform), as the wig sets them each frame."""
+    from .collision import Collider, ColliderMesh
+
+    f = _small_field()[0]
+    shifted = np.eye(4)
+    shifted[2, 3] = 0.01
+    out = []
+    for to_field in moving:
+        c = Collider(ColliderMesh("warm-up", f.vertices, f.triangles), np.eye(4), 0.0)
+        c.bind(rest)
+        c.set_frame(None if to_field is None else shifted)
+        out.append(c)
+    return out
+
+
+def _walk_as_called():
+    """The walk over a strand of three points against a tetrahedron, bound and set as the wig
+    binds its colliders: the argument types a bake passes."""
+    from .kernels.walk import NO_KIDS, colliders_list, walk_strands
+
+    rest = np.array([[0.3, 0.3, 0.3], [0.3, 0.3, 0.8], [0.3, 0.3, 1.3]], np.float32).T.copy()
+    c = _bound_colliders(rest, (None,))[0]
+    p = rest.copy()
+    p[0, 2] = 0.1
+    walk_strands(p, rest, 3, 0, 0, np.zeros(1, np.int64), np.ones(1, np.int64), np.array([0, 0.5, 0.5], np.float32),
+                 0.0, 3, True, 0.05, colliders_list([c, c]), NO_KIDS, rest, np.full((2, 1), -np.inf, np.float32),
+                 p[:, :1].astype(np.float64), np.empty(1, np.int64), np.empty((13, 1)), np.zeros((1, 3)), 7,
+                 np.zeros(1, np.int64))
+
+
+def _contacts_as_called():
+    """The contacts of a strand of three points pushed into a tetrahedron, one collider moving
+    with the head and one not: the argument types a bake passes."""
+    from .strands import SurfaceContacts
+
+    rest = np.array([[0.3, 0.3, 0.6], [0.3, 0.3, 0.9], [0.3, 0.3, 1.2]]).T.reshape(3, 3, 1)
+    cs = _bound_colliders(rest.reshape(3, -1), (None, True))
+    contacts = SurfaceContacts(cs, np.arange(3).reshape(3, 1), 1)
+    contacts.begin()
+    x = rest.copy()
+    x[:, 1:] = 0.2
+    for _ in range(2):
+        contacts(x, 1.0)
+
+
+def _chain_as_called():
+    """The kernels with the argument types ``chain.least_motion`` and ``chain.give`` pass
+    (C-ordered float64 arrays, int64 picks, Python ints and floats): a strand of three points
+    hanging onto a floor 1 mm above its end."""
+    from .chain import give, least_motion
+
+    x = np.zeros((3, 3, 1))
+    x[2, :, 0] = (0.0, -0.1, -0.2)
+    push = np.zeros((3, 3, 1))
+    push[2, 2] = 1e-3
+    least_motion(x, 1, np.full((2, 1), 0.1), push / 1e-3, np.full((3, 1), -0.199))
+    give(x + push, np.full((2, 1), 0.1), push)
+
+
+def _pairs_as_called():
+    """Every pair kernel with the argument types the core passes (``hair_wig.interaction``'s
+    functions on a few strands: float64 rows, int64 indices)."""
+    from . import interaction
+
+    rows = np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.002, 0.0, 0.0], [0.002, 0.0, 1.0]])
+    pos = np.ascontiguousarray(rows.reshape(2, 2, 3).transpose(2, 1, 0))         # (3, n, S)
+    a, b = pos[:, :-1].reshape(3, -1), pos[:, 1:].reshape(3, -1)
+    strand = np.arange(2)
+    interaction.segment_closest(a, b, a[:, ::-1], b[:, ::-1])
+    contacts = interaction.Contacts(strand, 0.005, 0.005)
+    interaction.repulsion(a, b, strand, 0.005, 1.0, contacts.candidates(pos, a, b), (a, b))
+    link_a, link_b = interaction.static_links(pos[:, 0], 1)
+    interaction.link_forces(pos, link_a, link_b, np.ones((2, len(link_a))), 1.0)
+
+
+# ---------------------------------------------------------------- the registry
+@dataclass(frozen=True)
+class Group:
+    """Kernels compiled together: what an artist reads while they prepare, the call that
+    compiles them as the core calls them, and about how long that takes (CPU seconds on the
+    2-core reference machine, cold: how the work is ordered and shared out)."""
+
+    name: str
+    call: object
+    seconds: float
+
+
+# CPU seconds of each group's cold compile, measured one after another in one process (5.2)
+_SECONDS = {"follow-the-leader": 9.2, "collision grid": 2.9, "collision exact distances": 3.0, "collision depth": 2.1,
+            "collision walk": 39.8, "compression": 0.8, "collision contacts": 7.1, "hair against hair": 15.0,
+            "hair volume": 4.6, "angular rods": 5.3, "strands": 5.8, "springs": 1.5, "magnets": 2.2, "output": 0.8,
+            "chain give": 8.4, "force fields": 1.6, "scalp space": 1.1, "wisps": 13.8}
+
+GROUPS: dict[str, Group] = {name: Group(name, call, _SECONDS.get(name, 5.0)) for name, call in (
+    kernels.WARM_UPS + (("collision grid", _grid_as_called), ("collision exact distances", _exact_as_called),
+                        ("collision depth", _depth_as_called), ("collision walk", _walk_as_called),
+                        ("collision contacts", _contacts_as_called), ("chain give", _chain_as_called),
+                        ("hair against hair", _pairs_as_called)))}
+
+# what every wig's frame runs, whatever its dynamics: magnets, scalp space, the force fields,
+# refinement (compression, follow-the-leader, the collision walk and its chain), the output
+EVERY_WIG = ("magnets", "scalp space", "force fields", "compression", "follow-the-leader", "collision grid",
+             "collision exact distances", "collision depth", "collision walk", "chain give", "output")
+
+
+def needed(layers=()) -> tuple[str, ...]:
+    """The groups a wig of each of ``layers`` (dynamics layer classes) needs, every wig's first."""
+    names = list(EVERY_WIG)
+    for layer in layers:
+        names += [n for n in layer.KERNELS if n not in names]
+    return tuple(names)
+
+
+def _default_first() -> list[str]:
+    """Every group, those the default dynamics layer needs first, each part longest first."""
+    from .layers import LAYERS
+
+    first = needed([next(iter(LAYERS.values()))])
+    rest = [n for n in GROUPS if n not in first]
+    return (sorted(first, key=lambda n: -GROUPS[n].seconds) + sorted(rest, key=lambda n: -GROUPS[n].seconds))
+
+
+# ---------------------------------------------------------------- in this process
+_loaded: set[str] = set()
+
+
+def warm_up(names=None):
+    """Compile — or load, when prepared — the groups ``names`` (every group by default) in this
+    process, one at a time, yielding ``(done, total, name)`` after each, so a caller can show
+    progress between them; a bake after it compiles nothing."""
+    todo = list(GROUPS) if names is None else list(names)
+    for done, name in enumerate(todo, 1):
+        if name not in _loaded:
+            GROUPS[name].call()
+            _loaded.add(name)
+        yield done, len(todo), name
+
+
+def warmed(names=None) -> bool:
+    """Whether this process has the groups ``names`` (every group by default) ready."""
+    return set(GROUPS if names is None else names) <= _loaded
+
+
+# ---------------------------------------------------------------- prepared on disk
+def _stamp(name: str, cpu: str) -> str:
+    import numba
+
+    slug = name.replace(" ", "-")
+    return f"{slug}.{store.python_tag()}.numba-{numba.__version__}.{cpu}.ok"
+
+
+def prepared(names=None) -> bool:
+    """Whether the groups ``names`` (every group by default) are compiled where this process
+    loads them from (the preparation's folder or the package's prebuilt one), for any CPU of
+    the platform."""
+    todo = GROUPS if names is None else names
+    return all(any(os.path.isfile(os.path.join(folder, _stamp(n, store.GENERIC)))
+                   for folder in (kernels.PREPARED, kernels.PREBUILT)) for n in todo)
+
+
+def missing(names=None) -> list[str]:
+    """The groups of ``names`` (every group by default) not prepared, in the order to prepare."""
+    want = set(GROUPS if names is None else names)
+    return [n for n in _default_first() if n in want and not prepared([n])]
+
+
+def work(names) -> int:
+    """A worker's whole run: each group compiled (numba saves it to the folder it was told) and
+    stamped, saying ``start``/``done`` on its output. Returns the exit status."""
+    if store.cpu_key() != store.GENERIC or not os.environ.get("HAIR_WIG_PREPARING"):
+        print("a preparation worker runs with NUMBA_CPU_NAME=generic and HAIR_WIG_PREPARING=1", file=sys.stderr)
+        return 2
+    for name in names:
+        print(f"start {name}", flush=True)
+        t = time.perf_counter()
+        GROUPS[name].call()
+        Path(kernels.PREPARED, _stamp(name, store.GENERIC)).write_text(f"{time.perf_counter() - t:.2f} s\n")
+        print(f"done {name}", flush=True)
+    return 0
+
+
+# a worker imports the core under a name of its own (it never imports bpy) and runs ``work``
+_WORKER = """
+import importlib.util, os, sys
+if hasattr(os, "nice"):
+    os.nice(10)
+core = sys.argv[1]
+spec = importlib.util.spec_from_file_location("hair_wig_preparing", os.path.join(core, "__init__.py"),
+                                              submodule_search_locations=[core])
+module = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = module
+spec.loader.exec_module(module)
+from hair_wig_preparing import prepare
+sys.exit(prepare.work(sys.argv[2:]))
+"""
+
+
+def share(names, workers: int) -> list[list[str]]:
+    """``names`` (in the order to prepare) shared out among ``workers``: each group to the one
+    with the least work so far, so they end about together and the first groups come first."""
+    shares = [[] for _ in range(max(1, min(workers, len(names))))]
+    load = [0.0] * len(shares)
+    for name in names:
+        i = load.index(min(load))
+        shares[i].append(name)
+        load[i] += GROUPS[name].seconds
+    return shares
+
+
+def worker_count() -> int:
+    """One worker a core, at most four (each holds a compiler: ~250 MB)."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+class Preparation:
+    """Worker processes preparing groups of kernels, watched without waiting: ``poll`` says how
+    far they are, ``cancel`` stops them. ``python`` runs the workers (Blender's own Python: its
+    ``sys.executable``)."""
+
+    def __init__(self, names, workers: int | None = None, python: str | None = None):
+        self.names = list(names)
+        self.error = ""
+        self.cancelled = False
+        self._log_dir = tempfile.mkdtemp(prefix="hair_wig_prepare_")
+        env = dict(os.environ, NUMBA_CPU_NAME=store.GENERIC, HAIR_WIG_PREPARING="1",
+                   HAIR_WIG_KERNEL_CACHE=str(Path(kernels.LOCAL).parent.parent), NUMBA_NUM_THREADS="1",
+                   OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join(p for p in sys.path if p and os.path.isdir(p)))
+        env.pop("NUMBA_CPU_FEATURES", None)
+        env.pop("NUMBA_CACHE_LOCATOR_CLASSES", None)
+        flags = getattr(subprocess, "BELOW_NORMAL_PRIORITY_CLASS", 0) | getattr(subprocess, "CREATE_NO_WINDOW", 0)
+        core = str(Path(__file__).resolve().parent)
+        self._procs = []
+        for i, share_ in enumerate(share(self.names, workers or worker_count())):
+            log = os.path.join(self._log_dir, f"worker{i}.log")
+            with open(log, "wb") as out:
+                proc = subprocess.Popen([python or sys.executable, "-c", _WORKER, core, *share_], stdout=out,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                        creationflags=flags)
+            self._procs.append((proc, log))
+
+    def done(self) -> list[str]:
+        """The groups prepared so far (their stamps are there)."""
+        return [n for n in self.names if prepared([n])]
+
+    def working_on(self) -> list[str]:
+        """The groups the workers are compiling now."""
+        now = []
+        for proc, log in self._procs:
+            if proc.poll() is None:
+                started = [line[6:] for line in Path(log).read_text(errors="replace").splitlines()
+                           if line.startswith("start ")]
+                now += started[-1:]
+        return now
+
+    def poll(self) -> bool:
+        """Whether the workers are still running; once they are not, ``error`` says what went
+        wrong, if anything did."""
+        running = False
+        for proc, log in self._procs:
+            code = proc.poll()
+            if code is None:
+                running = True
+            elif code != 0 and not self.cancelled and not self.error:
+                lines = [line for line in Path(log).read_text(errors="replace").splitlines() if line.strip()]
+                self.error = (f"a worker stopped with exit status {code}"
+                              + (f": {lines[-1].strip()}" if lines else "") + f" (log: {log})")
+        if not running and not self.error and not self.cancelled:
+            left = [n for n in self.names if not prepared([n])]
+            if left:
+                self.error = f"the workers ended with {', '.join(left)} not prepared"
+        return running
+
+    def cancel(self) -> None:
+        """Stop the workers; groups already prepared stay prepared."""
+        self.cancelled = True
+        for proc, _ in self._procs:
+            if proc.poll() is None:
+                proc.kill()
+        for proc, _ in self._procs:
+            proc.wait()
+
+    def wait(self, names=None, report=None, poll: float = 0.25) -> bool:
+        """Block until the groups ``names`` (all of this preparation's by default) are prepared
+        or the workers stop; ``report(done, total, working_on)`` each time one more is done.
+        Returns whether they are prepared."""
+        want = self.names if names is None else [n for n in names if n in self.names]
+        seen = -1
+        while True:
+            running = self.poll()
+            done = sum(prepared([n]) for n in want)
+            if report is not None and done != seen:
+                report(done, len(want), self.working_on())
+                seen = done
+            if done == len(want) or not running:
+                return done == len(want)
+            time.sleep(poll)
