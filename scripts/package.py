@@ -7,21 +7,33 @@ Blender's *Install from Disk* — or a render-farm node — needs nothing else.
 The wheels ``blender_manifest.toml`` lists are downloaded into ``./wheels`` (once: later builds
 reuse them), each by its exact file name; Blender's own extension tool then validates the
 manifest and builds with ``--split-platforms``.
+
+The Linux package also carries its **kernels, prebuilt** for both Blender lines' Pythons and any
+x86-64 CPU (``hair_wig/kernels/prebuilt/``, compiled by ``scripts/prepare_kernels.py`` in each
+line's environment, once, then kept), so an artist or a farm node on Linux compiles nothing.
+The other platforms' packages prepare their kernels in the background when the add-on is enabled
+(this machine cannot compile for them).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import tomllib
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = "blender_manifest.toml"
+# the platform whose packages carry prebuilt kernels: the one this machine compiles for
+PREBUILT_PLATFORM = "linux-x64"
+# each Blender line's Python, as ./run tells the tests and this script (HAIR_WIG_BPY_4_5=...)
+LINE_PYTHONS = {"4.5": "HAIR_WIG_BPY_4_5", "5.2": "HAIR_WIG_BPY_5_2"}
 
 # a wheel's platform tag -> Blender's platform name (as Blender's own tool maps them)
 _PLATFORMS = ((re.compile(r"manylinux_\d+_\d+_x86_64"), "linux-x64"),
@@ -83,8 +95,67 @@ def blender_ext() -> Path:
     return path
 
 
+def line_pythons() -> dict[str, str]:
+    """Each Blender line's Python that is ready: the one ./run names, else its environment's."""
+    found = {}
+    for line, var in LINE_PYTHONS.items():
+        py = os.environ.get(var) or str(ROOT / f".venv-{line}" / "bin" / "python")
+        if Path(py).is_file():
+            found[line] = py
+    return found
+
+
+# in a line's Python: the core at argv[1] prepared (nothing where it is), then its prepared folder
+_PREPARE = """
+import sys
+sys.path[:0] = [sys.argv[1], sys.argv[2]]
+import prepare_kernels
+from hair_wig import kernels
+ok = prepare_kernels.run()
+print(kernels.PREPARED)
+sys.exit(0 if ok else 1)
+"""
+
+
+def prebuilt_kernels(root: Path = ROOT) -> dict[str, Path]:
+    """The kernels of ``root``'s core prepared for every line's Python (by ``scripts/
+    prepare_kernels.py`` in each, which does nothing where they are): archive name -> file,
+    under ``hair_wig/kernels/prebuilt/<the kernels' name>/``. Kept where this checkout keeps its
+    own (the name is the sources' digest: the same sources share them). Refuses when a line has
+    no Python."""
+    pythons = line_pythons()
+    missing = sorted(set(LINE_PYTHONS) - set(pythons))
+    if missing:
+        raise RuntimeError(f"no Python for Blender {', '.join(missing)} to prebuild the Linux package's kernels: "
+                           f"make its environment (HAIR_WIG_BLENDER={missing[0]} ./run python -c pass)")
+    folders = set()
+    for line, py in pythons.items():
+        own = subprocess.run([py, "-c", _PREPARE.replace("ok = prepare_kernels.run()", "ok = True"), str(ROOT),
+                              str(ROOT / "scripts")], capture_output=True, text=True, cwd=ROOT)
+        if own.returncode != 0:
+            raise RuntimeError(f"Blender {line}'s Python cannot import the core:\n{own.stderr[-3000:]}")
+        env = dict(os.environ, HAIR_WIG_KERNEL_CACHE=str(Path(own.stdout.split()[-1]).parent.parent))
+        res = subprocess.run([py, "-c", _PREPARE, str(root), str(ROOT / "scripts")], capture_output=True, text=True,
+                             cwd=root, env=env)
+        if res.returncode != 0:
+            raise RuntimeError(f"preparing the kernels for Blender {line} failed:\n{res.stdout[-3000:]}{res.stderr[-3000:]}")
+        folders.add(res.stdout.split()[-1])
+    (folder,) = folders                   # the same sources: one name, one folder
+    name = Path(folder).parent.name
+    return {f"hair_wig/kernels/prebuilt/{name}/{p.name}": p for p in sorted(Path(folder).iterdir())
+            if p.suffix in (".nbi", ".nbc", ".ok")}
+
+
+def add_prebuilt(package: Path, files: dict[str, Path]) -> None:
+    """Add the prebuilt kernels to a built package (a zip Blender's installer extracts whole)."""
+    with zipfile.ZipFile(package, "a", compression=zipfile.ZIP_DEFLATED) as z:
+        for arc, path in files.items():
+            z.write(path, arc)
+
+
 def build(out: Path, root: Path = ROOT) -> dict[str, Path]:
-    """Fetch the wheels and build one package a platform into ``out``: each platform's .zip."""
+    """Fetch the wheels and build one package a platform into ``out``: each platform's .zip, the
+    Linux one with its kernels prebuilt."""
     every = manifest(root)["platforms"]
     fetch(manifest(root)["wheels"], root)
     out.mkdir(parents=True, exist_ok=True)
@@ -99,6 +170,7 @@ def build(out: Path, root: Path = ROOT) -> dict[str, Path]:
     missing = [str(path) for path in built.values() if not path.is_file()]
     if missing:
         raise RuntimeError(f"blender_ext build made no {', '.join(missing)}")
+    add_prebuilt(built[PREBUILT_PLATFORM], prebuilt_kernels(root))
     return built
 
 

@@ -1,7 +1,9 @@
 """The manifest passes Blender's own extension validator, tells the truth about the Blender versions
 it runs on, and each platform's package holds the add-on, that platform's compiled wheels for both
-Blender lines, and nothing else, whatever else lies in the folder; the Linux package installs into
-a clean profile through Blender's own installer and its bundled numba compiles kernels there."""
+Blender lines, and nothing else, whatever else lies in the folder — the Linux package also its
+kernels, prebuilt for both lines; the Linux package installs into a clean profile through
+Blender's own installer, and a new Blender process bakes with its bundled numba compiling
+nothing."""
 
 import os
 import re
@@ -13,7 +15,7 @@ import zipfile
 from pathlib import Path
 
 import bpy
-from conftest import ROOT
+from conftest import INSTALL_AND_SAVE, ROOT
 
 INSTALL = """
 import bpy, sys
@@ -27,10 +29,11 @@ addon_utils.disable(names[0])
 print("DISABLED", hasattr(bpy.types.Object, "hair_wig"), dir(bpy.ops.hair_wig))
 """
 
-# A later session of the same profile: the wheels Blender unpacked when it enabled the extension put
-# first on the path (before the test environment's own numba, which a Blender installation does
-# not have), then the add-on enabled: its kernels load from them and run.
-BUNDLED = """
+# A new Blender process of a clean profile the package was just installed in, its home empty (no
+# cache anywhere): the wheels Blender unpacked when it enabled the extension put first on the path
+# (before the test environment's own numba, which a Blender installation does not have), the
+# add-on enabled, a small shot baked with the solver argv[2]; what it compiled, what it started.
+FIRST_BAKE = """
 import bpy, os, sys
 import addon_utils
 local = os.path.join(bpy.utils.user_resource("EXTENSIONS"), ".local", "lib",
@@ -39,13 +42,34 @@ assert os.path.isdir(local) and "numba" not in sys.modules, local
 sys.path.insert(0, local)
 addon_utils.enable("bl_ext.user_default.hair_wig", default_set=True)
 import numba, numpy as np
-kernels = sys.modules["bl_ext.user_default.hair_wig.hair_wig.kernels"]
-for _ in kernels.warm_up():
-    pass
-p = np.array([[0.0, 0, 0], [0, 0, 2.0]])
-kernels.follow_chains(p, np.array([0]), np.array([2]), 1, np.array([0]), np.array([0.0, 1.0]), np.empty((0, 3)),
-                      np.empty((0, 3)), 0.0, True, 1, 1e-15)
-print("NUMBA", numba.__version__, numba.__file__.startswith(local), p[1].tolist() == [0.0, 0.0, 1.0])
+core = sys.modules["bl_ext.user_default.hair_wig.hair_wig"]
+preparation = sys.modules["bl_ext.user_default.hair_wig.operators.preparation"]
+compiled = core.kernels.store.count_compiles(core.kernels.__name__)
+print("STARTED", preparation._prep is not None, core.prepare.missing())
+sys.path.insert(0, sys.argv[1])
+import scenes
+for ob in list(bpy.data.objects):
+    bpy.data.objects.remove(ob)
+bpy.ops.mesh.primitive_uv_sphere_add(segments=32, ring_count=16, radius=1.0)
+head = bpy.context.active_object
+ob, pts = scenes.uv_hair_on(head, 60, points=8, length=0.5)
+ob.hair_wig.head = head
+ob.hair_wig.dynamics_layer = sys.argv[2]
+scenes.keyed_head_turn(head, 1, 6, angle=0.9, lift=0.0)
+scene = bpy.context.scene
+scene.frame_start, scene.frame_end = 1, 6
+scene.frame_set(1)
+bpy.context.view_layer.objects.active = ob
+assert bpy.ops.hair_wig.bake() == {"FINISHED"}
+scene.frame_set(6)
+at = ob.evaluated_get(bpy.context.evaluated_depsgraph_get()).data.attributes["position"].data
+moved = np.empty(len(at) * 3, np.float32)
+at.foreach_get("vector", moved)
+print("BAKED", float(np.abs(moved.reshape(-1, 3) - pts).max()) > 0.05)
+print("COMPILED", compiled.count, compiled.names[:5])
+local_cache = core.kernels.LOCAL
+print("LOCAL", sorted(os.listdir(local_cache)) if os.path.isdir(local_cache) else [])
+print("NUMBA", numba.__file__.startswith(local))
 """
 
 PACKAGES = ("hair_wig", "hair_wig/collision", "hair_wig/kernels", "operators", "panels")
@@ -85,12 +109,29 @@ def wheels_in(platform: str) -> set:
     return {w.removeprefix("./") for w in package.wheels_for([platform])}
 
 
+def prebuilt_in(names: set) -> set:
+    """The package's prebuilt kernels: their stamps' and compiled code's archive names."""
+    return {n for n in names if n.startswith("hair_wig/kernels/prebuilt/")}
+
+
 def test_each_platform_package_holds_the_addon_its_wheels_and_nothing_else(packages):
+    """... and the Linux one its kernels prebuilt: every group prepared for both lines' Pythons,
+    under the kernels' own name (their sources' digest)."""
+    from hair_wig import kernel_home, prepare
+
     assert sorted(packages) == ["linux-x64", "macos-arm64", "windows-x64"]
     for platform, path in packages.items():
         names = set(zipfile.ZipFile(path).namelist())
-        want = addon_files(ROOT) | wheels_in(platform)
+        prebuilt = prebuilt_in(names)
+        want = addon_files(ROOT) | wheels_in(platform) | prebuilt
         assert names == want, (platform, sorted(names ^ want))
+        if platform != "linux-x64":
+            assert not prebuilt, platform
+            continue
+        assert {Path(n).parent.name for n in prebuilt} == {kernel_home.NAME}
+        stamps = {Path(n).name for n in prebuilt if n.endswith(".ok")}
+        assert stamps == {prepare._stamp(g, "generic").replace(".py" + f"{sys.version_info[0]}{sys.version_info[1]}.", f".{py}.")
+                          for g in prepare.GROUPS for py in ("py311", "py313")}, sorted(stamps)
         assert {Path(w).name.split("-")[0] for w in wheels_in(platform)} == {"numba", "llvmlite"}
         assert {Path(w).name.split("-")[2] for w in wheels_in(platform)} == {"cp311", "cp313"}
 
@@ -129,8 +170,9 @@ def test_stray_folders_and_files_stay_out_of_the_package(tmp_path, packages):
     out.mkdir()
     for platform, path in build(source, out).items():
         names = set(zipfile.ZipFile(path).namelist())
-        want = addon_files(ROOT) | wheels_in(platform)
+        want = addon_files(ROOT) | wheels_in(platform) | prebuilt_in(names)
         assert names == want, (platform, sorted(names ^ want))
+        assert bool(prebuilt_in(names)) == (platform == "linux-x64"), platform
 
 
 def oldest_tested_line() -> tuple:
@@ -152,7 +194,7 @@ def test_manifest_minimum_is_the_oldest_line_the_suite_runs_on():
     assert tuple(bpy.app.version) >= (major, minor, 0)
 
 
-def test_package_installs_enables_and_disables_as_an_extension(packages, installed_extension, tmp_path):
+def test_package_installs_enables_and_disables_as_an_extension(packages, tmp_path):
     env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path))   # a user folder of its own
     res = subprocess.run([sys.executable, "-c", INSTALL, str(packages["linux-x64"])], capture_output=True,
                          text=True, env=env, timeout=300)
@@ -161,12 +203,40 @@ def test_package_installs_enables_and_disables_as_an_extension(packages, install
     assert enabled == "ENABLED ['bl_ext.user_default.hair_wig'] True True", enabled
     disabled = next(l for l in res.stdout.splitlines() if l.startswith("DISABLED"))
     assert disabled == "DISABLED False []", disabled
+
+
+def test_a_first_bake_after_installing_compiles_nothing(packages, tmp_path):
+    """The Linux package installed through Blender's own installer into a clean profile, the home
+    empty and no kernel cache anywhere; a new Blender process enables it and bakes a small shot
+    with the default solver and with Strands: nothing compiles (numba's compile events for the
+    core's kernels: none), no preparation starts (the package's prebuilt kernels are all there),
+    nothing is written to the add-on's own kernel folder, and the bundled numba is the one used."""
     import package
-    (version,) = {Path(w).name.split("-")[1] for w in package.wheels_for(["linux-x64"]) if "/numba-" in w}
-    # a later session of a profile the extension was installed in (the session's, shared with the
-    # farm's test: the kernels compile once); a cold compile takes ~2 minutes on an idle machine
-    env = dict(os.environ, BLENDER_USER_RESOURCES=str(installed_extension))
-    res = subprocess.run([sys.executable, "-c", BUNDLED], capture_output=True, text=True, env=env, timeout=900)
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "HAIR_WIG_KERNEL", "XDG_"))}
+    env.update(BLENDER_USER_RESOURCES=str(tmp_path / "profile"), HOME=str(home))
+    env.pop("PYTHONPATH", None)
+    res = subprocess.run([sys.executable, "-c", INSTALL_AND_SAVE, str(packages["linux-x64"])], capture_output=True,
+                         text=True, env=env, timeout=300, cwd=tmp_path)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-    used = next(l for l in res.stdout.splitlines() if l.startswith("NUMBA"))
-    assert used == f"NUMBA {version} True True", used
+    (version,) = {Path(w).name.split("-")[1] for w in package.wheels_for(["linux-x64"]) if "/numba-" in w}
+    for solver in ("SPRINGS", "STRANDS"):
+        res = subprocess.run([sys.executable, "-c", FIRST_BAKE, str(ROOT / "scripts"), solver], capture_output=True,
+                             text=True, env=env, timeout=600, cwd=tmp_path)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        said = {line.split(" ", 1)[0]: line.split(" ", 1)[1] for line in res.stdout.splitlines()
+                if line.split(" ", 1)[0] in ("STARTED", "BAKED", "COMPILED", "LOCAL", "NUMBA")}
+        assert said == {"STARTED": "False []", "BAKED": "True", "COMPILED": "0 []", "LOCAL": "[]", "NUMBA": "True"}, \
+            (solver, said, res.stderr[-2000:])
+    assert not any(home.rglob("*.nbi")), sorted(home.rglob("*"))
+    assert numba_version_bundled() == version
+
+
+def numba_version_bundled() -> str:
+    """The numba version of the wheels in the manifest (one, for every platform)."""
+    import package
+
+    (version,) = {Path(w).name.split("-")[1] for w in package.manifest()["wheels"] if "/numba-" in w}
+    return version
