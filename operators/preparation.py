@@ -48,9 +48,14 @@ def _settle() -> None:
 
 
 def _watch():
-    """The timer: redraw what shows the progress while the workers run; stop once they end."""
+    """The timer: redraw what shows the progress while the workers run, show the frame previews
+    and live wigs waited at once their kernels are ready, and stop when the workers end."""
     alive = running()
     _settle()
+    if bpy.context.scene is not None:
+        from . import preview
+
+        preview.catch_up(bpy.context.scene)
     for window in getattr(bpy.context.window_manager, "windows", ()):
         for area in window.screen.areas:
             if area.type in {"VIEW_3D", "PREFERENCES"}:

@@ -19,7 +19,7 @@ import bpy
 import numpy as np
 
 from ..hair_wig import HairWigError
-from . import blender_io, live, polls, scene_reader
+from . import blender_io, live, polls, preparation, scene_reader
 
 _previews: dict[int, "Preview"] = {}
 _busy = False              # our own write or frame steps trigger handlers: do not answer them (``_quiet``)
@@ -307,8 +307,8 @@ def live_toggled(settings, context) -> None:
 def _start_live(context, ob) -> None:
     """Start a wig's live dynamics where it can run (not baked, in object mode; status() says
     why not)."""
-    if blender_io.is_baked(ob) or ob.mode != "OBJECT":
-        return
+    if blender_io.is_baked(ob) or ob.mode != "OBJECT" or _kernels_pending(context.scene):
+        return                                # (kernels being prepared: started when they are)
     try:
         start(context, ob, dynamics=True)
     except Exception as err:                 # noqa: BLE001 — never out of a handler: say it
@@ -360,9 +360,33 @@ def update(scene, depsgraph=None, edited: bool = False) -> None:
         _write(ob, out)
 
 
+_skipped = []          # a frame not shown while kernels were prepared (``catch_up`` shows it)
+
+
+def _kernels_pending(scene) -> bool:
+    """Whether the kernels the wigs shown here need are still being prepared in the background:
+    a frame then shows what it showed, as computing it would compile them in Blender's own
+    process, frozen meanwhile (``catch_up`` shows it once they are ready)."""
+    if not preparation.running():
+        return False
+    wigs = [ob for ob in scene.objects if ob.hair_wig.enabled
+            and (ob.hair_wig.use_live_dynamics or ob.session_uid in _previews)]
+    pending = bool(wigs) and preparation.waiting(preparation.needed(wigs))
+    if pending and not _skipped:
+        _skipped.append(True)
+    return pending
+
+
+def catch_up(scene) -> None:
+    """The frame skipped while the kernels were prepared, shown now that they are ready."""
+    if _skipped and not _kernels_pending(scene):
+        _skipped.clear()
+        on_frame_change(scene)
+
+
 @bpy.app.handlers.persistent
 def on_frame_change(scene, depsgraph=None):
-    if _busy:
+    if _busy or _kernels_pending(scene):
         return
     if _dirty:
         _checked()
@@ -399,7 +423,7 @@ def on_depsgraph_update(scene, depsgraph):
     other = any(not ((isinstance(u.id, bpy.types.Curves) and u.id.name in ours_data)
                      or (isinstance(u.id, bpy.types.Object) and u.id.name in ours and not u.is_updated_transform))
                 for u in depsgraph.updates)
-    if not (other and _check_live(context, scene)) and moved:
+    if not (other and _check_live(context, scene)) and moved and not _kernels_pending(scene):
         update(scene, depsgraph)
 
 

@@ -63,6 +63,21 @@ elif case == "answers":
         seen.add(preparation.progress(preparation._prep.names)[0])
         time.sleep(0.01)
     print("ANSWERED", turns > 20, len(seen) > 1, prepare.prepared(), compiled.count)
+elif case == "live":
+    # Live Dynamics played while the kernels prepare: the groom stays, nothing compiles here;
+    # once they are ready the preparation's timer shows the frame played to
+    scene, ob = shot()
+    rest = np.empty(len(ob.data.points) * 3, np.float32)
+    ob.data.attributes["position"].data.foreach_get("vector", rest)
+    ob.hair_wig.use_live_dynamics = True
+    scene.frame_set(4)
+    here = np.empty_like(rest)
+    ob.data.attributes["position"].data.foreach_get("vector", here)
+    print("PENDING", preparation.running(), np.array_equal(here, rest), compiled.count)
+    preparation._prep.wait()
+    preparation._watch()
+    ob.data.attributes["position"].data.foreach_get("vector", here)
+    print("SHOWN", float(np.abs(here - rest).max()) > 0.01, compiled.count)
 elif case == "fails":
     os.kill(preparation._prep._procs[0][0].pid, signal.SIGKILL)       # a worker dies (out of memory, killed)
     while preparation.running():
@@ -124,6 +139,12 @@ def test_blender_goes_on_while_kernels_prepare(short_of_some):
     assert said["STARTED"] == "True True", said
     # frames were set while the workers prepared group after group; this process compiled nothing
     assert said["ANSWERED"] == "True True True 0", said
+
+
+def test_live_dynamics_waits_for_the_kernels_and_then_plays(short_of_some):
+    said = run("live", short_of_some)
+    assert said["PENDING"] == "True True 0", said
+    assert said["SHOWN"] == "True 0", said
 
 
 def test_a_failed_preparation_says_why_and_bakes_still_run(short_of_some):
