@@ -233,11 +233,16 @@ def uv_hair_on(head, count=200, name="Hair", **kw):
     return ob, pts
 
 
-def turning_head_hair(strands: int, last: int, points: int = 12, length: float = 0.6):
+def turning_head_hair(strands: int, last: int, points: int = 12, length: float = 0.6, factory: bool = True):
     """A factory-fresh scene: a sphere head (radius 1) turning 0.9 rad over frames 1-8, ``strands``
     x ``points`` hair ``length`` long grown on it, frames 1-``last``, at frame 1. Returns the
-    scene, the head, the hair object and its groom's points."""
-    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene, the head, the hair object and its groom's points. ``factory=False``: the scene emptied
+    instead, the preferences kept (the add-on enabled as an extension stays enabled)."""
+    if factory:
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+    else:
+        for ob in list(bpy.data.objects):
+            bpy.data.objects.remove(ob)
     bpy.ops.mesh.primitive_uv_sphere_add(segments=32, ring_count=16, radius=1.0)
     head = bpy.context.active_object
     head.name = "Head"
