@@ -17,6 +17,7 @@ nothing to prepare at all.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -339,6 +340,8 @@ class Preparation:
             left = [n for n in self.names if not prepared([n])]
             if left:
                 self.error = f"the workers ended with {', '.join(left)} not prepared"
+            else:
+                shutil.rmtree(self._log_dir, ignore_errors=True)      # kept only to say what went wrong
         return running
 
     def cancel(self) -> None:

@@ -58,8 +58,7 @@ bpy.ops.wm.save_userpref()
 def installed_extension(packages, tmp_path_factory):
     """A clean Blender user profile (its folder) with the Linux package installed through Blender's
     own installer, enabled in its saved preferences — one a session, shared by the tests that run
-    the installed extension: its kernels compile into the installed add-on's own folder, so once a
-    session (each time was ~2 minutes of the suite's time a Blender line)."""
+    the installed extension (its kernels come prebuilt with the package)."""
     import os
     import subprocess
 

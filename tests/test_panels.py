@@ -317,3 +317,64 @@ def test_the_dynamics_panel_draws_live_dynamics_and_its_status(scene, addon):
     drawn, layout = _draw_dynamics(legacy)
     assert "use_live_dynamics" not in drawn
     assert any("legacy curves show their dynamics in a bake" in text for text, _ in layout.said)
+
+
+class SaidRecorder(Recorder):
+    """A layout that records the text and icon of each label and the operators drawn."""
+
+    def label(self, **kw):
+        check_icon(kw)
+        self.seen.append(("label", kw.get("text", ""), kw.get("icon", "NONE")))
+
+    def operator(self, idname, **kw):
+        self.seen.append(("operator", idname, kw.get("icon", "NONE")))
+        return super().operator(idname, **kw)
+
+
+class Running:
+    """Stands in for a preparation whose workers are on two groups of five (its poll and what it
+    is working on are all the panel reads)."""
+
+    names = ["collision walk", "springs", "magnets", "output", "scalp space"]
+
+    def poll(self):
+        return True
+
+    def working_on(self):
+        return ["collision walk", "magnets"]
+
+
+def test_the_kernels_preparation_shows_in_the_panel_and_the_preferences(scene, addon, monkeypatch):
+    """While the kernels prepare the Hair Wig panel and the add-on's preferences say how far, with
+    a button to stop; after a failure they say why, with a button to try again; once ready the
+    preferences say so and the panel says nothing."""
+    from hair_wig_addon.operators import preparation
+    from hair_wig_addon.panels import sidebar
+
+    prepare = preparation.prepare               # the add-on's core (not the tests' ``hair_wig``)
+    pts, counts = scenes.straight_strands(3, 4)
+    ob = scenes.curves_hair("Hair", pts, counts)
+    ob.hair_wig.enabled = True
+    bpy.context.view_layer.objects.active = ob
+    monkeypatch.setattr(preparation, "_prep", Running())
+    monkeypatch.setattr(prepare, "prepared", lambda names=None: list(names or ()) in (["springs"], ["output"]))
+
+    def drawn(draw):
+        seen = []
+        draw(SaidRecorder(seen))
+        return [s for s in seen if s[0] in ("label", "operator")]
+
+    panel = lambda layout: sidebar.VIEW3D_PT_hair_wig.draw(type("P", (), {"layout": layout})(), bpy.context)
+    prefs = lambda layout: preparation.HAIRWIG_AddonPreferences.draw(type("P", (), {"layout": layout})(), bpy.context)
+    running = [("label", "Preparing hair kernels in the background: 2 of 5 (collision walk, magnets) — once after "
+                         "installing", "TIME"), ("operator", "hair_wig.prepare_kernels", "CANCEL")]
+    assert drawn(panel)[:2] == running and drawn(prefs) == running
+    monkeypatch.setattr(preparation, "_prep", None)
+    monkeypatch.setattr(preparation, "_note", "Preparing hair kernels failed: a worker stopped with exit status -9. "
+                                              "A bake compiles what it needs (slower to start)")
+    failed = [("label", preparation._note, "ERROR"), ("operator", "hair_wig.prepare_kernels", "FILE_REFRESH")]
+    assert drawn(panel)[:2] == failed and drawn(prefs) == failed
+    monkeypatch.setattr(preparation, "_note", "")
+    monkeypatch.setattr(prepare, "prepared", lambda names=None: True)
+    assert all(s[1] != "hair_wig.prepare_kernels" and "kernels" not in s[1] for s in drawn(panel))
+    assert drawn(prefs) == [("label", "Hair kernels are ready", "CHECKMARK")]
