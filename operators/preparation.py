@@ -1,7 +1,12 @@
 """The kernels' preparation as Blender sees it (``hair_wig.prepare``): started when the add-on is
 enabled, watched by a timer without waiting for it, shown in the sidebar and the add-on's
 preferences; a bake waits for the groups its wigs need, and a stopped preparation leaves bakes
-to compile what they need themselves, as before."""
+to compile what they need themselves, as before.
+
+First the kernels for any CPU of the platform (the package's prebuilt ones, or prepared here); once
+they are there, in an interactive session, the same tuned for this very CPU, at a lower pace (half
+the cores), which later sessions load instead: generic code runs the Springs wig's frame about
+14 % slower on this project's machine, Strands and Rods no slower (README, *Measured*)."""
 
 from __future__ import annotations
 
@@ -21,15 +26,21 @@ def begin(names=None) -> None:
     global _prep, _note
     if running():
         return
-    todo = prepare.missing(names)
+    todo, cpu, workers = prepare.missing(names), prepare.store.GENERIC, None
+    if not todo and names is None and not bpy.app.background:
+        # tuned for this CPU: not where a batch bake or a farm node runs (it would compete with
+        # the bake for the cores, every job again in a fresh container)
+        todo, cpu, workers = prepare.missing(cpu=prepare.HOST), prepare.HOST, max(1, prepare.worker_count() // 2)
     if not todo:
         return
-    _note = ""
+    if cpu == prepare.store.GENERIC:
+        _note = ""
     try:
-        _prep = prepare.Preparation(todo)
+        _prep = prepare.Preparation(todo, workers, cpu=cpu)
     except OSError as err:
         _prep = None
-        _note = f"Hair kernels could not be prepared in the background ({err}); a bake compiles what it needs"
+        if cpu == prepare.store.GENERIC:
+            _note = f"Hair kernels could not be prepared in the background ({err}); a bake compiles what it needs"
         return
     if not bpy.app.background and not bpy.app.timers.is_registered(_watch):
         bpy.app.timers.register(_watch, first_interval=0.5, persistent=True)
@@ -39,10 +50,22 @@ def running() -> bool:
     return _prep is not None and _prep.poll()
 
 
+def tuning() -> bool:
+    """Whether the running preparation tunes kernels for this CPU (nothing waits for it)."""
+    return running() and _prep.cpu == prepare.HOST
+
+
 def _settle() -> None:
-    """Once the workers stopped: the note an artist reads if they did not end well."""
+    """Once the workers stopped: the note an artist reads if they did not end well (tuning that
+    failed only costs later sessions some speed: the console says it)."""
     global _note
-    if _prep is not None and not _prep.poll() and _prep.error and not _note:
+    if _prep is None or _prep.poll() or not _prep.error:
+        return
+    if _prep.cpu == prepare.HOST:
+        if not getattr(_prep, "told", False):
+            _prep.told = True
+            print(f"Hair Wig: tuning the hair kernels for this computer stopped: {_prep.error}")
+    elif not _note:
         _note = f"Preparing hair kernels failed: {_prep.error}. A bake compiles what it needs (slower to start)"
         print(f"Hair Wig: {_note}")
 
@@ -56,6 +79,10 @@ def _watch():
         from . import preview
 
         preview.catch_up(bpy.context.scene)
+    if not alive and _prep is not None and _prep.cpu == prepare.store.GENERIC and not _prep.error \
+            and not _prep.cancelled:
+        begin()                               # then tuned for this CPU
+        alive = running()
     for window in getattr(bpy.context.window_manager, "windows", ()):
         for area in window.screen.areas:
             if area.type in {"VIEW_3D", "PREFERENCES"}:
@@ -67,7 +94,8 @@ def cancel() -> None:
     global _note
     if running():
         _prep.cancel()
-        _note = "Preparing hair kernels was cancelled: a bake compiles what it needs (slower to start)"
+        if _prep.cpu == prepare.store.GENERIC:
+            _note = "Preparing hair kernels was cancelled: a bake compiles what it needs (slower to start)"
 
 
 def end() -> None:
@@ -76,6 +104,15 @@ def end() -> None:
         _prep.cancel()
     if bpy.app.timers.is_registered(_watch):
         bpy.app.timers.unregister(_watch)
+
+
+def tuned() -> str:
+    """The preferences' line on kernels tuned for this CPU: how far, while they are made."""
+    if not tuning():
+        return ""
+    done = len(_prep.done())
+    return (f"Tuning hair kernels for this computer in the background: {done} of {len(_prep.names)} "
+            "(used from the next session)")
 
 
 def progress(names=None) -> tuple[int, int, list[str]]:
@@ -87,9 +124,9 @@ def progress(names=None) -> tuple[int, int, list[str]]:
 
 def status() -> str:
     """One line for the panel and preferences: the preparation's progress, or why it stopped;
-    empty when there is nothing to say."""
+    empty when there is nothing to say (tuning for this CPU is not waited for: ``tuned``)."""
     _settle()
-    if running():
+    if running() and not tuning():
         done, total, now = progress(_prep.names)
         return (f"Preparing hair kernels in the background: {done} of {total}"
                 + (f" ({', '.join(now)})" if now else "") + " — once after installing")
@@ -123,7 +160,7 @@ def draw(layout) -> None:
     if not text:
         return
     row = layout.row(align=True)
-    if running():
+    if running() and not tuning():
         row.label(text=text, icon="TIME")
         row.operator("hair_wig.prepare_kernels", text="", icon="CANCEL").cancel = True
     else:
@@ -160,6 +197,10 @@ class HAIRWIG_AddonPreferences(bpy.types.AddonPreferences):
             draw(layout)
         elif prepare.prepared():
             layout.label(text="Hair kernels are ready", icon="CHECKMARK")
+            if tuning():
+                row = layout.row(align=True)
+                row.label(text=tuned(), icon="TIME")
+                row.operator("hair_wig.prepare_kernels", text="", icon="CANCEL").cancel = True
         else:
             layout.operator("hair_wig.prepare_kernels", icon="FILE_REFRESH")
 

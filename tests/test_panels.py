@@ -332,13 +332,17 @@ class SaidRecorder(Recorder):
 
 
 class Running:
-    """Stands in for a preparation whose workers are on two groups of five (its poll and what it
-    is working on are all the panel reads)."""
+    """Stands in for a preparation whose workers are on two groups of five, two done (its poll,
+    what is done and what it is working on are all the panel reads)."""
 
     names = ["collision walk", "springs", "magnets", "output", "scalp space"]
+    cpu = "generic"
 
     def poll(self):
         return True
+
+    def done(self):
+        return ["springs", "output"]
 
     def working_on(self):
         return ["collision walk", "magnets"]
@@ -347,7 +351,8 @@ class Running:
 def test_the_kernels_preparation_shows_in_the_panel_and_the_preferences(scene, addon, monkeypatch):
     """While the kernels prepare the Hair Wig panel and the add-on's preferences say how far, with
     a button to stop; after a failure they say why, with a button to try again; once ready the
-    preferences say so and the panel says nothing."""
+    preferences say so and the panel says nothing — while they are tuned for this CPU too (only
+    the preferences show that, with a button to stop it)."""
     from hair_wig_addon.operators import preparation
     from hair_wig_addon.panels import sidebar
 
@@ -378,3 +383,10 @@ def test_the_kernels_preparation_shows_in_the_panel_and_the_preferences(scene, a
     monkeypatch.setattr(prepare, "prepared", lambda names=None: True)
     assert all(s[1] != "hair_wig.prepare_kernels" and "kernels" not in s[1] for s in drawn(panel))
     assert drawn(prefs) == [("label", "Hair kernels are ready", "CHECKMARK")]
+    tuning = Running()
+    tuning.cpu = "host"
+    monkeypatch.setattr(preparation, "_prep", tuning)
+    assert all(s[1] != "hair_wig.prepare_kernels" and "kernels" not in s[1] for s in drawn(panel))
+    assert drawn(prefs) == [("label", "Hair kernels are ready", "CHECKMARK"),
+                            ("label", "Tuning hair kernels for this computer in the background: 2 of 5 (used from the "
+                                      "next session)", "TIME"), ("operator", "hair_wig.prepare_kernels", "CANCEL")]

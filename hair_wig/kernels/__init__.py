@@ -128,7 +128,7 @@ def _import_kernels():
         config.CACHE_LOCATOR_CLASSES = was
     more = tuple(f for f in (PREPARED, PREBUILT) if f != _SAVE)
     for module in modules.values():
-        store.adopt(module, _SAVE, more)
+        store.adopt(module, _SAVE, more, any_cpu=_SAVE != PREPARED)
     return modules
 
 

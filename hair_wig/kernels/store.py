@@ -35,10 +35,14 @@ GENERIC = "generic"
 
 
 def cpu_key() -> str:
-    """What the code this process compiles is made for: ``generic`` or the host CPU's name."""
-    from numba.core import config
+    """What the code this process compiles is made for: ``generic`` (any CPU of the platform), or
+    this CPU's name and a digest of its features, as numba keys compiled code."""
+    from numba.core.registry import cpu_target
 
-    return GENERIC if (config.CPU_NAME or "").lower() == GENERIC else "host"
+    _, name, features = cpu_target.target_context.codegen().magic_tuple()
+    if name == GENERIC:
+        return GENERIC
+    return f"{name}-{hashlib.sha1(features.encode()).hexdigest()[:8]}"
 
 
 def _source_stamp(path: str) -> bytes:
@@ -104,11 +108,13 @@ class KernelCache(caching.FunctionCache):
     """numba's function cache for one kernel, saving to ``folder`` and looking in ``folder``
     then ``more`` (read-only), for code made for this CPU first, then for any CPU."""
 
-    def __init__(self, py_func, folder: str, more: tuple[str, ...]):
+    def __init__(self, py_func, folder: str, more: tuple[str, ...], any_cpu: bool = True):
         locator = type("Locator", (_Locator,), {"folder": folder})
         self._impl_class = type("Impl", (caching.CompileResultCacheImpl,), {"_locator_classes": [locator]})
         super().__init__(py_func)
         stamp, base = self._impl.locator.get_source_stamp(), self._impl.filename_base
+        self.loaded = {}                # signature -> the CPU its loaded code was made for
+        self._any_cpu = any_cpu
         self._more = [caching.IndexDataCacheFile(cache_path=f, filename_base=base, source_stamp=stamp)
                       for f in more]
 
@@ -117,7 +123,7 @@ class KernelCache(caching.FunctionCache):
         key = self._index_key(sig, codegen)
         triple = key[1][0]
         generic = (key[0], (triple, GENERIC, ""), key[2])
-        return (key,) if generic == key else (key, generic)
+        return (key,) if generic == key or not self._any_cpu else (key, generic)
 
     def _load_overload(self, sig, target_context):
         if not self._enabled:
@@ -126,6 +132,7 @@ class KernelCache(caching.FunctionCache):
             for index in (self._cache_file, *self._more):
                 data = index.load(key)
                 if data is not None:
+                    self.loaded[sig] = key[1][1]          # the CPU name the code was made for
                     return self._impl.rebuild(target_context, data)
         return None
 
@@ -137,12 +144,14 @@ class KernelCache(caching.FunctionCache):
             self._cache_file.save(key, self._impl.reduce(data))
 
 
-def adopt(module, folder: str, more: tuple[str, ...]) -> None:
-    """Give every cached kernel defined in ``module`` a :class:`KernelCache`."""
+def adopt(module, folder: str, more: tuple[str, ...], any_cpu: bool = True) -> None:
+    """Give every cached kernel defined in ``module`` a :class:`KernelCache` (``any_cpu``: taking
+    code made for any CPU where none for this one is kept — not in a process that prepares code
+    tuned for this CPU, which would take the generic code and compile nothing)."""
     for value in vars(module).values():
         if (isinstance(value, Dispatcher) and value.py_func.__module__ == module.__name__
                 and isinstance(value._cache, caching.FunctionCache)):
-            value._cache = KernelCache(value.py_func, folder, more)
+            value._cache = KernelCache(value.py_func, folder, more, any_cpu)
 
 
 class _Counter(event.Listener):
