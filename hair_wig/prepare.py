@@ -206,8 +206,14 @@ def warm_up(names=None):
     todo = list(GROUPS) if names is None else list(names)
     for done, name in enumerate(todo, 1):
         if name not in _loaded:
+            kept = prepared([name])
             GROUPS[name].call()
             _loaded.add(name)
+            if not kept:                # compiled here: a later session loads it from this folder
+                try:
+                    Path(kernels.LOCAL, _stamp(name, host_key())).write_text("compiled in a session\n")
+                except OSError:
+                    pass
         yield done, len(todo), name
 
 
@@ -238,21 +244,23 @@ def host_key() -> str:
 
 def _stamped(name: str, cpu: str) -> bool:
     key = store.GENERIC if cpu == store.GENERIC else host_key()
-    return any(os.path.isfile(os.path.join(folder, _stamp(name, key))) for folder in (kernels.PREPARED, kernels.PREBUILT))
+    return any(os.path.isfile(os.path.join(folder, _stamp(name, key)))
+               for folder in (kernels.PREPARED, kernels.PREBUILT, kernels.LOCAL))
 
 
 def prepared(names=None, cpu: str | None = None) -> bool:
     """Whether the groups ``names`` (every group by default) are compiled where this process
-    loads them from (the preparation's folder or the package's prebuilt one): for ``cpu``
-    (``generic``: any CPU of the platform, ``host``: this one), or by default for either."""
+    loads them from (the preparation's folder, the package's prebuilt one, or this machine's own
+    from an earlier session): for ``cpu`` (``generic``: any CPU of the platform, ``host``: this
+    one), or by default for either."""
     todo = GROUPS if names is None else names
     cpus = (store.GENERIC, HOST) if cpu is None else (cpu,)
     return all(any(_stamped(n, c) for c in cpus) for n in todo)
 
 
-def missing(names=None, cpu: str = store.GENERIC) -> list[str]:
-    """The groups of ``names`` (every group by default) not prepared for ``cpu``, in the order to
-    prepare them."""
+def missing(names=None, cpu: str | None = None) -> list[str]:
+    """The groups of ``names`` (every group by default) not prepared for ``cpu`` (by default: for
+    no CPU this process can load), in the order to prepare them."""
     want = set(GROUPS if names is None else names)
     return [n for n in _default_first() if n in want and not prepared([n], cpu)]
 
@@ -303,8 +311,9 @@ def share(names, workers: int) -> list[list[str]]:
 
 
 def worker_count() -> int:
-    """One worker a core, at most four (each holds a compiler: ~250 MB)."""
-    return max(1, min(4, os.cpu_count() or 1))
+    """One worker a core this process may use, at most four (each holds a compiler: ~250 MB)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(4, cores or 1))
 
 
 class Preparation:
@@ -318,25 +327,33 @@ class Preparation:
         self.names = list(names)
         self.cpu = cpu
         self.error = ""
+        self.details = ""                      # for the console: the worker's last words, its log
         self.cancelled = False
         self._log_dir = tempfile.mkdtemp(prefix="hair_wig_prepare_")
-        env = dict(os.environ, HAIR_WIG_PREPARING="1", HAIR_WIG_KERNEL_CACHE=str(Path(kernels.LOCAL).parent.parent),
+        env = dict(os.environ, HAIR_WIG_PREPARING="1", HAIR_WIG_KERNEL_CACHE=kernels.ROOT,
                    NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1",
                    PYTHONPATH=os.pathsep.join(p for p in sys.path if p and os.path.isdir(p)))
         env.pop("NUMBA_CACHE_LOCATOR_CLASSES", None)
         if cpu == store.GENERIC:
             env["NUMBA_CPU_NAME"] = store.GENERIC
             env.pop("NUMBA_CPU_FEATURES", None)
+            # code for any machine calls no Intel math library a machine may lack (numba uses it
+            # where it is installed, and its key does not say so)
+            env["NUMBA_DISABLE_INTEL_SVML"] = "1"
         flags = getattr(subprocess, "BELOW_NORMAL_PRIORITY_CLASS", 0) | getattr(subprocess, "CREATE_NO_WINDOW", 0)
         core = str(Path(__file__).resolve().parent)
         self._procs = []
-        for i, share_ in enumerate(share(self.names, workers or worker_count())):
-            log = os.path.join(self._log_dir, f"worker{i}.log")
-            with open(log, "wb") as out:
-                proc = subprocess.Popen([python or sys.executable, "-c", _WORKER, core, *share_], stdout=out,
-                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                        creationflags=flags)
-            self._procs.append((proc, log))
+        try:
+            for i, share_ in enumerate(share(self.names, workers or worker_count())):
+                log = os.path.join(self._log_dir, f"worker{i}.log")
+                with open(log, "wb") as out:
+                    proc = subprocess.Popen([python or sys.executable, "-c", _WORKER, core, *share_], stdout=out,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                            creationflags=flags)
+                self._procs.append((proc, log))
+        except BaseException:
+            self.cancel()                      # no worker outlives a preparation that did not start
+            raise
 
     def done(self) -> list[str]:
         """The groups prepared so far (their stamps are there)."""
@@ -362,8 +379,8 @@ class Preparation:
                 running = True
             elif code != 0 and not self.cancelled and not self.error:
                 lines = [line for line in Path(log).read_text(errors="replace").splitlines() if line.strip()]
-                self.error = (f"a worker stopped with exit status {code}"
-                              + (f": {lines[-1].strip()}" if lines else "") + f" (log: {log})")
+                self.error = f"a helper process stopped (exit status {code})"
+                self.details = (lines[-1].strip() + " — " if lines else "") + f"its log: {log}"
         if not running and not self.error and not self.cancelled:
             left = [n for n in self.names if not prepared([n], self.cpu)]
             if left:
@@ -380,6 +397,7 @@ class Preparation:
                 proc.kill()
         for proc, _ in self._procs:
             proc.wait()
+        shutil.rmtree(self._log_dir, ignore_errors=True)
 
     def wait(self, names=None, report=None, poll: float = 0.25) -> bool:
         """Block until the groups ``names`` (all of this preparation's by default) are prepared

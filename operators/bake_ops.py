@@ -1,5 +1,7 @@
 """Operators: enable a wig, bake, clear a bake. Thin: they call baking/blender_io and report."""
 
+import time
+
 import bpy
 from bpy.props import BoolProperty, EnumProperty, IntProperty
 
@@ -43,6 +45,8 @@ class HAIRWIG_OT_bake(bpy.types.Operator):
     _timer = None
     _warming = None
     _kernels = ()
+    _look_at = 0.0
+    _compiling = None
 
     @classmethod
     def poll(cls, context):
@@ -114,18 +118,26 @@ class HAIRWIG_OT_bake(bpy.types.Operator):
         if event.type != "TIMER":
             return {"PASS_THROUGH"}
         if self._warming is not None:
+            now_ = time.monotonic()
+            if now_ < self._look_at:              # the timer runs often; the workers are looked at 4 times a second
+                return {"RUNNING_MODAL"}
             if preparation.waiting(self._kernels):
+                self._look_at = now_ + 0.25
                 done, total, now = preparation.progress(self._kernels)
                 context.workspace.status_text_set(
                     f"Hair Wig: the bake starts when its hair kernels are ready, {done}/{total} prepared"
                     + (f" ({', '.join(now)})" if now else "") + " — once after installing — Esc to cancel")
                 return {"RUNNING_MODAL"}
+            if self._compiling is None:            # what the rest of the way is: loading, or compiling here
+                self._compiling = not prepare.prepared(self._kernels)
             step = next(self._warming, None)
             if step is None:
                 self._warming = None
             else:
                 done, total, name = step
                 context.workspace.status_text_set(
+                    f"Hair Wig: compiling hair kernels here (the background preparation stopped; once, a minute "
+                    f"or two), {done}/{total} ({name}) — Esc cancels after this one" if self._compiling else
                     f"Hair Wig: loading hair kernels, {done}/{total} ({name}) — Esc to cancel")
             return {"RUNNING_MODAL"}
         try:
@@ -206,6 +218,8 @@ class HAIRWIG_OT_rebake_frames(bpy.types.Operator):
 
     def execute(self, context):
         ob = _hair(context)
+        if not preparation.gate(self, [ob]):
+            return {"CANCELLED"}
         try:
             cache = baking.rebake_frames(context, ob, self.frame_start, self.frame_end, after=self.after)
         except HairWigError as err:

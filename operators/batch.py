@@ -222,6 +222,10 @@ def run(argv: list[str], file_is_open: bool) -> int:
         return 0
     obs = pick_objects(bpy, scene_reader, args.objects)
     first, last = args.frames if args.frames else (None, None)
+    # where the kernels are being prepared (no prebuilt ones for this platform), their workers
+    # compile them in parallel: wait for the ones these wigs need rather than compile them here too
+    preparation = import_module(f"{PACKAGE}.operators.preparation")
+    preparation.wait(preparation.needed(obs))
     caches = []
     try:
         if not args.disk:                     # a disk bake holds one frame, whatever the shot

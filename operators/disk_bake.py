@@ -144,7 +144,11 @@ class HAIRWIG_OT_bake_to_disk(bpy.types.Operator):
         return polls.curves_wig(cls, context)
 
     def execute(self, context):
+        from . import preparation
+
         ob = context.active_object
+        if not preparation.gate(self, [ob]):
+            return {"CANCELLED"}
         wm = context.window_manager
         wm.progress_begin(0, 1)
         try:

@@ -13,7 +13,7 @@ import numpy as np
 from ..hair_wig import HairWigError
 from ..hair_wig.collision import MeshField
 from ..hair_wig.sketch import NotOnScalp, SketchSettings, StrokeRefused, keep_outside, ray_hit, sketch_strand
-from . import blender_io, polls, preview
+from . import blender_io, polls, preparation, preview
 from .keypose_ops import make_wisps
 from .scene_reader import LEADER, curve_attribute
 
@@ -188,6 +188,8 @@ class HAIRWIG_OT_strokes_to_hair(bpy.types.Operator):
 
     def execute(self, context):
         ob = context.active_object
+        if not preparation.gate(self):
+            return {"CANCELLED"}
         d = ob.hair_wig.draw
         start = time.perf_counter()
         try:
@@ -311,6 +313,8 @@ class HAIRWIG_OT_draw_hair(bpy.types.Operator):
 
     def invoke(self, context, event):
         ob = context.active_object
+        if not preparation.gate(self):
+            return {"CANCELLED"}
         try:
             rv3d = context.region_data
             self.session = DrawSession(context, ob, lambda: blender_io.region_view(rv3d))

@@ -10,7 +10,7 @@ from bpy.props import FloatProperty, IntProperty
 
 from ..hair_wig import HairWigError, locate_uv
 from ..hair_wig.keyposes import imitate, imitator_roots_uv, root_frames
-from . import blender_io, polls, preview, scene_reader
+from . import blender_io, polls, preparation, preview, scene_reader
 from .scene_reader import LEADER, WISP, curve_attribute
 
 
@@ -57,6 +57,8 @@ class HAIRWIG_OT_record_key_pose(_OnHair, bpy.types.Operator):
 
     def execute(self, context):
         ob = _hair_object(context)
+        if not preparation.gate(self):
+            return {"CANCELLED"}
         s = ob.hair_wig
         frame = context.scene.frame_current
         try:

@@ -17,6 +17,18 @@ from ..hair_wig import LAYERS, prepare
 
 _prep: prepare.Preparation | None = None
 _note = ""          # why the last preparation did not end well, in an artist's words
+ADDON = __package__.rpartition(".")[0]
+
+
+def _preferences():
+    """The add-on's preferences, where Blender keeps them (not when registered by a script)."""
+    addon = bpy.context.preferences.addons.get(ADDON)
+    return None if addon is None else addon.preferences
+
+
+def _tune() -> bool:
+    prefs = _preferences()
+    return prefs is None or prefs.tune_kernels
 
 
 def begin(names=None) -> None:
@@ -26,21 +38,21 @@ def begin(names=None) -> None:
     global _prep, _note
     if running():
         return
-    todo, cpu, workers = prepare.missing(names), prepare.store.GENERIC, None
-    if not todo and names is None and not bpy.app.background:
-        # tuned for this CPU: not where a batch bake or a farm node runs (it would compete with
-        # the bake for the cores, every job again in a fresh container)
-        todo, cpu, workers = prepare.missing(cpu=prepare.HOST), prepare.HOST, max(1, prepare.worker_count() // 2)
-    if not todo:
-        return
-    if cpu == prepare.store.GENERIC:
-        _note = ""
     try:
-        _prep = prepare.Preparation(todo, workers, cpu=cpu)
-    except OSError as err:
-        _prep = None
+        todo, cpu, workers = prepare.missing(names), prepare.store.GENERIC, None
+        if not todo and names is None and not bpy.app.background and _tune():
+            # tuned for this CPU: not where a batch bake or a farm node runs (it would compete
+            # with the bake for the cores, every job again in a fresh container)
+            todo, cpu, workers = prepare.missing(cpu=prepare.HOST), prepare.HOST, max(1, prepare.worker_count() // 2)
+        if not todo:
+            return
         if cpu == prepare.store.GENERIC:
-            _note = f"Hair kernels could not be prepared in the background ({err}); a bake compiles what it needs"
+            _note = ""
+        _prep = prepare.Preparation(todo, workers, cpu=cpu)
+    except Exception as err:                 # noqa: BLE001 — enabling the add-on must not fail for it
+        _prep = None
+        _note = f"Hair kernels could not be prepared in the background ({err}); a bake compiles what it needs"
+        print(f"Hair Wig: {_note}")
         return
     if not bpy.app.background and not bpy.app.timers.is_registered(_watch):
         bpy.app.timers.register(_watch, first_interval=0.5, persistent=True)
@@ -64,10 +76,10 @@ def _settle() -> None:
     if _prep.cpu == prepare.HOST:
         if not getattr(_prep, "told", False):
             _prep.told = True
-            print(f"Hair Wig: tuning the hair kernels for this computer stopped: {_prep.error}")
+            print(f"Hair Wig: tuning the hair kernels for this computer stopped: {_prep.error} ({_prep.details})")
     elif not _note:
         _note = f"Preparing hair kernels failed: {_prep.error}. A bake compiles what it needs (slower to start)"
-        print(f"Hair Wig: {_note}")
+        print(f"Hair Wig: {_note} ({_prep.details})")
 
 
 def _watch():
@@ -96,6 +108,8 @@ def cancel() -> None:
         _prep.cancel()
         if _prep.cpu == prepare.store.GENERIC:
             _note = "Preparing hair kernels was cancelled: a bake compiles what it needs (slower to start)"
+        elif _preferences() is not None:
+            _preferences().tune_kernels = False          # stopped: not again every session
 
 
 def end() -> None:
@@ -143,6 +157,23 @@ def waiting(names) -> bool:
     return not prepare.warmed(names) and not prepare.prepared(names) and running()
 
 
+def gate(op, obs=()) -> bool:
+    """Whether an operator that runs kernels (for the wigs ``obs``; every wig's groups without)
+    may run now: not while they are being prepared, as it would compile them in Blender's own
+    process, frozen meanwhile. In the background (a batch run, a script) it waits for them
+    instead; in Blender the operator says so and stops."""
+    names = needed(obs) if obs else prepare.EVERY_WIG
+    if not waiting(names):
+        return True
+    if bpy.app.background:
+        wait(names)
+        return True
+    done, total, _ = progress(names)
+    op.report({"WARNING"}, f"Hair kernels are still being prepared ({done} of {total} ready; once after installing): "
+                           "try again in a moment — the Hair Wig panel shows how far")
+    return False
+
+
 def wait(names) -> None:
     """Block until ``names`` are prepared or the preparation stops (a bake with no event loop:
     the batch bake, a script), saying how far on the console."""
@@ -188,10 +219,17 @@ class HAIRWIG_OT_prepare_kernels(bpy.types.Operator):
 
 
 class HAIRWIG_AddonPreferences(bpy.types.AddonPreferences):
-    bl_idname = __package__.rpartition(".")[0]
+    bl_idname = ADDON
+
+    tune_kernels: BoolProperty(
+        name="Tune Kernels for This Computer",
+        description="Once the hair kernels are ready, prepare them again in the background, made for this "
+                    "computer's processor, for later sessions (Springs runs up to about 14 % faster)",
+        default=True)
 
     def draw(self, context):
         layout = self.layout
+        layout.prop(self, "tune_kernels")
         text = status()
         if text:
             draw(layout)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
-from ..hair_wig import HairWigError
+from ..hair_wig import HairWigError, prepare
 from . import blender_io, live, polls, preparation, scene_reader
 
 _previews: dict[int, "Preview"] = {}
@@ -363,14 +363,18 @@ def update(scene, depsgraph=None, edited: bool = False) -> None:
 _skipped = []          # a frame not shown while kernels were prepared (``catch_up`` shows it)
 
 
+def _shown_wigs(scene) -> list:
+    return [ob for ob in scene.objects if ob.hair_wig.enabled
+            and (ob.hair_wig.use_live_dynamics or ob.session_uid in _previews)]
+
+
 def _kernels_pending(scene) -> bool:
     """Whether the kernels the wigs shown here need are still being prepared in the background:
     a frame then shows what it showed, as computing it would compile them in Blender's own
     process, frozen meanwhile (``catch_up`` shows it once they are ready)."""
     if not preparation.running():
         return False
-    wigs = [ob for ob in scene.objects if ob.hair_wig.enabled
-            and (ob.hair_wig.use_live_dynamics or ob.session_uid in _previews)]
+    wigs = _shown_wigs(scene)
     pending = bool(wigs) and preparation.waiting(preparation.needed(wigs))
     if pending and not _skipped:
         _skipped.append(True)
@@ -378,10 +382,12 @@ def _kernels_pending(scene) -> bool:
 
 
 def catch_up(scene) -> None:
-    """The frame skipped while the kernels were prepared, shown now that they are ready."""
+    """The frame skipped while the kernels were prepared, shown now that they are ready (not
+    when the preparation stopped short: the next frame the artist asks for compiles them)."""
     if _skipped and not _kernels_pending(scene):
         _skipped.clear()
-        on_frame_change(scene)
+        if prepare.prepared(preparation.needed(_shown_wigs(scene))):
+            on_frame_change(scene)
 
 
 @bpy.app.handlers.persistent
@@ -538,6 +544,8 @@ class HAIRWIG_OT_preview(bpy.types.Operator):
             if ob.hair_wig.use_live_dynamics:
                 ob.hair_wig.use_live_dynamics = False
             return {"FINISHED"}
+        if not preparation.gate(self, [ob]):
+            return {"CANCELLED"}
         try:
             start(context, ob)
         except HairWigError as err:

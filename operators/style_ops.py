@@ -8,7 +8,7 @@ import bpy
 
 from ..hair_wig import HairWigError
 from ..hair_wig.styling import style_strands
-from . import blender_io, polls, preview, scene_reader
+from . import blender_io, polls, preparation, preview, scene_reader
 
 
 class HAIRWIG_OT_style_hair(bpy.types.Operator):
@@ -31,6 +31,8 @@ class HAIRWIG_OT_style_hair(bpy.types.Operator):
 
     def execute(self, context):
         ob = context.active_object
+        if not preparation.gate(self):
+            return {"CANCELLED"}
         try:
             if blender_io.is_baked(ob):
                 raise HairWigError(f"'{ob.name}' is baked: clear the bake before styling it")

@@ -105,24 +105,27 @@ def line_pythons() -> dict[str, str]:
     return found
 
 
-# in a line's Python: the core at argv[1] prepared (nothing where it is), then its prepared folder
+# in a line's Python: the core at argv[1] — its kernels prepared for any CPU unless argv[2] is
+# "ask" — then where its kernels are kept and where its prepared ones are
 _PREPARE = """
 import sys
-sys.path[:0] = [sys.argv[1], sys.argv[2]]
-import prepare_kernels
-from hair_wig import kernels
-ok = prepare_kernels.run()
-print(kernels.PREPARED)
+sys.path.insert(0, sys.argv[1])
+from hair_wig import kernels, prepare
+ok = True
+if sys.argv[2] != "ask":
+    job = prepare.Preparation(prepare.missing(cpu=prepare.store.GENERIC))
+    ok = job.wait(report=lambda done, total, now: print(f"{done}/{total}", file=sys.stderr, flush=True))
+    print(job.error, file=sys.stderr)
+print(kernels.ROOT, kernels.PREPARED)
 sys.exit(0 if ok else 1)
 """
 
 
 def prebuilt_kernels(root: Path = ROOT) -> dict[str, Path]:
-    """The kernels of ``root``'s core prepared for every line's Python (by ``scripts/
-    prepare_kernels.py`` in each, which does nothing where they are): archive name -> file,
-    under ``hair_wig/kernels/prebuilt/<the kernels' name>/``. Kept where this checkout keeps its
-    own (the name is the sources' digest: the same sources share them). Refuses when a line has
-    no Python."""
+    """The kernels of ``root``'s core prepared for any CPU, for every line's Python: archive
+    name -> file, under ``hair_wig/kernels/prebuilt/`` as the kernels find them there (their
+    name, numba's version). Kept where this checkout keeps its own (the name is the sources'
+    digest: the same sources share them). Refuses when a line has no Python."""
     pythons = line_pythons()
     missing = sorted(set(LINE_PYTHONS) - set(pythons))
     if missing:
@@ -130,19 +133,20 @@ def prebuilt_kernels(root: Path = ROOT) -> dict[str, Path]:
                            f"make its environment (HAIR_WIG_BLENDER={missing[0]} ./run python -c pass)")
     folders = set()
     for line, py in pythons.items():
-        own = subprocess.run([py, "-c", _PREPARE.replace("ok = prepare_kernels.run()", "ok = True"), str(ROOT),
-                              str(ROOT / "scripts")], capture_output=True, text=True, cwd=ROOT)
+        own = subprocess.run([py, "-c", _PREPARE, str(ROOT), "ask"], capture_output=True, text=True, cwd=ROOT)
         if own.returncode != 0:
             raise RuntimeError(f"Blender {line}'s Python cannot import the core:\n{own.stderr[-3000:]}")
-        env = dict(os.environ, HAIR_WIG_KERNEL_CACHE=str(Path(own.stdout.split()[-1]).parent.parent))
-        res = subprocess.run([py, "-c", _PREPARE, str(root), str(ROOT / "scripts")], capture_output=True, text=True,
+        env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+        env["HAIR_WIG_KERNEL_CACHE"] = own.stdout.split()[-2]
+        res = subprocess.run([py, "-c", _PREPARE, str(root), "prepare"], capture_output=True, text=True,
                              cwd=root, env=env)
         if res.returncode != 0:
             raise RuntimeError(f"preparing the kernels for Blender {line} failed:\n{res.stdout[-3000:]}{res.stderr[-3000:]}")
         folders.add(res.stdout.split()[-1])
-    (folder,) = folders                   # the same sources: one name, one folder
-    name = Path(folder).parent.name
-    return {f"hair_wig/kernels/prebuilt/{name}/{p.name}": p for p in sorted(Path(folder).iterdir())
+    (folder,) = folders                   # the same sources and numba: one folder
+    prepared = Path(folder)
+    kept = prepared.parent.relative_to(prepared.parents[2])          # <kernels' name>/numba-<version>
+    return {f"hair_wig/kernels/prebuilt/{kept.as_posix()}/{p.name}": p for p in sorted(prepared.iterdir())
             if p.suffix in (".nbi", ".nbc", ".ok")}
 
 

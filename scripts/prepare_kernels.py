@@ -1,6 +1,7 @@
 """Prepare the core's kernels for this Python, as the add-on does in the background when it is
 enabled: every group of kernels compiled for any CPU of the platform by worker processes (one a
-core) into the kernels' prepared folder, then kept. Nothing is done for groups already prepared.
+core) into the kernels' prepared folder, then kept. Nothing is done for groups already prepared
+for any CPU.
 
     ./run python scripts/prepare_kernels.py [--workers N]
 
@@ -22,7 +23,7 @@ from hair_wig import kernels, prepare  # noqa: E402
 
 def run(workers: int | None = None, out=sys.stderr) -> bool:
     """Prepare what is missing, saying how far on ``out``; whether everything is prepared."""
-    todo = prepare.missing()
+    todo = prepare.missing(cpu=prepare.store.GENERIC)
     if not todo:
         return True
     t = time.perf_counter()

@@ -128,7 +128,8 @@ def test_each_platform_package_holds_the_addon_its_wheels_and_nothing_else(packa
         if platform != "linux-x64":
             assert not prebuilt, platform
             continue
-        assert {Path(n).parent.name for n in prebuilt} == {kernel_home.NAME}
+        assert {Path(n).parts[3] for n in prebuilt} == {kernel_home.NAME}
+        assert {Path(n).parts[4] for n in prebuilt} == {f"numba-{numba_version_bundled()}"}
         stamps = {Path(n).name for n in prebuilt if n.endswith(".ok")}
         assert stamps == {prepare._stamp(g, "generic").replace(".py" + f"{sys.version_info[0]}{sys.version_info[1]}.", f".{py}.")
                           for g in prepare.GROUPS for py in ("py311", "py313")}, sorted(stamps)

@@ -2,6 +2,8 @@
 input — strands of mixed point counts, 1- and 2-point strands, squashed, folded and zero-length
 segments — and the same bits with 1 and 2 threads."""
 
+from pathlib import Path
+
 import numba
 import numpy as np
 import pytest
@@ -189,9 +191,10 @@ def test_kernels_load_where_nothing_of_theirs_can_be_written(tmp_path):
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert "PLAIN refused: cannot cache function 'f': no locator available" in res.stdout, res.stdout
     cache = next(line for line in res.stdout.splitlines() if line.startswith("CACHE"))
-    from hair_wig import kernel_home
+    from hair_wig import kernels
 
-    assert cache == f"CACHE {tmp / 'hair_wig_kernels' / kernel_home.NAME / 'local'} [0.0, 0.0, 1.0]", res.stdout
+    assert cache == f"CACHE {tmp / 'hair_wig_kernels' / Path(kernels.LOCAL).relative_to(kernels.ROOT)} [0.0, 0.0, 1.0]", \
+        res.stdout
     assert any((tmp / "hair_wig_kernels").rglob("leader.follow_chains-*.nbi"))      # cached there
 
 
@@ -238,7 +241,7 @@ def test_the_kernels_compiled_under_one_name_of_the_core_load_under_any_other(tm
 
     from conftest import ROOT
 
-    from hair_wig import kernel_home
+    from hair_wig import kernel_home, kernels
 
     core = "import sys; sys.path.insert(0, sys.argv[1]); from hair_wig import kernels; " + _ONE_CALL
     other = ("import sys, importlib.util as u; s = u.spec_from_file_location('other_name', sys.argv[1] + "
@@ -253,7 +256,7 @@ def test_the_kernels_compiled_under_one_name_of_the_core_load_under_any_other(tm
                              cwd=tmp_path, timeout=300)
         assert res.returncode == 0, res.stderr[-3000:]
         seen.append(res.stdout.split()[-3:])
-    folder = str(tmp_path / kernel_home.NAME / "local")
+    folder = str(tmp_path / Path(kernels.LOCAL).relative_to(kernels.ROOT))
     assert [s[:2] for s in seen] == [[kernel_home.NAME, folder]] * 4, seen
     assert int(seen[0][2]) > 0 and [s[2] for s in seen[1:]] == ["0"] * 3, seen      # a kernel and its helpers, once
 

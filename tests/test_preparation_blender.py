@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,8 +31,9 @@ print("REGISTERED", f"{time.perf_counter() - t:.3f}")
 preparation, prepare = package.operators.preparation, package.hair_wig.prepare
 kernels = package.hair_wig.kernels
 compiled = kernels.store.count_compiles(kernels.__name__)
-done, total, _ = preparation.progress(preparation._prep.names)
-print("STARTED", preparation.running(), done < total)
+if preparation._prep is not None:
+    done, total, _ = preparation.progress(preparation._prep.names)
+    print("STARTED", preparation.running(), done < total)
 
 
 def shot():
@@ -54,8 +56,10 @@ if case == "bake":
     np.save(sys.argv[3], baked(*shot()))
     print("WAITED", compiled.count, prepare.prepared())
 elif case == "answers":
-    # the process goes on (a frame set, a depsgraph evaluated) while the workers compile
+    # the process goes on (a frame set, a depsgraph evaluated, Live Dynamics on) while the
+    # workers compile; what the live wig needs is not compiled here meanwhile
     scene, ob = shot()
+    ob.hair_wig.use_live_dynamics = True
     turns, seen = 0, set()
     while preparation.running():
         scene.frame_set(turns % 6 + 1)
@@ -63,6 +67,20 @@ elif case == "answers":
         seen.add(preparation.progress(preparation._prep.names)[0])
         time.sleep(0.01)
     print("ANSWERED", turns > 20, len(seen) > 1, prepare.prepared(), compiled.count)
+elif case == "needs":
+    # a layer's groups (and every wig's) loaded: a bake with that layer, head collision and
+    # dynamics adds no kernel version (what it calls is all in its groups)
+    from numba.core.dispatcher import Dispatcher
+    def versions():
+        return {(m.__name__.rsplit(".", 1)[-1] + "." + k, s) for m in kernels._modules.values()
+                for k, d in vars(m).items() if isinstance(d, Dispatcher) for s in d.signatures}
+    scene, ob = shot()
+    ob.hair_wig.dynamics_layer = sys.argv[3]
+    layer = package.hair_wig.LAYERS[sys.argv[3]]
+    list(prepare.warm_up(prepare.needed([layer])))
+    before = versions()
+    baked(scene, ob)
+    print("NEEDS", sorted(k for k, _ in versions() - before))
 elif case == "live":
     # Live Dynamics played while the kernels prepare: the groom stays, nothing compiles here;
     # once they are ready the preparation's timer shows the frame played to
@@ -97,7 +115,7 @@ def short_of_some(tmp_path):
     from hair_wig import kernels, prepare
 
     root = tmp_path / "kernels"
-    folder = root / os.path.basename(os.path.dirname(kernels.PREPARED)) / "prepared"
+    folder = root / Path(kernels.PREPARED).relative_to(kernels.ROOT)
     shutil.copytree(kernels.PREPARED, folder)
     for path in folder.iterdir():
         if path.name.split(".")[0] in TAKEN.values() or any(
@@ -141,6 +159,15 @@ def test_blender_goes_on_while_kernels_prepare(short_of_some):
     assert said["ANSWERED"] == "True True True 0", said
 
 
+@pytest.mark.parametrize("layer", ["SPRINGS", "STRANDS", "RODS", "WISPS"])
+def test_each_layer_needs_no_kernel_outside_its_groups(tmp_path, layer):
+    """``prepare.needed``: every kernel a bake of the layer calls is in the groups it waits for."""
+    from hair_wig import kernels
+
+    said = run("needs", Path(kernels.ROOT), layer)
+    assert said["NEEDS"] == "[]", (layer, said)
+
+
 def test_live_dynamics_waits_for_the_kernels_and_then_plays(short_of_some):
     said = run("live", short_of_some)
     assert said["PENDING"] == "True True 0", said
@@ -149,7 +176,7 @@ def test_live_dynamics_waits_for_the_kernels_and_then_plays(short_of_some):
 
 def test_a_failed_preparation_says_why_and_bakes_still_run(short_of_some):
     said = run("fails", short_of_some)
-    assert said["SAID"].startswith("Preparing hair kernels failed: a worker stopped with exit status -9"), said
+    assert said["SAID"].startswith("Preparing hair kernels failed: a helper process stopped (exit status -9)"), said
     assert said["SAID"].endswith("A bake compiles what it needs (slower to start)"), said
     assert said["BAKED"] == "True True", said            # compiled here what the dead worker had not
 

@@ -63,9 +63,17 @@ def _cache_root() -> Path:
 # digest of its sources (``hair_wig.kernel_home``): code compiled from other sources is never in
 # them. LOCAL: what this process compiles; PREPARED: what the background preparation compiled
 # (for any CPU of the platform); PREBUILT: what a platform package carries, read-only.
-_FOLDER = _cache_root() / __name__
+def _numba_version() -> str:
+    import numba
+
+    return f"numba-{numba.__version__}"
+
+
+# (and by numba's version: another numba's data files, whose names its index reuses, are never read)
+ROOT = str(_cache_root())
+_FOLDER = Path(ROOT) / __name__ / _numba_version()
 LOCAL, PREPARED = str(_FOLDER / "local"), str(_FOLDER / "prepared")
-PREBUILT = str(Path(__file__).resolve().parent / "prebuilt" / __name__)
+PREBUILT = str(Path(__file__).resolve().parent / "prebuilt" / __name__ / _numba_version())
 # a preparation's worker saves where the preparation's results are looked for
 _SAVE = PREPARED if os.environ.get("HAIR_WIG_PREPARING") else LOCAL
 
@@ -128,7 +136,7 @@ def _import_kernels():
         config.CACHE_LOCATOR_CLASSES = was
     more = tuple(f for f in (PREPARED, PREBUILT) if f != _SAVE)
     for module in modules.values():
-        store.adopt(module, _SAVE, more, any_cpu=_SAVE != PREPARED)
+        store.adopt(module, _SAVE, more, any_cpu=_SAVE != PREPARED, strict=_SAVE == PREPARED)
     return modules
 
 

@@ -23,6 +23,7 @@ replaces the cache of every kernel of this package once it is imported:
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import sys
@@ -76,18 +77,20 @@ class _Locator(caching._CacheLocator):
 @contextlib.contextmanager
 def _locked(folder: str):
     """Hold ``folder``'s lock file (blocking): one writer of its indexes at a time, across
-    processes."""
+    processes. Where the file system has no locks (some network shares) it goes on without."""
     os.makedirs(folder, exist_ok=True)
     fd = os.open(os.path.join(folder, ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
     try:
         if os.name == "nt":
             import msvcrt
+            deadline = time.monotonic() + 120
             while True:
                 try:
                     msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
                     break
-                except OSError:          # LK_LOCK gives up after 10 s; a compile may take longer
-                    time.sleep(0.1)
+                except OSError as err:   # LK_LOCK gives up after 10 s held elsewhere: try again
+                    if err.errno not in (errno.EACCES, errno.EDEADLK) or time.monotonic() > deadline:
+                        raise
             try:
                 yield
             finally:
@@ -95,7 +98,13 @@ def _locked(folder: str):
                 msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
         else:
             import fcntl
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError as err:
+                if err.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+                    raise
+                yield
+                return
             try:
                 yield
             finally:
@@ -104,14 +113,27 @@ def _locked(folder: str):
         os.close(fd)
 
 
+_told = []     # folders this process could not keep compiled code in, said once each
+
+
 class KernelCache(caching.FunctionCache):
     """numba's function cache for one kernel, saving to ``folder`` and looking in ``folder``
-    then ``more`` (read-only), for code made for this CPU first, then for any CPU."""
+    then ``more`` (read-only), for code made for this CPU first, then (``any_cpu``) for any CPU.
+    ``strict``: a failed save raises (a preparation's worker must not stamp what it did not keep);
+    otherwise it is said once and the kernel runs on."""
 
-    def __init__(self, py_func, folder: str, more: tuple[str, ...], any_cpu: bool = True):
+    def __init__(self, py_func, folder: str, more: tuple[str, ...], any_cpu: bool = True, strict: bool = False):
+        from numba.core import config
+
         locator = type("Locator", (_Locator,), {"folder": folder})
         self._impl_class = type("Impl", (caching.CompileResultCacheImpl,), {"_locator_classes": [locator]})
-        super().__init__(py_func)
+        self._strict = strict
+        was = config.CACHE_LOCATOR_CLASSES        # a setting of the user's must not move our folders
+        config.CACHE_LOCATOR_CLASSES = ""
+        try:
+            super().__init__(py_func)
+        finally:
+            config.CACHE_LOCATOR_CLASSES = was
         stamp, base = self._impl.locator.get_source_stamp(), self._impl.filename_base
         self.loaded = {}                # signature -> the CPU its loaded code was made for
         self._any_cpu = any_cpu
@@ -136,6 +158,33 @@ class KernelCache(caching.FunctionCache):
                     return self._impl.rebuild(target_context, data)
         return None
 
+    def save_overload(self, sig, data):
+        """numba's, but an access error is not swallowed on Windows (numba's guard would): it is
+        tried again while another process holds the index open, then raised or said."""
+        tries = 50 if os.name == "nt" else 1
+        for attempt in range(tries):
+            try:
+                self._save_overload(sig, data)
+                return
+            except PermissionError:
+                if attempt + 1 < tries:
+                    time.sleep(0.1)
+                    continue
+                if self._strict:
+                    raise
+                self._tell()
+            except OSError:
+                if self._strict:
+                    raise
+                self._tell()
+                return
+
+    def _tell(self):
+        if self._cache_path not in _told:
+            _told.append(self._cache_path)
+            print(f"hair_wig: compiled kernels cannot be kept in {self._cache_path} (not writable): later "
+                  "sessions compile them again", file=sys.stderr)
+
     def _save_overload(self, sig, data):
         if not self._enabled or not self._impl.check_cachable(data):
             return
@@ -144,14 +193,14 @@ class KernelCache(caching.FunctionCache):
             self._cache_file.save(key, self._impl.reduce(data))
 
 
-def adopt(module, folder: str, more: tuple[str, ...], any_cpu: bool = True) -> None:
+def adopt(module, folder: str, more: tuple[str, ...], any_cpu: bool = True, strict: bool = False) -> None:
     """Give every cached kernel defined in ``module`` a :class:`KernelCache` (``any_cpu``: taking
     code made for any CPU where none for this one is kept — not in a process that prepares code
     tuned for this CPU, which would take the generic code and compile nothing)."""
     for value in vars(module).values():
         if (isinstance(value, Dispatcher) and value.py_func.__module__ == module.__name__
                 and isinstance(value._cache, caching.FunctionCache)):
-            value._cache = KernelCache(value.py_func, folder, more, any_cpu)
+            value._cache = KernelCache(value.py_func, folder, more, any_cpu, strict)
 
 
 class _Counter(event.Listener):
