@@ -265,6 +265,25 @@ def missing(names=None, cpu: str | None = None) -> list[str]:
     return [n for n in _default_first() if n in want and not prepared([n], cpu)]
 
 
+def prune(root: str | None = None) -> list[str]:
+    """Remove from the kernels' folder beside them (``root``: ``kernels.ROOT`` when that is
+    it) the compiled code of other sources — earlier versions of these very files, never loaded
+    again — and of the layout before kernels had a name of their own (``numba-<hash>``).
+    A shared or user-wide folder is left alone: other installs may use what is there. Returns
+    what was removed."""
+    beside = Path(kernels.__file__).resolve().parent / "__pycache__"
+    root = Path(kernels.ROOT if root is None else root)
+    if root.resolve() != beside.resolve():
+        return []
+    gone = []
+    for folder in root.iterdir():
+        if folder.is_dir() and folder.name != kernels.__name__ and (
+                folder.name.startswith("hair_wig_kernels_") or folder.name.startswith("numba-")):
+            shutil.rmtree(folder, ignore_errors=True)
+            gone.append(folder.name)
+    return sorted(gone)
+
+
 def work(names) -> int:
     """A worker's whole run: each group compiled (numba saves it to the folder it was told) and
     stamped for the CPU it was compiled for, saying ``start``/``done`` on its output. Returns the

@@ -23,6 +23,9 @@ from hair_wig import kernels, prepare  # noqa: E402
 
 def run(workers: int | None = None, out=sys.stderr) -> bool:
     """Prepare what is missing, saying how far on ``out``; whether everything is prepared."""
+    gone = prepare.prune()
+    if gone:
+        print(f"hair_wig: removed the compiled kernels of earlier sources: {', '.join(gone)}", file=out, flush=True)
     todo = prepare.missing(cpu=prepare.store.GENERIC)
     if not todo:
         return True

@@ -77,3 +77,27 @@ def test_kernels_prepared_for_any_cpu_then_tuned_for_this_one_load_tuned_first(t
     assert _run(LOAD, both) == f"['{cpu}'] 0 {cpu}"
     stamps = {p.name for p in (both / Path(kernels.PREPARED).relative_to(kernels.ROOT)).glob("*.ok")}
     assert stamps == {prepare._stamp("output", "generic"), prepare._stamp("output", prepare.host_key())}
+
+
+def test_the_compiled_code_of_earlier_sources_beside_the_kernels_is_removed(tmp_path):
+    """Only beside the kernels (a checkout, an add-on's own folder): there every other name is an
+    earlier version of these files. A shared folder is left as it is."""
+    beside = Path(kernels.__file__).resolve().parent / "__pycache__"
+    old = [beside / "hair_wig_kernels_000000000000", beside / "numba-deadbeef"]
+    for folder in old:
+        (folder / "local").mkdir(parents=True)
+    kept = beside / "leader.cpython-313.pyc.d"            # not ours to remove (any other name)
+    kept.mkdir(exist_ok=True)
+    try:
+        elsewhere = tmp_path / "hair_wig_kernels_000000000000"
+        elsewhere.mkdir()
+        assert prepare.prune(str(tmp_path)) == [] and elsewhere.is_dir()
+        if Path(kernels.ROOT).resolve() == beside.resolve():
+            assert prepare.prune() == ["hair_wig_kernels_000000000000", "numba-deadbeef"]
+            assert not any(f.exists() for f in old) and kept.is_dir() and Path(kernels.PREPARED).is_dir()
+    finally:
+        kept.rmdir()
+        for folder in old:
+            if folder.exists():
+                import shutil
+                shutil.rmtree(folder)
