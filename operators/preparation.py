@@ -17,6 +17,7 @@ from ..hair_wig import LAYERS, prepare
 
 _prep: prepare.Preparation | None = None
 _note = ""          # why the last preparation did not end well, in an artist's words
+_told = None        # the tuning preparation whose failure the console was told of
 ADDON = __package__.rpartition(".")[0]
 
 
@@ -70,12 +71,12 @@ def tuning() -> bool:
 def _settle() -> None:
     """Once the workers stopped: the note an artist reads if they did not end well (tuning that
     failed only costs later sessions some speed: the console says it)."""
-    global _note
+    global _note, _told
     if _prep is None or _prep.poll() or not _prep.error:
         return
     if _prep.cpu == prepare.HOST:
-        if not getattr(_prep, "told", False):
-            _prep.told = True
+        if _told is not _prep:
+            _told = _prep
             print(f"Hair Wig: tuning the hair kernels for this computer stopped: {_prep.error} ({_prep.details})")
     elif not _note:
         _note = f"Preparing hair kernels failed: {_prep.error}. A bake compiles what it needs (slower to start)"

@@ -233,6 +233,15 @@ def uv_hair_on(head, count=200, name="Hair", **kw):
     return ob, pts
 
 
+def evaluated_positions(ob) -> np.ndarray:
+    """The hair's points (P, 3) float32 as Blender evaluates them at the current frame (its
+    modifiers and a bake's playback included)."""
+    at = ob.evaluated_get(bpy.context.evaluated_depsgraph_get()).data.attributes["position"].data
+    out = np.empty(len(at) * 3, np.float32)
+    at.foreach_get("vector", out)
+    return out.reshape(-1, 3)
+
+
 def turning_head_hair(strands: int, last: int, points: int = 12, length: float = 0.6, factory: bool = True):
     """A factory-fresh scene: a sphere head (radius 1) turning 0.9 rad over frames 1-8, ``strands``
     x ``points`` hair ``length`` long grown on it, frames 1-``last``, at frame 1. Returns the

@@ -46,10 +46,7 @@ def shot():
 def baked(scene, ob):
     assert bpy.ops.hair_wig.bake() == {"FINISHED"}
     scene.frame_set(6)
-    at = ob.evaluated_get(bpy.context.evaluated_depsgraph_get()).data.attributes["position"].data
-    out = np.empty(len(at) * 3, np.float32)
-    at.foreach_get("vector", out)
-    return out
+    return scenes.evaluated_positions(ob)
 
 
 if case == "bake":
@@ -146,10 +143,7 @@ def test_a_bake_asked_for_while_kernels_prepare_waits_and_bakes_the_same_bits(ad
     bpy.context.view_layer.objects.active = ob
     assert bpy.ops.hair_wig.bake() == {"FINISHED"}
     scene.frame_set(6)
-    at = ob.evaluated_get(bpy.context.evaluated_depsgraph_get()).data.attributes["position"].data
-    ready = np.empty(len(at) * 3, np.float32)
-    at.foreach_get("vector", ready)
-    assert np.array_equal(np.load(tmp_path / "waited.npy"), ready)
+    assert np.array_equal(np.load(tmp_path / "waited.npy"), scenes.evaluated_positions(ob))
 
 
 def test_blender_goes_on_while_kernels_prepare(short_of_some):

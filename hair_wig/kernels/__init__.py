@@ -59,17 +59,17 @@ def _cache_root() -> Path:
     return Path(tempfile.gettempdir()) / "hair_wig_kernels"
 
 
-# The folders of this package's compiled code, named by the package's own name, which carries a
-# digest of its sources (``hair_wig.kernel_home``): code compiled from other sources is never in
-# them. LOCAL: what this process compiles; PREPARED: what the background preparation compiled
-# (for any CPU of the platform); PREBUILT: what a platform package carries, read-only.
 def _numba_version() -> str:
     import numba
 
     return f"numba-{numba.__version__}"
 
 
-# (and by numba's version: another numba's data files, whose names its index reuses, are never read)
+# The folders of this package's compiled code, named by the package's own name, which carries a
+# digest of its sources (``hair_wig.kernel_home``): code compiled from other sources is never in
+# them; and by numba's version: another numba's data files, whose names its index reuses, are
+# never read. LOCAL: what this process compiles; PREPARED: what the background preparation
+# compiled; PREBUILT: what a platform package carries, read-only.
 ROOT = str(_cache_root())
 _FOLDER = Path(ROOT) / __name__ / _numba_version()
 LOCAL, PREPARED = str(_FOLDER / "local"), str(_FOLDER / "prepared")
