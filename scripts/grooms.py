@@ -69,7 +69,8 @@ def comb(vertices, triangles, roots, normals, points: int, length: float, height
     towards ``down`` (a brush stroke), leaving the surface where it falls away (under an ear,
     past the chin) and hanging from there. Segment lengths exactly ``length / (points − 1)``."""
     col = _core().collision
-    f = col.MeshField(vertices, triangles, margin=height)
+    solid = col.solid.Solid(vertices, triangles)      # over what bounds the solid, not into an eye
+    f = col.MeshField(solid.vertices(vertices), solid.triangles, margin=height)
     rng = np.random.default_rng(seed)
     s = len(roots)
     seg = length / (points - 1)
@@ -129,10 +130,17 @@ def _attach(head, pts, counts, uv, name="Hair"):
     return ob
 
 
-def _subdivided_suzanne(levels=2):
+def _subdivided_suzanne(levels=2, closed=False):
+    """Suzanne at 2 m, subdivided; as Add > Mesh > Monkey makes her (eye sockets open, ears
+    crossing her head), or with every hole filled (``closed``)."""
     bpy.ops.mesh.primitive_monkey_add(size=2.0, calc_uvs=True)
     head = bpy.context.active_object
     head.name = "Head"
+    if closed:
+        bpy.ops.object.mode_set(mode="EDIT")
+        bpy.ops.mesh.select_all(action="SELECT")
+        bpy.ops.mesh.fill_holes(sides=0)
+        bpy.ops.object.mode_set(mode="OBJECT")
     sub = head.modifiers.new("Subdivision", "SUBSURF")
     sub.levels = levels
     bpy.ops.object.modifier_apply(modifier=sub.name)
@@ -157,12 +165,13 @@ def shoulders(name="Shoulders"):
     return body
 
 
-def long_hair(strands=3000, points=36, with_shoulders=True) -> Groom:
-    """Long hair combed 5 mm over a subdivided Suzanne and her ears, onto the shoulders."""
+def long_hair(strands=3000, points=36, with_shoulders=True, closed=False) -> Groom:
+    """Long hair combed 5 mm over a subdivided Suzanne and her ears, onto the shoulders (her eye
+    sockets filled if ``closed``)."""
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = FRAMES
-    head = _subdivided_suzanne()
+    head = _subdivided_suzanne(closed=closed)
     colliders = [shoulders()] if with_shoulders else []
     roots, normals, uv = scalp_roots(
         head, strands, lambda c, n: (c[:, 2] > 0.25) & (n[:, 2] > 0.1) & (c[:, 1] > -0.5))
@@ -312,10 +321,12 @@ def play(g: Groom):
 class _Exact:
     """Signed distances to a collider as Blender evaluates it, in its own space, independent of
     the add-on's field: the nearest triangle from Blender's own BVH tree (``mathutils``), the
-    exact closest point on it, the sign from its feature's angle-weighted pseudo-normal."""
+    exact closest point on it; the sign from the generalized winding number of every triangle
+    (inside where it is above ½), or with ``winding`` off from the nearest feature's
+    angle-weighted pseudo-normal (one-sided meshes: a ground plane)."""
 
-    def __init__(self, ob):
-        self.ob, self.key = ob, None
+    def __init__(self, ob, winding: bool = True):
+        self.ob, self.key, self.winding = ob, None, winding
 
     def __call__(self, world_points):
         from mathutils.bvhtree import BVHTree
@@ -331,6 +342,9 @@ class _Exact:
             self.key = v
             self.tree = BVHTree.FromPolygons(v.tolist(), t.tolist(), epsilon=0.0)
             self.normals = col.pseudo_normals(v, t)
+            # a one-sided mesh (a hole about as large as the mesh: a ground plane) has no inside
+            # to wind about: its normals say where outside is
+            self.solid_sign = self.winding and not _one_sided(v, t)
         local = np.linalg.solve(mat, np.c_[world_points, np.ones(len(world_points))].T).T[:, :3]
         nearest = self.tree.find_nearest
         idx = np.array([nearest(x)[2] for x in local.tolist()], np.int64)
@@ -338,8 +352,29 @@ class _Exact:
         bary, feat = col.closest_on_triangles(local, a, b, c)
         diff = local - (bary[:, :1] * a + bary[:, 1:2] * b + bary[:, 2:] * c)
         d = np.linalg.norm(diff, axis=1)
+        if self.solid_sign:
+            # inside is where the generalized winding number of the mesh as modelled is above ½:
+            # eyes sunk into a head and open sockets have no one nearest surface to ask
+            inside = col.solid.winding_numbers(local, v, t) > 0.5
+            return np.where(inside, -d, d)
         side = np.einsum("ij,ij->i", diff, self.normals[idx, feat])
         return np.where(side < 0, -d, d)
+
+
+def _one_sided(v, t) -> bool:
+    """Whether a boundary loop of mesh ``(v, t)`` spans ``solid.FILL`` of its area or more (its
+    fan about the loop's centre): a ground plane, a scalp patch — not an open eye socket."""
+    col = _core().collision
+
+    def area(vv, tt):
+        return 0.5 * np.linalg.norm(np.cross(vv[tt[:, 1]] - vv[tt[:, 0]], vv[tt[:, 2]] - vv[tt[:, 0]]), axis=1).sum()
+
+    whole = area(v, t)
+    for loop in col.solid.boundary_loops(t):
+        fan = col.solid.Solid._fan(loop, len(v))
+        if area(np.vstack([v, v[loop].mean(axis=0)]), fan) >= col.solid.FILL * whole:
+            return True
+    return False
 
 
 def _to_world(g: Groom, points, frame):

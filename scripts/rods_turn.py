@@ -28,12 +28,13 @@ TURN = (1, 21)                   # the head turns a quarter over these frames, t
 LAST = 48
 
 
-def build(strands: int = 784, points: int = 24, solver: str = "RODS", last: int = LAST) -> grooms.Groom:
+def build(strands: int = 784, points: int = 24, solver: str = "RODS", last: int = LAST, turn=TURN,
+          closed: bool = False) -> grooms.Groom:
     """The artist's scene: ``grooms.long_hair`` with the head's turn keyed 90° over ``TURN``,
     baked over frames 1 to ``last`` with ``solver`` at its defaults."""
-    g = grooms.long_hair(strands=strands, points=points)
+    g = grooms.long_hair(strands=strands, points=points, closed=closed)
     g.head.animation_data_clear()
-    scenes.keyed_head_turn(g.head, *TURN, angle=0.5 * np.pi, lift=0.05)
+    scenes.keyed_head_turn(g.head, *turn, angle=0.5 * np.pi, lift=0.05)
     g.frames = (1, last)
     bpy.context.scene.frame_end = last
     grooms.use_solver(g, solver)
@@ -109,13 +110,16 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--strands", type=int, default=784)
     p.add_argument("--points", type=int, default=24)
-    p.add_argument("--solver", choices=("SPRINGS", "STRANDS", "RODS"), default="RODS")
+    p.add_argument("--solver", choices=("SPRINGS", "STRANDS", "RODS", "WISPS"), default="RODS")
+    p.add_argument("--turn", type=int, default=TURN[1] - TURN[0], help="frames the quarter turn takes")
+    p.add_argument("--closed", action="store_true", help="Suzanne with her eye sockets filled (a closed mesh)")
     p.add_argument("--last", type=int, default=LAST)
     p.add_argument("--render", default="", help="a contact sheet of the bake, written to this .png")
     p.add_argument("--frames", type=int, nargs="*", default=[], help="the frames the contact sheet shows")
     args = p.parse_args(argv)
     addon.ensure_registered()
-    g = build(args.strands, args.points, args.solver, args.last)
+    turn = (TURN[0], TURN[0] + args.turn)
+    g = build(args.strands, args.points, args.solver, args.last, turn, args.closed)
     cache, seconds, reported = bake_reporting(g)
     rows = per_frame(g, cache, reported)
     print(f"{args.strands} strands x {args.points}, {args.solver}, frames {g.frames[0]}-{g.frames[1]}, "
@@ -125,7 +129,7 @@ def main(argv=None) -> int:
     for r in rows:
         print(f"| {r['frame']} | {r['short']} | {1e3 * r['inside']:.2f} | {1e3 * r['reported']:.2e} | "
               f"{1e3 * r['tip_jump']:.1f} |")
-    s = summary(rows)
+    s = summary(rows, turn[1])
     print(f"segment-frames under half their length: {s['short']}; deepest inside {1e3 * s['inside']:.2f} mm "
           f"(exact); the bake reported {1e3 * s['reported']:.2e} mm; largest tip jump after frame "
           f"{TURN[1] + 10}: {1e3 * s['tip_jump_after']:.1f} mm", flush=True)

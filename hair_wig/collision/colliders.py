@@ -11,6 +11,8 @@ from ..errors import HairWigError
 from ..refinement import RadiusMap
 from .field import MeshField, RayField
 from .rows import _dot, _take_rows
+from .solid import Solid
+from .triangles import usable_triangles
 
 
 def groom_limits(clearance: np.ndarray, offset: float, margin: np.ndarray | None = None) -> np.ndarray:
@@ -116,11 +118,17 @@ class Collider:
             centre = None if mesh.centre is None else (rest_to_field[:3, :3] @ mesh.centre + rest_to_field[:3, 3])
             self.field = RayField(RadiusMap(v, mesh.triangles, centre, name=mesh.name))
         else:
-            self.field = MeshField(v, mesh.triangles, mesh.resolution, margin=self.margin, name=mesh.name)
+            # the field is built on the surface of the collider's solid: holes closed, shells
+            # inside others dropped (``solid``), so the nearest feature's sign is the inside's
+            v, tri = usable_triangles(v, mesh.triangles, mesh.name)
+            self.solid = Solid(v, tri)
+            v = self.solid.vertices(v)
+            self.field = MeshField(v, self.solid.triangles, mesh.resolution, margin=self.margin, name=mesh.name)
             reach = 0.0 if rides is None else hair_reach(*rides, *self.field.box)
             while self.field.inside_at_edge and self.field.pad < reach:
                 self.margin = min(float(reach), 2.0 * self.field.pad)
-                self.field = MeshField(v, mesh.triangles, cell=self.field.cell, margin=self.margin, name=mesh.name)
+                self.field = MeshField(v, self.solid.triangles, cell=self.field.cell, margin=self.margin,
+                                       name=mesh.name)
         self.bound_field = self.field
         self.offset = float(offset)
         self.to_field = None
@@ -202,6 +210,7 @@ class Collider:
             self.field = self.bound_field
             return
         v = np.asarray(vertices, np.float64) @ self.rest_to_field[:3, :3].T + self.rest_to_field[:3, 3]
+        v = self.solid.vertices(v)
         f = self.bound_field
         self.field = MeshField(v, f.triangles, cell=f.cell, margin=self.margin, name=self.name)
 

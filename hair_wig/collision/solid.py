@@ -1,0 +1,198 @@
+"""A collider's surface as a solid (SPEC §6.3, *inside or outside*): what of a modelled mesh
+bounds its inside, decided once at bind by the generalized winding number (Jacobson, Kavan,
+Sorkine-Hornung 2013; fast evaluation after Barill et al. 2018, ``kernels.winding``).
+
+Character meshes are rarely one closed surface. Suzanne's eyes are shells of their own pushed
+into her head and her eye sockets are open; ears cross the skull; a neck is cut. The field signs a
+point by the pseudo-normal of its nearest feature (``triangles``), which is exact for one closed
+surface and answers by whichever shell is nearest elsewhere: hair in front of an eye sunk into
+the head was "outside" (the eye's surface is nearest), and hair that had slipped behind the eye,
+8 cm inside the head, was outside too. Two steps make the surface the field is built on bound the
+solid the artist sees:
+
+1. **Holes are closed.** Each boundary loop whose fan about its centre is under ``FILL`` of its
+   shell's area (an eye socket, a neck cut, the rim of an eye modelled as a dome, a cap larger
+   than a sphere's sixth) is closed by that fan, facing as its rim does. A loop about as large as
+   its shell — a ground plane's rim, a terrain's, a scalp patch's — is left open: that mesh stays
+   one-sided, its normals saying where outside is. (A spherical cap's rim disc is ``(1 + cos θ)
+   / 2`` of its area: a hemisphere's half, a cap of half-angle 60° three quarters.)
+2. **Surfaces inside the solid are dropped.** A triangle whose centre lies inside another part
+   of the mesh (winding number beyond 1 in size there: its own surface adds ½, an enclosing one 1)
+   bounds nothing an artist sees: the back of an eye inside the head, the skull under an ear.
+
+What remains is the boundary of the union of the shells (to the size of a triangle along the
+lines where they cross), and the pseudo-normal sign of its nearest feature is the winding
+number's. It depends only on the rest pose: a deforming collider keeps its triangles and fills
+(``vertices`` moves the fans' centres with their rims).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels import winding as winding_kernels
+
+FILL = 0.75           # a hole is closed when its fan is under this part of its shell's area
+ENCLOSED = 1.0        # a triangle whose centre's winding number is beyond this bounds nothing
+
+
+def boundary_loops(triangles: np.ndarray) -> list[np.ndarray]:
+    """The mesh's boundary loops: each a vertex cycle (L,) int64 in its rim's direction (the
+    direction of the boundary edges in their triangles). Edges used once are boundary edges;
+    where a vertex starts several (a bow tie), they are followed in the order found."""
+    t = np.asarray(triangles, np.int64)
+    if len(t) == 0:
+        return []
+    edges = np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]])
+    key = np.sort(edges, axis=1)
+    top = int(t.max()) + 1
+    flat = key[:, 0] * top + key[:, 1]
+    _, inverse, count = np.unique(flat, return_inverse=True, return_counts=True)
+    rim = edges[count[inverse] == 1]
+    if len(rim) == 0:
+        return []
+    order = np.argsort(rim[:, 0], kind="stable")
+    rim = rim[order]
+    first = np.searchsorted(rim[:, 0], np.arange(top + 1))
+    used = np.zeros(len(rim), bool)
+    loops = []
+    for e in range(len(rim)):
+        if used[e]:
+            continue
+        loop = []
+        k = e
+        while not used[k]:
+            used[k] = True
+            loop.append(int(rim[k, 0]))
+            nxt = int(rim[k, 1])
+            k = -1
+            for m in range(first[nxt], first[nxt + 1]):
+                if not used[m]:
+                    k = m
+                    break
+            if k < 0:
+                break
+        if len(loop) >= 3:
+            loops.append(np.array(loop, np.int64))
+    return loops
+
+
+def _areas(v: np.ndarray, t: np.ndarray) -> np.ndarray:
+    return 0.5 * np.linalg.norm(np.cross(v[t[:, 1]] - v[t[:, 0]], v[t[:, 2]] - v[t[:, 0]]), axis=1)
+
+
+class Solid:
+    """The surface of a collider's solid (module docstring): the mesh's triangles that bound it
+    and the fans that close its small holes.
+
+    Parameters
+    ----------
+    vertices : (V, 3) float64, triangles : (T, 3) int64
+        The collider at rest (no faces of no area).
+
+    Attributes
+    ----------
+    loops : list of (L,) int64
+        The holes closed, each a rim in its own direction; fan ``k``'s centre is vertex
+        ``V + k`` of ``vertices(v)``.
+    triangles : (T', 3) int64
+        The triangles kept, then the fans'.
+    dropped, closed : int
+        How many of the mesh's triangles lie inside it, and how many holes were closed.
+    """
+
+    def __init__(self, vertices: np.ndarray, triangles: np.ndarray):
+        v = np.asarray(vertices, np.float64)
+        t = np.asarray(triangles, np.int64)
+        self.count = len(v)
+        shell = winding_kernels.shells(t, len(v)) if len(t) else np.zeros(0, np.int64)
+        area = np.bincount(shell, _areas(v, t), minlength=int(shell.max(initial=-1)) + 1)
+        vertex_shell = np.full(len(v), -1, np.int64)
+        vertex_shell[t.ravel()] = np.repeat(shell, 3)
+        self.loops = []
+        for loop in boundary_loops(t):
+            centre = v[loop].mean(axis=0)
+            fan = _areas(np.vstack([v, centre]), self._fan(loop, len(v))).sum()
+            if fan < FILL * area[vertex_shell[loop[0]]]:
+                self.loops.append(loop)
+        fans = [self._fan(loop, len(v) + k) for k, loop in enumerate(self.loops)]
+        whole = np.concatenate([t] + fans) if fans else t
+        w = self._winding_at_centres(self.vertices(v), whole)
+        keep = np.abs(w) <= ENCLOSED
+        self.triangles = whole[keep]
+        self.dropped = int((~keep[:len(t)]).sum())
+        self.closed = len(self.loops)
+
+    @staticmethod
+    def _fan(loop: np.ndarray, centre: int) -> np.ndarray:
+        """The fan closing rim ``loop``: triangles (rim edge reversed, centre), facing as the
+        rim's own triangles do."""
+        nxt = np.roll(loop, -1)
+        return np.stack([nxt, loop, np.full(len(loop), centre, np.int64)], axis=1)
+
+    def vertices(self, v: np.ndarray) -> np.ndarray:
+        """The collider's vertices ``v`` (V, 3) with each closed hole's centre after them (the
+        mean of its rim, wherever the rim is now)."""
+        v = np.asarray(v, np.float64)
+        if not self.loops:
+            return v
+        return np.vstack([v] + [v[loop].mean(axis=0)[None] for loop in self.loops])
+
+    @staticmethod
+    def _winding_at_centres(v: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """The winding number (T,) of the mesh ``(v, t)`` at each triangle's centre, that
+        triangle left out: ½ on a surface that bounds, 1½ inside another part."""
+        centres = v[t].mean(axis=1)
+        return winding_numbers(centres, v, t, own=True)
+
+
+def clusters(v: np.ndarray, t: np.ndarray, per: int = 48):
+    """The triangles ``t`` grouped for ``kernels.winding.winding_numbers``: sorted by the cell of
+    a grid (about ``per`` triangles a cell on a surface) their centres lie in, with each group's
+    start, area-weighted centre and normal, and the radius of a ball about that centre holding
+    its triangles. Returns ``(t sorted, starts, centres, normals, radii)`` and the order (T,)
+    sorted by."""
+    a, b, c = v[t[:, 0]], v[t[:, 1]], v[t[:, 2]]
+    mid = (a + b + c) / 3.0
+    lo, hi = mid.min(axis=0), mid.max(axis=0)
+    size = float(max((hi - lo).max(), 1e-12))
+    cell = size / max(1.0, np.sqrt(len(t) / per))
+    ijk = np.floor((mid - lo) / cell).astype(np.int64)
+    dims = ijk.max(axis=0) + 1
+    key = (ijk[:, 0] * dims[1] + ijk[:, 1]) * dims[2] + ijk[:, 2]
+    order = np.argsort(key, kind="stable")
+    key, t = key[order], t[order]
+    a, b, c, mid = a[order], b[order], c[order], mid[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    starts = np.r_[starts, len(t)].astype(np.int64)
+    n = 0.5 * np.cross(b - a, c - a)
+    area = np.linalg.norm(n, axis=1)
+    group = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
+    weight = np.bincount(group, area)
+    centres = np.stack([np.bincount(group, area * mid[:, k]) for k in range(3)], axis=1)
+    plain = np.stack([np.bincount(group, mid[:, k]) for k in range(3)], axis=1) / np.diff(starts)[:, None]
+    centres = np.where(weight[:, None] > 0, centres / np.maximum(weight, 1e-300)[:, None], plain)
+    normals = np.stack([np.bincount(group, n[:, k]) for k in range(3)], axis=1)
+    reach = np.maximum.reduce([np.linalg.norm(x - centres[group], axis=1) for x in (a, b, c)])
+    radii = np.zeros(len(starts) - 1)
+    np.maximum.at(radii, group, reach)
+    return (np.ascontiguousarray(t), starts, np.ascontiguousarray(centres), np.ascontiguousarray(normals),
+            radii), order
+
+
+def winding_numbers(points: np.ndarray, v: np.ndarray, t: np.ndarray, own: bool = False) -> np.ndarray:
+    """The generalized winding number (N,) float64 of mesh ``(v, t)`` at ``points`` (N, 3), by
+    clusters (``kernels.winding.winding_numbers``); ``own``: point ``i`` lies on triangle ``i``,
+    which it leaves out."""
+    q = np.ascontiguousarray(points, np.float64).reshape(-1, 3)
+    out = np.empty(len(q))
+    if len(t) == 0:
+        out[:] = 0.0
+        return out
+    parts, order = clusters(np.asarray(v, np.float64), np.asarray(t, np.int64))
+    skip = np.zeros(0, np.int64)
+    if own:
+        skip = np.empty(len(t), np.int64)
+        skip[order] = np.arange(len(t))
+    winding_kernels.winding_numbers(q, np.ascontiguousarray(v, np.float64), *parts, skip, out)
+    return out
