@@ -1,0 +1,149 @@
+"""A collider's solid without Blender (SPEC §6.3, inside or outside): the generalized winding
+number kernels against a plain reference and the analytic 1 / 0 of a closed sphere, the same bits
+on any thread count, and what ``collision.solid.Solid`` keeps of meshes whose answer is known —
+two spheres pushed into each other, a sphere with a hole, a hemisphere, a ground plane."""
+
+import numba
+import numpy as np
+import pytest
+from test_collision import sphere
+
+from hair_wig.collision import Collider, ColliderMesh, MeshField
+from hair_wig.collision.solid import FILL, Solid, boundary_loops, clusters, winding_numbers
+from hair_wig.kernels import winding as kernels
+
+# The solid angles are float64 sums over T triangles of terms below 2π: their rounding is a few
+# ulps of 2π each, so T · 4π · 2⁻⁵² bounds the exact sum's error (1e-11 for these meshes).
+EPS64 = float(np.finfo(np.float64).eps)
+
+
+def reference(q, v, t):
+    """The winding number by numpy, triangle by triangle (Van Oosterom & Strackee)."""
+    out = []
+    for x in q:
+        a, b, c = v[t[:, 0]] - x, v[t[:, 1]] - x, v[t[:, 2]] - x
+        la, lb, lc = (np.linalg.norm(y, axis=1) for y in (a, b, c))
+        det = np.einsum("ij,ij->i", a, np.cross(b, c))
+        den = la * lb * lc + np.einsum("ij,ij->i", a, b) * lc + np.einsum("ij,ij->i", b, c) * la \
+            + np.einsum("ij,ij->i", c, a) * lb
+        out.append(2 * np.arctan2(det, den).sum() / (4 * np.pi))
+    return np.array(out)
+
+
+def without(v, t, keep):
+    """The mesh ``(v, t)`` with only the triangles ``keep`` (bool (T,))."""
+    return v, t[keep]
+
+
+def test_the_winding_number_of_a_closed_sphere_is_one_inside_and_zero_outside_and_the_kernels_agree():
+    v, t = sphere(1.0, 16, 32)
+    rng = np.random.default_rng(1)
+    d = rng.normal(size=(300, 3))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    r = rng.uniform(0.0, 3.0, 300)
+    r = r[np.abs(r - 1) > 0.05]                      # off the faceted surface (its sag is < 0.02)
+    q = d[:len(r)] * r[:, None]
+    exact = np.empty(len(q))
+    kernels.winding_exact(q, v, t.astype(np.int64), exact)
+    tol = len(t) * 4 * np.pi * EPS64 * 8
+    assert np.abs(exact - reference(q, v, t)).max() < tol
+    assert np.abs(exact - (r < 1)).max() < 1e-9
+    fast = winding_numbers(q, v, t)
+    # the dipoles of far clusters: a few hundredths at worst (Barill et al. 2018), and never
+    # across ½ away from the surface
+    assert np.abs(fast - exact).max() < 0.05
+    assert np.array_equal(fast > 0.5, r < 1)
+
+
+def test_the_winding_numbers_are_the_same_bits_on_one_and_two_threads():
+    v, t = sphere(1.0, 24, 48)
+    q = np.random.default_rng(2).uniform(-1.5, 1.5, (500, 3))
+    runs = []
+    was = numba.get_num_threads()
+    try:
+        for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+            numba.set_num_threads(threads)
+            runs.append(winding_numbers(q, v, t))
+    finally:
+        numba.set_num_threads(was)
+    assert np.array_equal(runs[0], runs[1])
+
+
+def test_clusters_hold_every_triangle_once_in_a_ball_about_their_centre():
+    v, t = sphere(1.0, 24, 48)
+    (sorted_t, starts, centres, normals, radii), order = clusters(v, t.astype(np.int64))
+    assert np.array_equal(np.sort(order), np.arange(len(t)))
+    assert np.array_equal(sorted_t, t[order])
+    assert starts[0] == 0 and starts[-1] == len(t) and np.all(np.diff(starts) > 0)
+    for k in range(len(radii)):
+        corners = v[sorted_t[starts[k]:starts[k + 1]]].reshape(-1, 3)
+        assert np.linalg.norm(corners - centres[k], axis=1).max() <= radii[k] * (1 + 1e-12)
+    # the area-weighted normals of a closed surface sum to nothing
+    assert np.abs(normals.sum(axis=0)).max() < 1e-12 * len(t)
+
+
+def test_two_spheres_pushed_into_each_other_keep_only_the_surface_of_their_union():
+    a, ta = sphere(1.0, 24, 48)
+    b = a + [1.2, 0.0, 0.0]
+    v = np.concatenate([a, b])
+    t = np.concatenate([ta, ta + len(a)]).astype(np.int64)
+    s = Solid(v, t)
+    assert s.closed == 0 and s.triangles.shape[1] == 3
+    mid = v[t].mean(axis=1)
+    other = np.where(np.arange(len(t)) < len(ta), 1, 0)            # the other sphere's centre index
+    centre = np.array([[1.2, 0, 0], [0, 0, 0]])[1 - other] * 0 + np.array([[1.2, 0, 0], [0, 0, 0]])[
+        np.where(np.arange(len(t)) < len(ta), 0, 1)]
+    inside_other = np.linalg.norm(mid - centre, axis=1) < 1.0
+    kept = np.zeros(len(t), bool)
+    index = {tuple(x): k for k, x in enumerate(map(tuple, t))}
+    kept[[index[tuple(x)] for x in s.triangles]] = True
+    # a triangle whose centre is inside the other sphere by more than the facets' sag is dropped;
+    # one outside it by as much is kept
+    sag = 0.02
+    deep = np.linalg.norm(mid - centre, axis=1)
+    assert not kept[deep < 1.0 - sag].any()
+    assert kept[deep > 1.0 + sag].all()
+    assert s.dropped == int((~kept).sum())
+    assert inside_other.any()
+    # the union's field: a point in the overlap is inside, with no surface at it to say so
+    f = MeshField(*without(s.vertices(v), s.triangles, np.ones(len(s.triangles), bool)))
+    assert f.signed_distance(np.array([[0.6, 0.0, 0.0]]))[0] < -0.5
+    raw = MeshField(v, t)
+    assert raw.signed_distance(np.array([[0.6, 0.0, 0.0]]))[0] > -0.5     # the nearest shell's answer
+
+
+def test_a_small_hole_is_closed_facing_out_and_its_inside_is_inside():
+    v, t = sphere(1.0, 24, 48)
+    mid = v[t].mean(axis=1)
+    t = t[mid[:, 2] < 0.93].astype(np.int64)         # a cap of 22.5° off the top: the rim at z 0.924
+    loops = boundary_loops(t)
+    assert len(loops) == 1
+    s = Solid(v, t)
+    assert s.closed == 1 and s.dropped == 0
+    q = np.array([[0.0, 0.0, 0.9], [0.0, 0.0, 0.95], [0.0, 0.0, 0.0]])
+    exact = np.empty(3)
+    kernels.winding_exact(q, s.vertices(v), s.triangles, exact)
+    assert np.allclose(exact, [1.0, 0.0, 1.0], atol=1e-9)          # closed: 1 or 0 to rounding
+    assert np.abs(winding_numbers(q, s.vertices(v), s.triangles) - exact).max() < 0.05
+    f = MeshField(s.vertices(v), s.triangles)
+    d = f.signed_distance(np.array([[0.0, 0.0, 0.85], [0.0, 0.0, 1.0]]))
+    assert d[0] < 0 and d[1] > 0
+
+
+def test_a_hemisphere_is_closed_and_a_ground_plane_stays_one_sided():
+    v, t = sphere(1.0, 24, 48)
+    t = t[v[t].mean(axis=1)[:, 2] > 0].astype(np.int64)
+    assert Solid(v, t).closed == 1                   # its rim disc is half its area: under FILL
+    n = 10
+    g = np.linspace(-1, 1, n + 1)
+    x, y = np.meshgrid(g, g, indexing="ij")
+    pv = np.stack([x.ravel(), y.ravel(), np.zeros(x.size)], 1)
+    quads = [(i * (n + 1) + j, (i + 1) * (n + 1) + j, (i + 1) * (n + 1) + j + 1, i * (n + 1) + j + 1)
+             for i in range(n) for j in range(n)]
+    pt = np.array([(a, b, c) for a, b, c, d in quads] + [(a, c, d) for a, b, c, d in quads], np.int64)
+    s = Solid(pv, pt)
+    assert FILL <= 1.0 and s.closed == 0 and s.dropped == 0 and np.array_equal(s.triangles, pt)
+    # as a collider it is the plane it was: one-sided, under it inside
+    c = Collider(ColliderMesh("ground", pv, pt), np.eye(4), 0.0)
+    assert c.field.signed_distance(np.array([[0.2, 0.1, -0.05], [0.2, 0.1, 0.05]])).tolist() == pytest.approx(
+        [-0.05, 0.05], abs=1e-6)
