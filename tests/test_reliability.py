@@ -1,6 +1,8 @@
 """Bad input, extreme settings and interruption through the operators (real bpy): every case is
 answered by a message naming what is wrong, and the scene is left exactly as it was."""
 
+import os
+
 import bpy
 import numpy as np
 import pytest
@@ -104,6 +106,10 @@ def _memory(ob, head, magnet):
     ob.hair_wig.frame_start, ob.hair_wig.frame_end = 1, 30000
 
 
+def _far_offset(ob, head, magnet):
+    ob.hair_wig.collision_offset = 39.0
+
+
 def _no_head(ob, head, magnet):
     ob.data.surface = None
     ob.hair_wig.head = None
@@ -120,6 +126,7 @@ def _no_head(ob, head, magnet):
     (_reversed_range, r"'Hair': frame range 10..2 is empty"),
     (_memory, r"needs about 0\.\d GiB, over the 0\.05 GiB memory limit .*fewer frames.*guide hairs"),
     (_no_head, r"'Hair' has no head"),
+    (_far_offset, r"'Head': the distance hair keeps from it \(39\) is more than its own size \(2\): lower Head Offset"),
 ], ids=lambda v: v.__name__.strip("_") if callable(v) else None)
 def test_bad_input_is_named_and_changes_nothing(scene, edit, pattern):
     ob, head, magnet = wig_scene()
@@ -285,3 +292,73 @@ def test_non_manifold_heads(scene, io, addon):
         if method == "RAY":
             assert [w for w in got.warnings if "'Head' does not enclose its centre in" in w], got.warnings
         np.testing.assert_allclose(got.positions, clean.positions, rtol=0, atol=tol)
+
+# settings a shot does not draw: whether the wig is on, key poses (none are recorded), what the
+# bake's frames, the live preview and the viewport read
+_NOT_DRAWN = {"enabled", "use_key_poses", "use_live_dynamics", "live_memory", "show_wisps", "use_scene_range",
+              "frame_start", "frame_end", "magnet_index", "key_pose_index", "preroll"}
+
+
+def _draw(prop, rng):
+    """A value of the wig setting ``prop`` an artist can type: within its hard limits, often at
+    one of them, else anywhere up to a thousand times its soft range (a typed 40 m offset)."""
+    if prop.type == "BOOLEAN":
+        return bool(rng.random() < 0.5)
+    if prop.type == "ENUM":
+        return str(rng.choice([item.identifier for item in prop.enum_items]))
+    lo, hi = float(prop.hard_min), float(prop.hard_max)
+    span = max(abs(float(prop.soft_max)), abs(float(prop.soft_min)), 1.0) * 1000.0
+    lo, top = max(lo, -span), min(hi, span)
+    pick = rng.random()
+    value = lo if pick < 0.15 else top if pick < 0.3 else lo + (top - lo) * rng.random() ** 3
+    return int(round(value)) if prop.type == "INT" else value
+
+
+def test_random_settings_within_every_limit_bake_or_are_refused_by_name_and_memory_stays_bounded(scene, io):
+    """Every wig setting drawn at random within the limits its field allows, every solver, small
+    shots: each bake finishes with finite hair or is refused with a message naming what is at
+    fault (no traceback), the scene as it was; the process's peak memory grows by under 2 GiB."""
+    import resource
+
+    rng = np.random.default_rng(int(os.environ.get("HAIR_WIG_FUZZ_SEED", "49")))
+    settings_type = bpy.types.Object.bl_rna.properties["hair_wig"].fixed_type
+    props = [p for p in settings_type.properties
+             if p.identifier not in _NOT_DRAWN and not p.is_readonly and p.type in ("BOOLEAN", "ENUM", "FLOAT", "INT")
+             and not getattr(p, "is_array", False) and not (p.type == "ENUM" and p.is_enum_flag)]
+    solvers = [item.identifier for item in settings_type.properties["dynamics_layer"].enum_items]
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    outcomes = []
+    for shot in range(int(os.environ.get("HAIR_WIG_FUZZ_SHOTS", "40"))):
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+        ob, head, magnet = scenes.keyed_wig(12, 5)
+        s = ob.hair_wig
+        drawn = {}
+        for p in props:
+            value = _draw(p, rng)
+            try:
+                setattr(s, p.identifier, value)
+            except (TypeError, ValueError):
+                continue
+            drawn[p.identifier] = value
+        s.dynamics_layer = solvers[shot % len(solvers)]
+        s.use_scene_range = False
+        s.frame_start, s.frame_end = 1, 4
+        bpy.context.scene.frame_set(1)
+        before = snapshot(ob)
+        try:
+            result = bpy.ops.hair_wig.bake()
+        except RuntimeError as err:
+            text = str(err)
+            assert "Traceback" not in text and text.startswith("Error: "), (shot, drawn, text)
+            assert snapshot(ob) == before, (shot, text)
+            outcomes.append("refused")
+            continue
+        assert result == {"FINISHED"}, (shot, drawn)
+        dg = bpy.context.evaluated_depsgraph_get()
+        for f in range(1, 5):
+            bpy.context.scene.frame_set(f)
+            assert np.isfinite(io.read_evaluated_points(ob, dg)).all(), (shot, f, drawn)
+        outcomes.append("baked")
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak
+    assert grown_kib < 2 * 1024 * 1024, grown_kib
+    assert "baked" in outcomes

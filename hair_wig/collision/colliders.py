@@ -121,6 +121,14 @@ class Collider:
             # the field is built on the surface of the collider's solid: holes closed, shells
             # inside others dropped (``solid``), so the nearest feature's sign is the inside's
             v, tri = usable_triangles(v, mesh.triangles, mesh.name)
+            size = float((v.max(axis=0) - v.min(axis=0)).max())
+            if self.margin > size:
+                # the field would reach that far about the mesh: a grid the size of a room for a
+                # head (gigabytes), and every hair pushed out of reach
+                raise HairWigError(
+                    f"'{mesh.name}': the distance hair keeps from it ({mesh.offset:.4g}) is more than its own "
+                    f"size ({size * mesh.offset / max(self.margin, 1e-300):.4g}): lower Head Offset (or this "
+                    f"collider's Collision Outer thickness)")
             self.solid = Solid(v, tri)
             v = self.solid.vertices(v)
             self.field = MeshField(v, self.solid.triangles, mesh.resolution, margin=self.margin, name=mesh.name)

@@ -17,6 +17,9 @@ from .rows import _dot, _take_rows
 from .triangles import TriangleIndex, _gram, closest_feet
 
 
+MAX_NODES = 1 << 24       # a field's grid holds at most this many nodes (64 MB of distances)
+
+
 def place_grid(vertices: np.ndarray, triangles: np.ndarray, lo: np.ndarray, hi: np.ndarray, size: float,
                resolution: int | None, margin: float, cell: float | None):
     """The grid round a mesh whose box is ``[lo, hi]`` (``size`` its longest side): its cell
@@ -32,6 +35,13 @@ def place_grid(vertices: np.ndarray, triangles: np.ndarray, lo: np.ndarray, hi: 
         edge = float(np.median(np.linalg.norm(tb - ta, axis=1)))
         h = float(np.clip(edge, size / 160, size / 48))
     pad = max(3 * h, 0.05 * size, float(margin) + 3 * h)
+    if not cell:
+        # bounded whatever the margin: coarser cells where the box is large (distances near the
+        # surface stay exact, from the lists; only the band they reach and the cost change)
+        nodes = np.prod((hi - lo + 2 * pad) / h + 2)
+        if nodes > MAX_NODES:
+            h *= float(np.cbrt(nodes / MAX_NODES)) * 1.01
+            pad = max(3 * h, 0.05 * size, float(margin) + 3 * h)
     origin = lo - pad
     return h, origin, np.ceil((hi + pad - origin) / h).astype(np.int64) + 1
 
