@@ -108,6 +108,8 @@ class Collider:
     grid.)
     """
 
+    SOLID = True          # built on the surface of the collider's solid (``solid``), not the mesh as modelled
+
     def __init__(self, mesh: ColliderMesh, rest_to_field: np.ndarray, offset: float, rides: tuple | None = None):
         self.name = mesh.name
         self.mesh = mesh
@@ -129,14 +131,17 @@ class Collider:
                     f"'{mesh.name}': the distance hair keeps from it ({mesh.offset:.4g}) is more than its own "
                     f"size ({size * mesh.offset / max(self.margin, 1e-300):.4g}): lower Head Offset (or this "
                     f"collider's Collision Outer thickness)")
-            self.solid = Solid(v, tri)
+            self.solid = Solid(v, tri) if self.SOLID else Solid.as_is(v, tri)
             v = self.solid.vertices(v)
-            self.field = MeshField(v, self.solid.triangles, mesh.resolution, margin=self.margin, name=mesh.name)
+            winding = self.solid.winding(v)
+            self.field = MeshField(v, self.solid.triangles, mesh.resolution, margin=self.margin, name=mesh.name,
+                                   winding=winding)
             reach = 0.0 if rides is None else hair_reach(*rides, *self.field.box)
             while self.field.inside_at_edge and self.field.pad < reach:
                 self.margin = min(float(reach), 2.0 * self.field.pad)
                 self.field = MeshField(v, self.solid.triangles, cell=self.field.cell, margin=self.margin,
-                                       name=mesh.name)
+                                       name=mesh.name, winding=winding)
+
         self.bound_field = self.field
         self.offset = float(offset)
         self.to_field = None
@@ -220,7 +225,8 @@ class Collider:
         v = np.asarray(vertices, np.float64) @ self.rest_to_field[:3, :3].T + self.rest_to_field[:3, 3]
         v = self.solid.vertices(v)
         f = self.bound_field
-        self.field = MeshField(v, f.triangles, cell=f.cell, margin=self.margin, name=self.name)
+        self.field = MeshField(v, f.triangles, cell=f.cell, margin=self.margin, name=self.name,
+                               winding=self.solid.winding(v))
 
     def candidates(self, q: np.ndarray, index: np.ndarray, row: np.ndarray | None = None) -> np.ndarray:
         """Which of the points ``q`` (3, S) — wig points ``index`` (S,) — may be within their

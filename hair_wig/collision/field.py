@@ -38,6 +38,9 @@ class MeshField:
         The collider, for messages.
     cell : float or None
         The grid's cell size, if it is to be that of another field (a deformed collider's).
+    winding : ((V', 3), (T', 3)) or None
+        What decides the side beside an open edge: the whole mesh's winding number
+        (``solid.Solid.winding``); None: the nearest feature's pseudo-normal everywhere.
 
     Its parts: ``grid`` (``DistanceGrid``) and ``index`` (``TriangleIndex``). Which of them
     answers where is decided here: the grid's nearest node screens (``screen``,
@@ -49,7 +52,7 @@ class MeshField:
     LIST_BAND = DistanceGrid.LIST_BAND     # the lists are exact this many cells out (at least)
 
     def __init__(self, vertices, triangles, resolution: int | None = None, margin: float = 0.0,
-                 name: str = "collider", cell: float | None = None):
+                 name: str = "collider", cell: float | None = None, winding=None):
         v, tri = usable_triangles(vertices, triangles, name)
         self.name = name
         used = v[np.unique(tri)]
@@ -60,7 +63,7 @@ class MeshField:
         self.extent = float(max(2 * np.sqrt(((used - used.mean(axis=0)) ** 2).sum(axis=1).max()), 1e-12))
         self.box = (lo, hi)
         h, origin, dims = place_grid(v, tri, lo, hi, self.size, resolution, margin, cell)
-        self.index = TriangleIndex(v, tri, origin, self.size, self.extent)
+        self.index = TriangleIndex(v, tri, origin, self.size, self.extent, winding)
         self.grid = DistanceGrid(self.index, h, dims)
         self.index.use_lists(self.grid)
         self._k_box = (np.array(lo, np.float64), np.array(hi, np.float64), np.float32(self.exact_reach))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels import winding as winding_kernels
 from .rows import _dot, _take_rows
 from .triangles import TriangleIndex, _gram, closest_feet
 
@@ -176,6 +177,7 @@ class DistanceGrid:
         grid_cp = np.full((3, total), 1e18, np.float32)     # "none yet"; its square still fits
         src = np.full(total, -1, np.int32)
         band_n = []
+        band_open = []
         count = 0
         for node, d, t_of, cp, feat in pieces:
             win = np.flatnonzero(d == best[node])
@@ -184,6 +186,8 @@ class DistanceGrid:
             src[nodes] = np.arange(len(win), dtype=np.int32) + count
             count += len(win)
             band_n.append(tris.normals[t_of[win], feat[win]])
+            if tris.boundary.shape[0]:
+                band_open.append(tris.boundary[t_of[win], feat[win]])
         band_n = np.concatenate(band_n + [np.zeros((1, 3), np.float32)])
         self.band_nodes = int(np.isfinite(best).sum())
         grid_cp = grid_cp.reshape(3, nx, ny, nz)
@@ -200,6 +204,17 @@ class DistanceGrid:
             # signed by the pseudo-normal of the feature its closest point came from
             n = band_n[src[i]]
             dist[i][dx * n[..., 0] + dy * n[..., 1] + dz * n[..., 2] < 0] *= -1
+        if band_open:
+            # a node whose closest point lies on an open edge: its side by the winding number
+            opened = np.concatenate(band_open + [np.zeros(1, bool)])
+            at = np.flatnonzero(opened[src.ravel()] & (np.abs(dist.ravel()) > 1e-9 * tris.extent))
+            if at.size:
+                i, j, k = np.unravel_index(at, (nx, ny, nz))
+                x = np.stack([i, j, k], axis=1).astype(np.float32).astype(np.float64) * np.float64(h)
+                w = np.empty(at.size)
+                winding_kernels.winding_numbers(x, *tris.wind[1:], np.zeros(0, np.int64), w)
+                flat = dist.ravel()
+                flat[at] = np.where(w > 0.5, -np.abs(flat[at]), np.abs(flat[at]))
         self.distance_grid = dist.ravel()
 
     def _mark_seams(self):

@@ -22,7 +22,9 @@ solid the artist sees:
 
 What remains is the boundary of the union of the shells (to the size of a triangle along the
 lines where they cross), and the pseudo-normal sign of its nearest feature is the winding
-number's. It depends only on the rest pose: a deforming collider keeps its triangles and fills
+number's — except beside an open edge (the cracks where shells cross, a hole left open), where a
+point in the plane of the edge's face has no side: there the field asks the winding number of
+the whole mesh (``winding``; ``kernels.field._exact_point``, ``grid``). It depends only on the rest pose: a deforming collider keeps its triangles and fills
 (``vertices`` moves the fans' centres with their rims).
 """
 
@@ -119,9 +121,23 @@ class Solid:
         whole = np.concatenate([t] + fans) if fans else t
         w = self._winding_at_centres(self.vertices(v), whole)
         keep = np.abs(w) <= ENCLOSED
+        self.whole = whole                        # every triangle and fan: what is wound about
         self.triangles = whole[keep]
         self.dropped = int((~keep[:len(t)]).sum())
         self.closed = len(self.loops)
+        # a solid has an inside to wind about when every hole was closed (not a ground plane)
+        self.winds = len(self.loops) == len(boundary_loops(t))
+
+    @classmethod
+    def as_is(cls, vertices: np.ndarray, triangles: np.ndarray) -> "Solid":
+        """The mesh as modelled: no hole closed, nothing dropped (nothing wound about)."""
+        out = cls.__new__(cls)
+        out.count = len(vertices)
+        out.loops = []
+        out.whole = out.triangles = np.asarray(triangles, np.int64)
+        out.dropped = out.closed = 0
+        out.winds = False
+        return out
 
     @staticmethod
     def _fan(loop: np.ndarray, centre: int) -> np.ndarray:
@@ -129,6 +145,15 @@ class Solid:
         rim's own triangles do."""
         nxt = np.roll(loop, -1)
         return np.stack([nxt, loop, np.full(len(loop), centre, np.int64)], axis=1)
+
+    def winding(self, v: np.ndarray):
+        """What the field winds about where the nearest feature is an open edge (a crack left
+        where shells cross, a hole left open): every triangle and fan ``(vertices (V', 3),
+        triangles)`` with ``v`` = ``vertices(...)``, or None where the mesh has no inside (a
+        ground plane: its normals say where outside is) or no open edge."""
+        if not self.winds or not boundary_features(self.triangles).any():
+            return None
+        return np.asarray(v, np.float64), self.whole
 
     def vertices(self, v: np.ndarray) -> np.ndarray:
         """The collider's vertices ``v`` (V, 3) with each closed hole's centre after them (the
@@ -195,4 +220,25 @@ def winding_numbers(points: np.ndarray, v: np.ndarray, t: np.ndarray, own: bool 
         skip = np.empty(len(t), np.int64)
         skip[order] = np.arange(len(t))
     winding_kernels.winding_numbers(q, np.ascontiguousarray(v, np.float64), *parts, skip, out)
+    return out
+
+
+def boundary_features(triangles: np.ndarray) -> np.ndarray:
+    """Which features of each triangle (T, 7) bool — face, corners a b c, edges ab bc ca (the
+    field's feature codes) — lie on the mesh's boundary: an edge of one triangle, and the corners
+    of such edges. Beside them the pseudo-normal's sign is a coin toss (a point in the plane of
+    a face past its open edge), where the winding number still answers."""
+    t = np.asarray(triangles, np.int64)
+    out = np.zeros((len(t), 7), bool)
+    if len(t) == 0:
+        return out
+    edges = np.stack([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]], axis=1)         # (T, 3, 2): ab bc ca
+    key = np.sort(edges, axis=2).reshape(-1, 2)
+    top = int(t.max()) + 1
+    _, inverse, count = np.unique(key[:, 0] * top + key[:, 1], return_inverse=True, return_counts=True)
+    open_edge = (count[inverse] == 1).reshape(-1, 3)
+    out[:, 4:7] = open_edge
+    rim = np.zeros(top, bool)
+    rim[edges[open_edge].ravel()] = True
+    out[:, 1:4] = rim[t]
     return out

@@ -13,7 +13,12 @@ import numpy as np
 
 from ..errors import HairWigError
 from ..kernels import field as field_kernels
+from ..kernels import winding as winding_kernels
 from .rows import _dot, _rows64, _take_rows
+
+# no open edge asks the winding number (``TriangleIndex.wind``, empty)
+_NO_WIND = (np.zeros((0, 7), bool), np.zeros((0, 3)), np.zeros((0, 3), np.int64), np.zeros(1, np.int64),
+            np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
 
 # Feature codes of a closest point on a triangle (a, b, c): which pseudo-normal signs it.
 FACE, VERT_A, VERT_B, VERT_C, EDGE_AB, EDGE_BC, EDGE_CA = range(7)
@@ -223,7 +228,7 @@ class TriangleIndex:
     TIGHT_PAIRS = 4096   # exact queries of more (point, triangle) pairs measure a first triangle
 
     def __init__(self, vertices: np.ndarray, triangles: np.ndarray, origin: np.ndarray, size: float,
-                 extent: float):
+                 extent: float, winding=None):
         v, tri = vertices, triangles
         self.vertices = v
         self.triangles = tri
@@ -248,6 +253,37 @@ class TriangleIndex:
         self.corners = corners.astype(np.float32)
         self._k_planes = side_planes(rel, tri)
         self.grid = None
+        # beside an open edge (``solid.boundary_features``) the pseudo-normal has no side: where
+        # the mesh has an inside (``winding``: the whole mesh, ``solid.Solid.winding``) its
+        # winding number decides there, as the kernels' ``wind`` part
+        self.boundary = np.zeros((0, 7), bool)
+        self.wind = _NO_WIND
+        if winding is not None:
+            from .solid import boundary_features, clusters
+
+            wv, wt = winding
+            self.boundary = boundary_features(tri)
+            wrel = np.ascontiguousarray(np.asarray(wv, np.float64) - origin)
+            parts, _ = clusters(wrel, np.asarray(wt, np.int64))
+            self.wind = (self.boundary, wrel) + tuple(parts)
+
+    def wound_sides(self, x: np.ndarray, sd: np.ndarray, outward: np.ndarray, t: np.ndarray, feat: np.ndarray,
+                    dist: np.ndarray) -> None:
+        """Where the closest feature (triangles ``t``, features ``feat``) of points ``x`` (N, 3),
+        relative to the origin, is an open edge and the point is off the surface (``dist``), the
+        side of signed distances ``sd`` (N,) and directions ``outward`` (N, 3) by the winding
+        number (in place; ``kernels.field._exact_point`` does the same per point)."""
+        if not self.boundary.shape[0]:
+            return
+        ask = np.flatnonzero(self.boundary[t, feat] & (dist > 1e-9 * self.extent))
+        if ask.size == 0:
+            return
+        w = np.empty(ask.size)
+        winding_kernels.winding_numbers(np.ascontiguousarray(x[ask], np.float64), *self.wind[1:],
+                                        np.zeros(0, np.int64), w)
+        flip = ask[(w > 0.5) != (sd[ask] < 0)]
+        sd[flip] = -sd[flip]
+        outward[flip] = -outward[flip]
 
     def use_lists(self, grid) -> None:
         """Find each point's candidates in the cell lists of ``grid`` (``grid.DistanceGrid``,
@@ -255,7 +291,7 @@ class TriangleIndex:
         self.grid = grid
         spheres = np.ascontiguousarray(np.concatenate([self.centres, self.radii[None]]).T)      # (T, 4)
         self._k_tris = (grid.list_start, grid.list_tri, self._tri_cols, spheres,
-                        self.normals, 1e-5 * self.size, 1e-9 * self.extent)
+                        self.normals, 1e-5 * self.size, 1e-9 * self.extent) + self.wind
         # the same triangles as one list holding every one: where a point's list cell cannot
         # decide (a seam's cell), the exact query searches them all — the first nearest in
         # triangle order after the same bounding-sphere prune, as ``exact_every``
@@ -340,6 +376,11 @@ class TriangleIndex:
         safe = dist > 1e-9 * self.extent
         nn = n / np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-300)
         outward[known] = np.where(safe[:, None], dk * (sign / np.where(safe, dist, 1))[:, None], nn)
+        if self.boundary.shape[0]:
+            at = np.flatnonzero(known)
+            sk, ok_ = sd[at], outward[at]
+            self.wound_sides(q.T[at], sk, ok_, t[k], feat[k], dist)
+            sd[at], outward[at] = sk, ok_
         return sd, closest, outward, known
 
     def _all_pairs(self, p: np.ndarray):

@@ -28,7 +28,11 @@ triangles' from ``collision.triangles.TriangleIndex.use_lists``):
            list cells per axis (3,) i64, list cell size f64, list reach per list cell f32)
 ``tris``   (list starts i64, listed triangles i32, triangles (T, 19) f64 (``collision.triangles.triangle_rows``
            transposed: a triangle's numbers side by side), bounding spheres (T, 4) f32 (centre,
-           radius), pseudo-normals (T, 7, 3) f32, prune slack f64, closest-point floor f64)
+           radius), pseudo-normals (T, 7, 3) f32, prune slack f64, closest-point floor f64, then
+           what decides the side beside an open edge (``collision.triangles.TriangleIndex.wind``,
+           its items side by side — a tuple in a tuple cannot enter a parallel loop: which
+           features are open (T, 7) bool — empty: none asks — and the whole mesh's triangles in
+           clusters for ``kernels.winding.winding_point``, relative to the origin))
 ``box``    (mesh box low (3,) f64, high (3,) f64, exact reach f32)
 ``planes`` (T, 16) f32: each triangle's plane and its edges' side planes (``_lower``)
 """
@@ -40,6 +44,8 @@ import math
 import numba
 import numpy as np
 from numba import njit, prange
+
+from .winding import winding_point
 
 # Feature codes of a closest point on a triangle (a, b, c), as collision.py numbers them.
 FACE = 0
@@ -304,7 +310,8 @@ def _exact_point(qx, qy, qz, cell, tris):
     by the spheres' far sides). Its float32 spheres round by ~1e-7 of the coordinates, far inside
     the prune's slack (1e-5 of the mesh's size and of the distance). Returns whether any was
     listed, the signed distance, the closest point (relative), and the outward direction there."""
-    start, listed, rows, spheres, normals, slack, floor = tris
+    start, listed, rows, spheres, normals, slack, floor = tris[:7]
+    opened = tris[7]
     s, e = start[cell], start[cell + 1]
     if e <= s:
         return False, np.inf, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
@@ -336,6 +343,11 @@ def _exact_point(qx, qy, qz, cell, tris):
         if d2 < best or pick < 0:
             best, pick, feat, bx, by, bz = d2, t, f, cx, cy, cz
     sd, ox, oy, oz = signed_closest(qx, qy, qz, best, bx, by, bz, normals[pick, feat], floor)
+    if opened.shape[0] and opened[pick, feat] and math.sqrt(best) > floor:
+        # beside an open edge the pseudo-normal has no side: the whole mesh's winding number
+        w = winding_point(qx, qy, qz, tris[8], tris[9], tris[10], tris[11], tris[12], tris[13], -1)
+        if (w > 0.5) != (sd < 0.0):
+            sd, ox, oy, oz = -sd, -ox, -oy, -oz
     return True, sd, bx, by, bz, ox, oy, oz
 
 

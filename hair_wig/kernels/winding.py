@@ -64,20 +64,26 @@ def winding_numbers(q, v, t, starts, centres, normals, radii, skip, out):
     int64: a triangle (its row of ``t``) point ``i`` leaves out — one it lies on, whose solid
     angle there is ±2π by the rounding of a zero — or −1 (empty: none for any point)."""
     for i in prange(q.shape[0]):
-        qx, qy, qz = q[i, 0], q[i, 1], q[i, 2]
-        s = 0.0
-        for k in range(radii.shape[0]):
-            dx, dy, dz = centres[k, 0] - qx, centres[k, 1] - qy, centres[k, 2] - qz
-            r2 = dx * dx + dy * dy + dz * dz
-            far = BETA * radii[k]
-            if r2 > far * far:
-                s += (dx * normals[k, 0] + dy * normals[k, 1] + dz * normals[k, 2]) / (r2 * math.sqrt(r2))
-            else:
-                for m in range(starts[k], starts[k + 1]):
-                    if skip.shape[0] and m == skip[i]:
-                        continue
-                    s += _solid_angle(qx, qy, qz, v, t[m, 0], t[m, 1], t[m, 2])
-        out[i] = s / FOUR_PI
+        out[i] = winding_point(q[i, 0], q[i, 1], q[i, 2], v, t, starts, centres, normals, radii,
+                               skip[i] if skip.shape[0] else -1)
+
+
+@njit(cache=True, inline="always")
+def winding_point(qx, qy, qz, v, t, starts, centres, normals, radii, skip):
+    """``winding_numbers`` at one point, leaving out row ``skip`` of ``t`` (−1: none)."""
+    s = 0.0
+    for k in range(radii.shape[0]):
+        dx, dy, dz = centres[k, 0] - qx, centres[k, 1] - qy, centres[k, 2] - qz
+        r2 = dx * dx + dy * dy + dz * dz
+        far = BETA * radii[k]
+        if r2 > far * far:
+            s += (dx * normals[k, 0] + dy * normals[k, 1] + dz * normals[k, 2]) / (r2 * math.sqrt(r2))
+        else:
+            for m in range(starts[k], starts[k + 1]):
+                if m == skip:
+                    continue
+                s += _solid_angle(qx, qy, qz, v, t[m, 0], t[m, 1], t[m, 2])
+    return s / FOUR_PI
 
 
 def _as_called():
