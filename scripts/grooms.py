@@ -320,10 +320,16 @@ def play(g: Groom):
 
 class _Exact:
     """Signed distances to a collider as Blender evaluates it, in its own space, independent of
-    the add-on's field: the nearest triangle from Blender's own BVH tree (``mathutils``), the
-    exact closest point on it; the sign from the generalized winding number of every triangle
-    (inside where it is above ½), or with ``winding`` off from the nearest feature's
-    angle-weighted pseudo-normal (one-sided meshes: a ground plane)."""
+    the add-on's field and its lookups: the nearest triangle from Blender's own BVH tree
+    (``mathutils``), the exact closest point on it; the sign from the generalized winding number
+    summed over every triangle (inside where it is above ½), or with ``winding`` off — and on a
+    one-sided mesh (a ground plane) — from the nearest feature's angle-weighted pseudo-normal.
+
+    What is inside a mesh with holes is a definition: here the mesh's solid as SPEC §6.3 has it
+    (``collision.solid.Solid``: holes small beside their shell closed by fans, surfaces inside
+    another part left out), the distance to its surface, and the winding number of every shell
+    whole with the fans. Measured on the mesh as modelled instead, a point over an open eye
+    socket is "inside" by a winding number of 0.6 and its depth the distance to the far wall."""
 
     def __init__(self, ob, winding: bool = True):
         self.ob, self.key, self.winding = ob, None, winding
@@ -340,11 +346,17 @@ class _Exact:
         v, t = np.asarray(m.positions, np.float64), np.asarray(m.tri_verts, np.int64)
         if self.key is None or not np.array_equal(self.key, v):
             self.key = v
-            self.tree = BVHTree.FromPolygons(v.tolist(), t.tolist(), epsilon=0.0)
-            self.normals = col.pseudo_normals(v, t)
             # a one-sided mesh (a hole about as large as the mesh: a ground plane) has no inside
             # to wind about: its normals say where outside is
             self.solid_sign = self.winding and not _one_sided(v, t)
+            if self.solid_sign:
+                solid = col.solid.Solid(v, t)
+                self.whole = (solid.vertices(v), solid.whole)
+                v, t = solid.vertices(v), solid.triangles
+            self.surface = (v, t)
+            self.tree = BVHTree.FromPolygons(v.tolist(), t.tolist(), epsilon=0.0)
+            self.normals = col.pseudo_normals(v, t)
+        v, t = self.surface
         local = np.linalg.solve(mat, np.c_[world_points, np.ones(len(world_points))].T).T[:, :3]
         nearest = self.tree.find_nearest
         idx = np.array([nearest(x)[2] for x in local.tolist()], np.int64)
@@ -353,10 +365,11 @@ class _Exact:
         diff = local - (bary[:, :1] * a + bary[:, 1:2] * b + bary[:, 2:] * c)
         d = np.linalg.norm(diff, axis=1)
         if self.solid_sign:
-            # inside is where the generalized winding number of the mesh as modelled is above ½:
-            # eyes sunk into a head and open sockets have no one nearest surface to ask
-            inside = col.solid.winding_numbers(local, v, t) > 0.5
-            return np.where(inside, -d, d)
+            # every triangle summed (not the add-on's clusters): eyes sunk into a head have no
+            # one nearest surface to ask
+            w = np.empty(len(local))
+            _core().kernels.winding.winding_exact(np.ascontiguousarray(local), *self.whole, w)
+            return np.where(w > 0.5, -d, d)
         side = np.einsum("ij,ij->i", diff, self.normals[idx, feat])
         return np.where(side < 0, -d, d)
 

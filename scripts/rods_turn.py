@@ -41,9 +41,11 @@ def build(strands: int = 784, points: int = 24, solver: str = "RODS", last: int 
     return g
 
 
-def per_frame(g: grooms.Groom, cache, reported) -> list[dict]:
+def per_frame(g: grooms.Groom, cache, reported, buried: float | None = None) -> list[dict]:
     """Each frame's figures (see the module's docstring); ``reported``: the bake's figure per
-    frame (world units), as the wig gave it."""
+    frame (world units), as the wig gave it. ``buried``: leave out the points the groom itself
+    has deeper inside a collider than this (world units; the field holds those to its grid's
+    distance, not the exact one)."""
     from hair_wig_addon.operators import blender_io
 
     scene = bpy.context.scene
@@ -60,18 +62,22 @@ def per_frame(g: grooms.Groom, cache, reported) -> list[dict]:
     bodies += [(grooms._Exact(c), c.collision.thickness_outer) for c in g.colliders]
     rest_world = grooms._to_world(g, groom, first)
     limits = [np.minimum(offset, body(rest_world)) for body, offset in bodies]
+    counted = ~root
+    if buried is not None:
+        for limit in limits:
+            counted &= limit >= -buried
     rows, before = [], None
     for f in range(first, last + 1):
         p = cache.frame(f).astype(np.float64)
         seg = np.linalg.norm(np.diff(p, axis=0), axis=1)
         short = int((seg[real] < 0.5 * seg0[real]).sum())
         pw = grooms._to_world(g, p, f)
-        deep = max(float((limit - body(pw))[~root].max()) for (body, _), limit in zip(bodies, limits))
+        deep = max(float((limit - body(pw))[counted].max()) for (body, _), limit in zip(bodies, limits))
         tips = pw[ends]
         jump = 0.0 if before is None else float(np.linalg.norm(tips - before, axis=1).max())
         before = tips
         rows.append({"frame": f, "short": short, "inside": deep, "reported": reported.get(f, float("nan")),
-                     "tip_jump": jump})
+                     "tip_jump": jump, "buried": int((~counted & ~root).sum())})
     return rows
 
 
