@@ -35,7 +35,8 @@ class Scalp:
     @property
     def field(self) -> MeshField:
         if self._field is None:
-            self._field = MeshField(self.mesh.positions, self.mesh.tri_verts, margin=0.1, name=self.surface.name)
+            self._field = MeshField.of_solid(self.mesh.positions, self.mesh.tri_verts, margin=0.1,
+                                             name=self.surface.name)
         return self._field
 
     def hit(self, origin, direction):

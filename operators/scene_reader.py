@@ -687,7 +687,7 @@ def read_style(context, ob) -> StyleJob:
         hm = blender_io.evaluated_matrix(head, depsgraph)
         verts = _rows_to(hm, mesh.positions)
         margin = st.clearance + st.volume + 0.05 * float(np.ptp(verts, axis=0).max())
-        field = MeshField(verts, mesh.tri_verts, margin=margin, name=head.name)
+        field = MeshField.of_solid(verts, mesh.tri_verts, margin=margin, name=head.name)
     gravity = np.array(scene.gravity, np.float64) * st.weight if scene.use_gravity else np.zeros(3)
     uv = None
     if grow:

@@ -68,6 +68,18 @@ class MeshField:
         self.index.use_lists(self.grid)
         self._k_box = (np.array(lo, np.float64), np.array(hi, np.float64), np.float32(self.exact_reach))
 
+    @classmethod
+    def of_solid(cls, vertices, triangles, **kw) -> "MeshField":
+        """The field of the surface of a mesh's solid (``solid.Solid``: small holes closed, shells
+        inside others dropped, the winding number deciding the side beside an open edge): what a
+        mesh as artists model it (open eye sockets, eyes sunk into the head) collides as."""
+        from .solid import Solid
+
+        v, tri = usable_triangles(vertices, triangles, kw.get("name", "collider"))
+        solid = Solid(v, tri)
+        v = solid.vertices(v)
+        return cls(v, solid.triangles, winding=solid.winding(v), **kw)
+
     vertices = _of("index", "vertices", "The mesh's vertices (V, 3) float64, field space.")
     triangles = _of("index", "triangles", "Its triangles (T, 3) int64, without faces of no area.")
     cell = _of("grid", "cell", "The grid's cell size (field units).")

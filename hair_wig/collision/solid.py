@@ -16,9 +16,9 @@ solid the artist sees:
    its shell — a ground plane's rim, a terrain's, a scalp patch's — is left open: that mesh stays
    one-sided, its normals saying where outside is. (A spherical cap's rim disc is ``(1 + cos θ)
    / 2`` of its area: a hemisphere's half, a cap of half-angle 60° three quarters.)
-2. **Surfaces inside the solid are dropped.** A triangle whose centre lies inside another part
-   of the mesh (winding number beyond 1 in size there: its own surface adds ½, an enclosing one 1)
-   bounds nothing an artist sees: the back of an eye inside the head, the skull under an ear.
+2. **Surfaces inside the solid are dropped.** A triangle whose outer side faces into another
+   part of the mesh (just off its face, the winding number is above ½ in size) bounds nothing an
+   artist sees: the back of an eye inside the head, the skull under an ear.
 
 What remains is the boundary of the union of the shells (to the size of a triangle along the
 lines where they cross), and the pseudo-normal sign of its nearest feature is the winding
@@ -35,7 +35,7 @@ import numpy as np
 from ..kernels import winding as winding_kernels
 
 FILL = 0.75           # a hole is closed when its fan is under this part of its shell's area
-ENCLOSED = 1.0        # a triangle whose centre's winding number is beyond this bounds nothing
+OFF = 1e-3            # how far off its face a triangle is looked from, in its own size
 
 
 def boundary_loops(triangles: np.ndarray) -> list[np.ndarray]:
@@ -119,8 +119,7 @@ class Solid:
                 self.loops.append(loop)
         fans = [self._fan(loop, len(v) + k) for k, loop in enumerate(self.loops)]
         whole = np.concatenate([t] + fans) if fans else t
-        w = self._winding_at_centres(self.vertices(v), whole)
-        keep = np.abs(w) <= ENCLOSED
+        keep = ~self._enclosed(self.vertices(v), whole)
         self.whole = whole                        # every triangle and fan: what is wound about
         self.triangles = whole[keep]
         self.dropped = int((~keep[:len(t)]).sum())
@@ -164,11 +163,24 @@ class Solid:
         return np.vstack([v] + [v[loop].mean(axis=0)[None] for loop in self.loops])
 
     @staticmethod
-    def _winding_at_centres(v: np.ndarray, t: np.ndarray) -> np.ndarray:
-        """The winding number (T,) of the mesh ``(v, t)`` at each triangle's centre, that
-        triangle left out: ½ on a surface that bounds, 1½ inside another part."""
-        centres = v[t].mean(axis=1)
-        return winding_numbers(centres, v, t, own=True)
+    def _enclosed(v: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Which triangles (T,) bool of the mesh ``(v, t)`` face into another part: just off the
+        centre of its outer side, the winding number is above ½ in size (that side lies inside the
+        solid; a surface that bounds it has the outside there). Looked at from a thousandth of
+        its size off its face, so neither its own plane nor a neighbour's edge is met on the
+        way; a triangle of no area faces nowhere and is kept."""
+        a, b, c = v[t[:, 0]], v[t[:, 1]], v[t[:, 2]]
+        n = np.cross(b - a, c - a)
+        size = np.linalg.norm(n, axis=1)
+        faces = size > 1e-12 * max(float(size.max(initial=0.0)), 1e-300)
+        out = np.zeros(len(t), bool)
+        at = np.flatnonzero(faces)
+        if at.size == 0:
+            return out
+        unit = n[at] / size[at, None]
+        points = (a[at] + b[at] + c[at]) / 3.0 + unit * (OFF * np.sqrt(0.5 * size[at]))[:, None]
+        out[at] = np.abs(winding_numbers(points, v, t)) > 0.5
+        return out
 
 
 def clusters(v: np.ndarray, t: np.ndarray, per: int = 48):
@@ -205,40 +217,14 @@ def clusters(v: np.ndarray, t: np.ndarray, per: int = 48):
             radii), order
 
 
-def winding_numbers(points: np.ndarray, v: np.ndarray, t: np.ndarray, own: bool = False) -> np.ndarray:
+def winding_numbers(points: np.ndarray, v: np.ndarray, t: np.ndarray) -> np.ndarray:
     """The generalized winding number (N,) float64 of mesh ``(v, t)`` at ``points`` (N, 3), by
-    clusters (``kernels.winding.winding_numbers``); ``own``: point ``i`` lies on triangle ``i``,
-    which it leaves out."""
+    clusters (``kernels.winding.winding_numbers``)."""
     q = np.ascontiguousarray(points, np.float64).reshape(-1, 3)
     out = np.empty(len(q))
     if len(t) == 0:
         out[:] = 0.0
         return out
-    parts, order = clusters(np.asarray(v, np.float64), np.asarray(t, np.int64))
-    skip = np.zeros(0, np.int64)
-    if own:
-        skip = np.empty(len(t), np.int64)
-        skip[order] = np.arange(len(t))
-    winding_kernels.winding_numbers(q, np.ascontiguousarray(v, np.float64), *parts, skip, out)
-    return out
-
-
-def boundary_features(triangles: np.ndarray) -> np.ndarray:
-    """Which features of each triangle (T, 7) bool — face, corners a b c, edges ab bc ca (the
-    field's feature codes) — lie on the mesh's boundary: an edge of one triangle, and the corners
-    of such edges. Beside them the pseudo-normal's sign is a coin toss (a point in the plane of
-    a face past its open edge), where the winding number still answers."""
-    t = np.asarray(triangles, np.int64)
-    out = np.zeros((len(t), 7), bool)
-    if len(t) == 0:
-        return out
-    edges = np.stack([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]], axis=1)         # (T, 3, 2): ab bc ca
-    key = np.sort(edges, axis=2).reshape(-1, 2)
-    top = int(t.max()) + 1
-    _, inverse, count = np.unique(key[:, 0] * top + key[:, 1], return_inverse=True, return_counts=True)
-    open_edge = (count[inverse] == 1).reshape(-1, 3)
-    out[:, 4:7] = open_edge
-    rim = np.zeros(top, bool)
-    rim[edges[open_edge].ravel()] = True
-    out[:, 1:4] = rim[t]
+    parts, _ = clusters(np.asarray(v, np.float64), np.asarray(t, np.int64))
+    winding_kernels.winding_numbers(q, np.ascontiguousarray(v, np.float64), *parts, np.zeros(0, np.int64), out)
     return out
