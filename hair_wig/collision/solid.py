@@ -24,8 +24,10 @@ What remains is the boundary of the union of the shells (to the size of a triang
 lines where they cross), and the pseudo-normal sign of its nearest feature is the winding
 number's — except beside an open edge (the cracks where shells cross, a hole left open), where a
 point in the plane of the edge's face has no side: there the field asks the winding number of
-the whole mesh (``winding``; ``kernels.field._exact_point``, ``grid``). It depends only on the rest pose: a deforming collider keeps its triangles and fills
-(``vertices`` moves the fans' centres with their rims).
+the whole mesh (``winding``; ``kernels.field._exact_point``, ``grid``).
+
+It depends only on the rest pose: a deforming collider keeps its triangles and fills (``vertices``
+moves the fans' centres with their rims).
 """
 
 from __future__ import annotations
@@ -227,4 +229,25 @@ def winding_numbers(points: np.ndarray, v: np.ndarray, t: np.ndarray) -> np.ndar
         return out
     parts, _ = clusters(np.asarray(v, np.float64), np.asarray(t, np.int64))
     winding_kernels.winding_numbers(q, np.ascontiguousarray(v, np.float64), *parts, np.zeros(0, np.int64), out)
+    return out
+
+
+def boundary_features(triangles: np.ndarray) -> np.ndarray:
+    """Which features of each triangle (T, 7) bool — face, corners a b c, edges ab bc ca (the
+    field's feature codes) — lie on the mesh's boundary: an edge of one triangle, and the corners
+    of such edges. Beside them the pseudo-normal's sign is a coin toss (a point in the plane of
+    a face past its open edge), where the winding number still answers."""
+    t = np.asarray(triangles, np.int64)
+    out = np.zeros((len(t), 7), bool)
+    if len(t) == 0:
+        return out
+    edges = np.stack([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]], axis=1)         # (T, 3, 2): ab bc ca
+    key = np.sort(edges, axis=2).reshape(-1, 2)
+    top = int(t.max()) + 1
+    _, inverse, count = np.unique(key[:, 0] * top + key[:, 1], return_inverse=True, return_counts=True)
+    open_edge = (count[inverse] == 1).reshape(-1, 3)
+    out[:, 4:7] = open_edge
+    rim = np.zeros(top, bool)
+    rim[edges[open_edge].ravel()] = True
+    out[:, 1:4] = rim[t]
     return out
