@@ -10,6 +10,7 @@ from ..children import transplant
 from ..errors import HairWigError
 from ..refinement import RadiusMap
 from .field import MeshField, RayField
+from .grid import cell_of
 from .rows import _dot, _take_rows
 from .solid import Solid
 from .triangles import usable_triangles
@@ -132,9 +133,11 @@ class Collider:
                     f"size ({size * mesh.offset / max(self.margin, 1e-300):.4g}): lower Head Offset (or this "
                     f"collider's Collision Outer thickness)")
             self.solid = Solid(v, tri) if self.SOLID else Solid.as_is(v, tri)
+            # cells sized by the mesh as modelled (a fan's long edges say nothing of its detail)
+            cell = cell_of(v, tri, size, mesh.resolution)
             v = self.solid.vertices(v)
             winding = self.solid.winding(v)
-            self.field = MeshField(v, self.solid.triangles, mesh.resolution, margin=self.margin, name=mesh.name,
+            self.field = MeshField(v, self.solid.triangles, margin=self.margin, name=mesh.name, cell=cell,
                                    winding=winding)
             reach = 0.0 if rides is None else hair_reach(*rides, *self.field.box)
             while self.field.inside_at_edge and self.field.pad < reach:

@@ -18,7 +18,17 @@ from .rows import _dot, _take_rows
 from .triangles import TriangleIndex, _gram, closest_feet
 
 
-MAX_NODES = 1 << 24       # a field's grid holds at most this many nodes (64 MB of distances)
+MAX_NODES = 1 << 23       # a field's grid holds at most this many nodes (~200 MB while it is built)
+
+
+def cell_of(vertices: np.ndarray, triangles: np.ndarray, size: float, resolution: int | None = None) -> float:
+    """A grid's cell for a mesh whose box's longest side is ``size``: ``size / (resolution − 1)``,
+    else about the median triangle edge (between size / 160 and size / 48)."""
+    if resolution:
+        return size / max(int(resolution) - 1, 2)
+    ta, tb = vertices[triangles[:, 0]], vertices[triangles[:, 1]]
+    edge = float(np.median(np.linalg.norm(tb - ta, axis=1)))
+    return float(np.clip(edge, size / 160, size / 48))
 
 
 def place_grid(vertices: np.ndarray, triangles: np.ndarray, lo: np.ndarray, hi: np.ndarray, size: float,
@@ -27,22 +37,14 @@ def place_grid(vertices: np.ndarray, triangles: np.ndarray, lo: np.ndarray, hi: 
     size, its origin (3,) and its nodes per axis (3,) int64. The cell is ``cell`` if given, else
     ``size / (resolution − 1)``, else about the median triangle edge (between size / 160 and
     size / 48); the grid reaches ``margin`` beyond the mesh and at least three cells."""
-    if cell:
-        h = float(cell)
-    elif resolution:
-        h = size / max(int(resolution) - 1, 2)
-    else:
-        ta, tb = vertices[triangles[:, 0]], vertices[triangles[:, 1]]
-        edge = float(np.median(np.linalg.norm(tb - ta, axis=1)))
-        h = float(np.clip(edge, size / 160, size / 48))
+    h = float(cell) if cell else cell_of(vertices, triangles, size, resolution)
     pad = max(3 * h, 0.05 * size, float(margin) + 3 * h)
-    if not cell:
-        # bounded whatever the margin: coarser cells where the box is large (distances near the
-        # surface stay exact, from the lists; only the band they reach and the cost change)
-        nodes = np.prod((hi - lo + 2 * pad) / h + 2)
-        if nodes > MAX_NODES:
-            h *= float(np.cbrt(nodes / MAX_NODES)) * 1.01
-            pad = max(3 * h, 0.05 * size, float(margin) + 3 * h)
+    # bounded whatever the margin: coarser cells where the box is large (distances near the
+    # surface stay exact, from the lists; only the band they reach and the cost change)
+    nodes = np.prod((hi - lo + 2 * pad) / h + 2)
+    if nodes > MAX_NODES:
+        h *= float(np.cbrt(nodes / MAX_NODES)) * 1.01
+        pad = max(3 * h, 0.05 * size, float(margin) + 3 * h)
     origin = lo - pad
     return h, origin, np.ceil((hi + pad - origin) / h).astype(np.int64) + 1
 
