@@ -346,13 +346,16 @@ class _Exact:
         v, t = np.asarray(m.positions, np.float64), np.asarray(m.tri_verts, np.int64)
         if self.key is None or not np.array_equal(self.key, v):
             self.key = v
-            # a one-sided mesh (a hole about as large as the mesh: a ground plane) has no inside
-            # to wind about: its normals say where outside is
-            self.solid_sign = self.winding and not _one_sided(v, t)
-            if self.solid_sign:
-                solid = col.solid.Solid(v, t)
-                self.whole = (solid.vertices(v), solid.whole)
-                v, t = solid.vertices(v), solid.triangles
+            if not hasattr(self, "solid"):
+                # decided once, on the first pose measured (the rest frame), as a deforming
+                # collider's is: its triangles and fans then move with the skin
+                # a one-sided mesh (a hole about as large as the mesh: a ground plane) has no
+                # inside to wind about: its normals say where outside is
+                self.solid_sign = self.winding and not _one_sided(v, t)
+                self.solid = col.solid.Solid(v, t) if self.solid_sign else None
+            if self.solid is not None:
+                self.whole = (self.solid.vertices(v), self.solid.whole)
+                v, t = self.solid.vertices(v), self.solid.triangles
             self.surface = (v, t)
             self.tree = BVHTree.FromPolygons(v.tolist(), t.tolist(), epsilon=0.0)
             self.normals = col.pseudo_normals(v, t)
