@@ -114,7 +114,8 @@ class Solid:
         vertex_shell = np.full(len(v), -1, np.int64)
         vertex_shell[t.ravel()] = np.repeat(shell, 3)
         self.loops = []
-        for loop in boundary_loops(t):
+        holes = boundary_loops(t)
+        for loop in holes:
             centre = v[loop].mean(axis=0)
             fan = _areas(np.vstack([v, centre]), self._fan(loop, len(v))).sum()
             if fan < FILL * area[vertex_shell[loop[0]]]:
@@ -127,7 +128,8 @@ class Solid:
         self.dropped = int((~keep[:len(t)]).sum())
         self.closed = len(self.loops)
         # a solid has an inside to wind about when every hole was closed (not a ground plane)
-        self.winds = len(self.loops) == len(boundary_loops(t))
+        self.winds = len(self.loops) == len(holes)
+        self._open = bool(boundary_features(self.triangles).any())
 
     @classmethod
     def as_is(cls, vertices: np.ndarray, triangles: np.ndarray) -> "Solid":
@@ -137,7 +139,7 @@ class Solid:
         out.loops = []
         out.whole = out.triangles = np.asarray(triangles, np.int64)
         out.dropped = out.closed = 0
-        out.winds = False
+        out.winds = out._open = False
         return out
 
     @staticmethod
@@ -152,7 +154,7 @@ class Solid:
         where shells cross, a hole left open): every triangle and fan ``(vertices (V', 3),
         triangles)`` with ``v`` = ``vertices(...)``, or None where the mesh has no inside (a
         ground plane: its normals say where outside is) or no open edge."""
-        if not self.winds or not boundary_features(self.triangles).any():
+        if not self.winds or not self._open:
             return None
         return np.asarray(v, np.float64), self.whole
 
