@@ -30,7 +30,8 @@ import numpy as np
 import pytest
 
 from hair_wig.kernels.wisps import (ENVELOPE_MASS, PARALLEL, SIN_PLANE, wisp_carry, wisp_frames, wisp_gather,
-                                    wisp_interact, wisp_pairs, wisp_place, wisp_positions, wisp_velocities)
+                                    wisp_colours, wisp_interact, wisp_pairs, wisp_place, wisp_positions,
+                                    wisp_velocities)
 # the interactions' two contact rules, called alone where a test needs one without the other
 from hair_wig.kernels.wisps import _cross as kernel_cross, _meet as kernel_meet
 from test_wig_core import numba_threads
@@ -1572,8 +1573,8 @@ def _interact(c, viscosity, dt_c, v=None, rd=None):
 
 @pytest.mark.parametrize("kind", ["crossing", "parallel"])
 def test_interact_is_the_reference_interaction(kind):
-    """Every contact against the reference's, in the broadphase's order (``wisp_pairs``, tested
-    above as a set). Tolerance: the contacts' roundings (``ref_interact``'s, each with its
+    """Every contact against the reference's, in the kernel's order (``wisp_pairs``, tested
+    above as a set, sorted into colours by ``wisp_colours``, tested below). Tolerance: the contacts' roundings (``ref_interact``'s, each with its
     conditioning) in the kernel and the reference, added over the contacts as they carry on; a
     contact changes its two sides by momentum-keeping impulses — for skeleton points the
     mass-weighted projection removing (a part of) their relative velocity — which does not grow an
@@ -1591,6 +1592,8 @@ def test_interact_is_the_reference_interaction(kind):
         dt = 1 / 192
         v, rd, counts = _interact(c, 5.0, dt)
         pairs = wisp_pairs(c["x"], c["r"], c["x"].shape[1] - 1)
+        order, _ = wisp_colours(pairs, c["x"].shape[1], c["x"].shape[0] * c["x"].shape[1])
+        pairs = pairs[order]                     # the kernel's order: colour by colour
         ref_v, ref_rd, ref_counts, ops_v, undecided = ref_interact(
             c["x"], c["v"], c["r"], c["rd"], c["frames"], c["tangent"], c["mass"], c["inv_mass"], c["m_env"],
             c["r0"], 5.0, dt, pairs)
@@ -1604,6 +1607,60 @@ def test_interact_is_the_reference_interaction(kind):
         ambiguous += undecided
     assert met > 20 and 0 < collided < met           # the draws met, both ways
     assert ambiguous <= met // 10
+
+
+def _dense_meeting(seed, count=60, n=9):
+    """``count`` wisps of ``n`` points crossing one small region in every direction: a point
+    meets many pairs (many colours)."""
+    rng = np.random.default_rng(seed)
+    d = _unit(rng.normal(size=(count, 3)))
+    s = (np.arange(n) - (n - 1) / 2) * 0.05
+    x = rng.normal(size=(count, 1, 3)) * 0.02 + s[None, :, None] * d[:, None, :]
+    r = rng.uniform(0.02, 0.06, (count, n, 4))
+    mass = rng.uniform(0.7, 1.4, (count, n)) * 1e-3
+    inv = 1.0 / mass
+    inv[:, 0] = 0.0                                    # roots held
+    frames, tangent = _kernel_frames(x, d, rng.normal(size=(count, 3)))
+    return dict(x=x, v=rng.normal(size=x.shape) * 0.5, r=r, rd=rng.normal(size=r.shape) * 0.1, frames=frames,
+                tangent=tangent, mass=mass, inv_mass=inv, m_env=ENV_SHARE * mass, r0=r * 1.1)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_colours_hold_pairs_that_share_no_point_and_every_pair_once(seed):
+    """Each pair in exactly one colour, a colour's pairs in list order, and no two pairs of a
+    colour touching one skeleton point (their segments' ends): what lets a colour run in
+    parallel. Greedy: a pair's colour is the lowest its points leave free — so one taken by
+    each colour below it."""
+    c = _dense_meeting(seed)
+    n = c["x"].shape[1]
+    pairs = wisp_pairs(c["x"], c["r"], n - 1)
+    order, starts = wisp_colours(pairs, n, c["x"].shape[0] * n)
+    assert starts[-1] == len(pairs) and np.array_equal(np.sort(order), np.arange(len(pairs)))
+    assert len(starts) - 1 > 64                          # past one bank of 64 colours
+    points = lambda t: {(a // (n - 1)) * n + a % (n - 1) + e for a in pairs[t] for e in (0, 1)}
+    seen = []
+    for col in range(len(starts) - 1):
+        members = order[starts[col]:starts[col + 1]]
+        assert len(members) and (np.diff(members) > 0).all()
+        touched = [points(t) for t in members]
+        union = set().union(*touched)
+        assert len(union) == 4 * len(members)            # disjoint: each pair its own four points
+        for t, own in zip(members, touched):             # lowest free: every colour below took one of them
+            assert all(own & prev for prev in seen[:col]) or col == 0
+        seen.append(union)
+
+
+def test_interact_is_the_same_bits_on_one_and_two_threads():
+    """Colours met in parallel: v, rd and the counts alike, bit for bit, on 1 and 2 threads."""
+    c = _dense_meeting(7)
+    runs = []
+    for threads in (1, 2, 1, 2):
+        with numba_threads(threads):
+            runs.append(_interact(c, 5.0, 1 / 192))
+    for got in runs[1:]:
+        for a, b in zip(runs[0], got):
+            assert np.array_equal(a, b)
+    assert runs[0][2][0] > 100
 
 
 def _momentum(c, v, rd):

@@ -9,8 +9,9 @@ the bisector of the two segments at a point), envelope radii ``(W, N, 4)`` along
 The kernels over strands (the skeletons' gather, the strands' placing) run ``prange``, each
 iteration writing only its own: the same bits on any thread count. The wisps themselves are few
 (a few thousand point masses): their kernels are serial loops in a fixed order — a parallel launch
-costs more than their work, and the interactions exchange momentum between any two wisps —
-deterministic by construction.
+costs more than their work. Their meetings are many (hundreds of thousands of segment pairs a
+substep on a full head): found by a parallel broadphase and met colour by colour, each colour's
+pairs touching no point another touches — the serial pass's bits on any thread count.
 """
 
 import numpy as np
@@ -476,78 +477,116 @@ def _cell_key(ix, iy, iz, mask):
     return ((ix * 73856093) ^ (iy * 19349663) ^ (iz * 83492791)) & mask
 
 
+CELLS_PER_BOX = 8        # the grid's cell is at least the largest box over this: a box spans few cells
+
+
 @njit(cache=True)
-def wisp_pairs(x, r, n_seg):
-    """The grid broadphase over wisp segments (seed 001 §4.1): pairs (M, 2) of segments — of
-    different wisps, or of one wisp two or more apart — whose boxes meet, each pair once, in a
-    fixed order. Each segment is listed in the grid cell of its box's low corner, cells as large
-    as the largest box, so two boxes that meet lie in neighbouring cells; each segment looks in
-    the (distinct) hash buckets of its 27 neighbours for segments numbered after it."""
-    m = x.shape[0] * n_seg
-    box = np.empty((m, 6))
-    _segment_boxes(x, r, box)
-    cell = 0.0
+def _grid(box):
+    """The broadphase's grid over boxes (M, 6): cells of twice the mean box extent (at least the
+    largest over ``CELLS_PER_BOX``), each box listed in every cell it overlaps. Returns the cell,
+    each box's low and high cell (M, 6), and the listing hashed into buckets: ``start`` (B + 1,)
+    and, bucket by bucket in box order, each entry's box and cell (E,), (E, 3)."""
+    m = box.shape[0]
+    mean = 0.0
+    largest = 0.0
     for s in range(m):
+        e = max(box[s, 3] - box[s, 0], max(box[s, 4] - box[s, 1], box[s, 5] - box[s, 2]))
+        mean += e
+        largest = max(largest, e)
+    mean /= max(m, 1)
+    cell = max(max(2.0 * mean, largest / CELLS_PER_BOX), 1e-12)
+    span = np.empty((m, 6), np.int64)
+    entries = 0
+    for s in range(m):
+        cover = 1
         for d in range(3):
-            cell = max(cell, box[s, 3 + d] - box[s, d])
-    cell = max(cell, 1e-12)
+            span[s, d] = np.int64(np.floor(box[s, d] / cell))
+            span[s, 3 + d] = np.int64(np.floor(box[s, 3 + d] / cell))
+            cover *= span[s, 3 + d] - span[s, d] + 1
+        entries += cover
     size = 1
-    while size < 2 * m:
+    while size < 2 * entries:
         size *= 2
     mask = size - 1
-    key = np.empty(m, np.int64)
-    ijk = np.empty((m, 3), np.int64)
-    for s in range(m):
-        for d in range(3):
-            ijk[s, d] = np.int64(np.floor(box[s, d] / cell))
-        key[s] = _cell_key(ijk[s, 0], ijk[s, 1], ijk[s, 2], mask)
     start = np.zeros(size + 1, np.int64)
     for s in range(m):
-        start[key[s] + 1] += 1
+        for ix in range(span[s, 0], span[s, 3] + 1):
+            for iy in range(span[s, 1], span[s, 4] + 1):
+                for iz in range(span[s, 2], span[s, 5] + 1):
+                    start[_cell_key(ix, iy, iz, mask) + 1] += 1
     for b in range(size):
         start[b + 1] += start[b]
     fill = start[:-1].copy()
-    order = np.empty(m, np.int64)
-    for s in range(m):                      # a counting sort: each bucket in segment order
-        order[fill[key[s]]] = s
-        fill[key[s]] += 1
-    pairs = np.empty((max(16, 8 * m), 2), np.int64)
+    owner = np.empty(entries, np.int64)
+    where = np.empty((entries, 3), np.int64)
+    for s in range(m):                      # a counting sort: each bucket in box order
+        for ix in range(span[s, 0], span[s, 3] + 1):
+            for iy in range(span[s, 1], span[s, 4] + 1):
+                for iz in range(span[s, 2], span[s, 5] + 1):
+                    k = _cell_key(ix, iy, iz, mask)
+                    owner[fill[k]] = s
+                    where[fill[k], 0] = ix
+                    where[fill[k], 1] = iy
+                    where[fill[k], 2] = iz
+                    fill[k] += 1
+    return span, mask, start, owner, where
+
+
+@njit(cache=True)
+def _pairs_of(a, box, span, mask, start, owner, where, n_seg, pairs, at):
+    """Segment ``a``'s pairs with segments numbered after it: written from row ``at`` of
+    ``pairs`` (M', 2) when that has rows, counted either way. Each is met in the one cell both
+    boxes list that holds the low corner of their overlap (the larger of their low cells, axis by
+    axis: exact integers), so once; in the order of ``a``'s cells, then of the bucket."""
     count = 0
-    buckets = np.empty(27, np.int64)
+    wa, ka = a // n_seg, a % n_seg
+    for ix in range(span[a, 0], span[a, 3] + 1):
+        for iy in range(span[a, 1], span[a, 4] + 1):
+            for iz in range(span[a, 2], span[a, 5] + 1):
+                k = _cell_key(ix, iy, iz, mask)
+                for e in range(start[k], start[k + 1]):
+                    b = owner[e]
+                    if b <= a or where[e, 0] != ix or where[e, 1] != iy or where[e, 2] != iz:
+                        continue
+                    if b // n_seg == wa and abs(b % n_seg - ka) < 2:
+                        continue                 # a wisp's own neighbouring segments share a point
+                    if (box[a, 0] > box[b, 3] or box[b, 0] > box[a, 3] or box[a, 1] > box[b, 4]
+                            or box[b, 1] > box[a, 4] or box[a, 2] > box[b, 5] or box[b, 2] > box[a, 5]):
+                        continue
+                    if (max(span[a, 0], span[b, 0]) != ix or max(span[a, 1], span[b, 1]) != iy
+                            or max(span[a, 2], span[b, 2]) != iz):
+                        continue                 # met in the cell of their overlap's low corner
+                    if pairs.shape[0]:
+                        pairs[at + count, 0] = a
+                        pairs[at + count, 1] = b
+                    count += 1
+    return count
+
+
+@njit(cache=True, parallel=True)
+def wisp_pairs(x, r, n_seg):
+    """The grid broadphase over wisp segments (seed 001 §4.1): pairs (M, 2) of segments — of
+    different wisps, or of one wisp two or more apart — whose boxes meet, each pair once, in a
+    fixed order (the lower segment's, then ``_pairs_of``'s). Cells are about twice a typical box
+    (a few wide envelopes no longer make every cell as large as theirs: measured on 1896 wisps
+    over Suzanne, cells as large as the largest box made each segment test a third of all the
+    others); a box is listed in every cell it overlaps. One ``prange`` pass counts each segment's
+    pairs, a second writes them at their offsets: the same list on any thread count."""
+    m = x.shape[0] * n_seg
+    box = np.empty((m, 6))
+    _segment_boxes(x, r, box)
+    span, mask, start, owner, where = _grid(box)
+    counts = np.empty(m + 1, np.int64)
+    counts[0] = 0
+    none = np.empty((0, 2), np.int64)
+    for a in prange(m):
+        counts[a + 1] = _pairs_of(a, box, span, mask, start, owner, where, n_seg, none, 0)
     for a in range(m):
-        nb = 0
-        for dx in range(-1, 2):
-            for dy in range(-1, 2):
-                for dz in range(-1, 2):
-                    k = _cell_key(ijk[a, 0] + dx, ijk[a, 1] + dy, ijk[a, 2] + dz, mask)
-                    seen = False
-                    for j in range(nb):
-                        if buckets[j] == k:
-                            seen = True
-                            break
-                    if not seen:
-                        buckets[nb] = k
-                        nb += 1
-        wa, ka = a // n_seg, a % n_seg
-        for j in range(nb):
-            bk = buckets[j]
-            for t in range(start[bk], start[bk + 1]):
-                b = order[t]
-                if b <= a:
-                    continue
-                if b // n_seg == wa and abs(b % n_seg - ka) < 2:
-                    continue                 # a wisp's own neighbouring segments share a point
-                if (box[a, 0] > box[b, 3] or box[b, 0] > box[a, 3] or box[a, 1] > box[b, 4]
-                        or box[b, 1] > box[a, 4] or box[a, 2] > box[b, 5] or box[b, 2] > box[a, 5]):
-                    continue
-                if count == pairs.shape[0]:
-                    grown = np.empty((2 * count, 2), np.int64)
-                    grown[:count] = pairs[:count]
-                    pairs = grown
-                pairs[count, 0] = a
-                pairs[count, 1] = b
-                count += 1
-    return pairs[:count]
+        counts[a + 1] += counts[a]
+    pairs = np.empty((counts[m], 2), np.int64)
+    for a in prange(m):
+        _pairs_of(a, box, span, mask, start, owner, where, n_seg, pairs, counts[a])
+    return pairs
 
 
 @njit(cache=True)
@@ -759,27 +798,106 @@ def _widest(r, w, k):
 
 
 @njit(cache=True)
+def _lowest_free(used, pa, pb, bank):
+    """The lowest colour of bank ``bank`` (64 colours) that none of the pair's four points —
+    ``pa, pa + 1, pb, pb + 1`` — has used, or −1."""
+    taken = used[pa, bank] | used[pa + 1, bank] | used[pb, bank] | used[pb + 1, bank]
+    if taken == np.uint64(0xFFFFFFFFFFFFFFFF):
+        return -1
+    c = 0
+    while (taken >> np.uint64(c)) & np.uint64(1):
+        c += 1
+    return c
+
+
+@njit(cache=True)
+def wisp_colours(pairs, n, points):
+    """The pairs sorted into colours: ``order`` (P,) and ``starts``, colour ``c`` being
+    ``order[starts[c]:starts[c + 1]]`` in list order. A pair reads and changes only its two
+    segments' ends (four skeleton points of ``points``, ``n`` a wisp), and takes the lowest colour
+    none of them has (greedy, in list order): pairs of one colour share no point, so met in any
+    order — or in parallel — they give the same bits."""
+    colour = np.empty(pairs.shape[0], np.int64)
+    used = np.zeros((points, 1), np.uint64)
+    top = 0
+    for t in range(pairs.shape[0]):
+        a, b = pairs[t, 0], pairs[t, 1]
+        pa = (a // (n - 1)) * n + a % (n - 1)
+        pb = (b // (n - 1)) * n + b % (n - 1)
+        bank = 0
+        while True:
+            if bank == used.shape[1]:
+                grown = np.zeros((points, 2 * used.shape[1]), np.uint64)
+                grown[:, :used.shape[1]] = used
+                used = grown
+            c = _lowest_free(used, pa, pb, bank)
+            if c >= 0:
+                break
+            bank += 1
+        bit = np.uint64(1) << np.uint64(c)
+        for q in (pa, pa + 1, pb, pb + 1):
+            used[q, bank] |= bit
+        colour[t] = 64 * bank + c
+        top = max(top, colour[t] + 1)
+    starts = np.zeros(top + 1, np.int64)
+    for t in range(pairs.shape[0]):
+        starts[colour[t] + 1] += 1
+    for c in range(top):
+        starts[c + 1] += starts[c]
+    fill = starts[:-1].copy()
+    order = np.empty(pairs.shape[0], np.int64)
+    for t in range(pairs.shape[0]):
+        order[fill[colour[t]]] = t
+        fill[colour[t]] += 1
+    return order, starts
+
+
+PARALLEL_COLOUR = 256    # a colour of fewer pairs is met serially (the same bits either way)
+
+
+@njit(cache=True, inline="always")
+def _pair(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, viscosity, dt_c, pairs, t, hits):
+    """Pair ``t``: the axes (``_cross``), then each cross-section against the other's volume
+    (``_meet``) where the axes come within the two segments' widest radii; its contacts counted
+    in ``hits[t]``."""
+    n = x.shape[1]
+    a, b = pairs[t, 0], pairs[t, 1]
+    wa, ka = a // (n - 1), a % (n - 1)
+    wb, kb = b // (n - 1), b % (n - 1)
+    mine = hits[t]
+    dist = _cross(x, v, r, r0, inv_mass, wa, ka, wb, kb, viscosity, dt_c, mine)
+    if dist >= _widest(r, wa, ka) + _widest(r, wb, kb):
+        return                  # no point of either lies within the other's reach of its axis
+    _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wa, ka + 1, wb, kb, viscosity, dt_c, mine)
+    _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wb, kb + 1, wa, ka, viscosity, dt_c, mine)
+
+
+@njit(cache=True, parallel=True)
 def wisp_interact(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, viscosity, dt_c, counts):
     """Wisp–wisp interactions (seed 001 §4.1–4.2) as velocity modifications on ``v`` (W, N, 3)
     and ``rd`` (W, N, 4): every pair of segments the broadphase gives (``wisp_pairs``), each
     segment's axis against the other's (``_cross``), and — where the axes come within the two
     segments' widest radii — its own cross-section (its far end's) tested against the other's
-    volume and the other's against its (``_meet``); serial in the broadphase's order. ``counts``
-    (3,) int64, added to: contacts met (axes within reach, and points inside a volume — an
-    envelope point that interpenetrates too, though nothing changes for it), of them colliding
-    (not interpenetrating), and pairs tested."""
+    volume and the other's against its (``_meet``). Met colour by colour (``wisp_colours``), a
+    colour's pairs in parallel: the serial pass in the colours' order (``pairs[order]``), bit for
+    bit on any thread count. ``counts`` (3,) int64, added to: contacts met
+    (axes within reach, and points inside a volume — an envelope point that interpenetrates too,
+    though nothing changes for it), of them colliding (not interpenetrating), and pairs tested."""
     n = x.shape[1]
     pairs = wisp_pairs(x, r, n - 1)
-    counts[2] += pairs.shape[0]
+    order, starts = wisp_colours(pairs, n, x.shape[0] * n)
+    hits = np.zeros((pairs.shape[0], 3), np.int64)
+    for c in range(starts.shape[0] - 1):
+        if starts[c + 1] - starts[c] >= PARALLEL_COLOUR:
+            for i in prange(starts[c], starts[c + 1]):
+                _pair(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, viscosity, dt_c, pairs, order[i], hits)
+        else:               # a launch costs more than a few pairs: the long tail of small colours
+            for i in range(starts[c], starts[c + 1]):
+                _pair(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, viscosity, dt_c, pairs, order[i], hits)
     for t in range(pairs.shape[0]):
-        a, b = pairs[t, 0], pairs[t, 1]
-        wa, ka = a // (n - 1), a % (n - 1)
-        wb, kb = b // (n - 1), b % (n - 1)
-        dist = _cross(x, v, r, r0, inv_mass, wa, ka, wb, kb, viscosity, dt_c, counts)
-        if dist >= _widest(r, wa, ka) + _widest(r, wb, kb):
-            continue                # no point of either lies within the other's reach of its axis
-        _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wa, ka + 1, wb, kb, viscosity, dt_c, counts)
-        _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wb, kb + 1, wa, ka, viscosity, dt_c, counts)
+        counts[0] += hits[t, 0]
+        counts[1] += hits[t, 1]
+    counts[2] += pairs.shape[0]
 
 
 def _warm():
