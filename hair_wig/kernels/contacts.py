@@ -30,10 +30,10 @@ point.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import get_thread_id, njit, prange
 
 from .field import _lookup64, _trilinear32, launch
-from .walk import add_collider, first_collider
+from .walk import threads_colliders
 
 # Strands a parallel iteration meets one after another: a typed List's item costs ~0.5 µs a read
 # (``kernels.walk``), so each collider is read once a chunk.
@@ -58,12 +58,10 @@ def collider_tuple(c):
 
 
 def colliders_list(colliders):
-    """The typed List the kernel reads its colliders from, made and filled by the walk's cached
-    kernels (a typed List's own methods compile again in every process)."""
-    out = first_collider(collider_tuple(colliders[0]))
-    for c in colliders[1:]:
-        add_collider(out, collider_tuple(c))
-    return out
+    """What the kernel reads its colliders from: a typed List a thread (``walk.threads_colliders``),
+    made and filled by the walk's cached kernels (a typed List's own methods compile again in
+    every process)."""
+    return threads_colliders(colliders, collider_tuple)
 
 
 # ---------------------------------------------------------------- the fast distance
@@ -226,7 +224,7 @@ def surface_contacts(q, fixed, cols, lim_p, lim_s, w_a, w_b, fresh, every, lipsc
     fixed : int
         How many points from each root the constraints hold (not pushed; a segment's end among
         them takes none of its push).
-    cols : typed List of collider tuples (module docstring)
+    cols : a typed List of collider tuples a thread (``colliders_list``)
     lim_p : (C, (n − fixed) S) float64
         Each collider's collision surface of each free point (point-major: point ``j`` of strand
         ``s`` at ``(j − fixed) S + s``); ``lim_s`` (C, (n − 1) S): each segment's.
@@ -256,8 +254,9 @@ def surface_contacts(q, fixed, cols, lim_p, lim_s, w_a, w_b, fresh, every, lipsc
             for j in range(n):
                 for s in range(lo, hi):
                     push[c, j, s] = q[c, j, s]
-        for k in range(len(cols)):
-            col = cols[k]
+        mine = cols[get_thread_id()]
+        for k in range(len(mine)):
+            col = mine[k]
             _points(q, lo, hi, fixed, k, col, lim_p, fresh, every, lipschitz, ref_p, room_p, touched, looked)
             _segments(q, lo, hi, k, col, lim_s, w_a, w_b, fresh, every, lipschitz, ref_m, half_m, room_s, held, touched,
                       looked)
