@@ -99,24 +99,11 @@ def threads_colliders(colliders, view=None):
             add_collider(out, _own(t))
         return out
 
-    out = first_list(one())
-    for _ in range(1, numba.config.NUMBA_NUM_THREADS):
-        add_list(out, one())
+    out = first_collider(one())              # a List of Lists: another compile of the same kernels
+    # two at least, so that preparing the kernels on one thread compiles what every pool calls
+    for _ in range(1, max(2, numba.config.NUMBA_NUM_THREADS)):
+        add_collider(out, one())
     return out
-
-
-@njit(cache=True)
-def first_list(cols):
-    """A typed List of typed Lists of collider tuples holding ``cols``, made by a cached kernel."""
-    out = List()
-    out.append(cols)
-    return out
-
-
-@njit(cache=True)
-def add_list(lists, cols):
-    """``cols`` appended to ``first_list``'s."""
-    lists.append(cols)
 
 
 @njit(cache=True)
