@@ -358,7 +358,7 @@ def _exact_point(qx, qy, qz, cell, tris):
     return True, sd, bx, by, bz, ox, oy, oz
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _signed_point(x, y, z, grid64, errors, tris, box):
     """``MeshField.signed_distance`` for one float64 point: float32 (the grid's value, the
     distance to the mesh's box beyond the grid, the exact one where the lists say so) and
@@ -483,7 +483,7 @@ def _lower(x, y, z, planes, t):
     return np.sqrt(h * h + out * out)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _outside(x, y, z, below, lim, cell, errors, tris, planes):
     """Whether a point — (x, y, z) float32 relative to the grid's origin, in list cell ``cell``,
     whose grid distance is at least ``below`` (the trilinear value less its error) — is no nearer
@@ -510,7 +510,9 @@ def held_depths(x, limit, nodes, slack, grid32, grid64, errors, tris, box, plane
     may be inside its limit, −inf where it is not (its depth would be ≤ 0: what ``held_depth``
     reports, ``max(depth, 0)``, is the same). Not inside: the grid's screen and its trilinear
     bound say so (``d ≥ limit + err``), or ``_outside``. ``redo``: where every triangle must be
-    searched (``depth`` then holds the grid's)."""
+    searched (``depth`` then holds the grid's). ``_outside`` and ``_signed_point`` are inlined:
+    a call passing the field's arrays counts references to each, atomically, on every thread at
+    every point (``closest_on_row``)."""
     origin = grid64[1]
     for p in prange(x.shape[1]):
         depth[p] = -_INF32
