@@ -106,7 +106,7 @@ def _walk_as_called():
 def _contacts_as_called():
     """The contacts of a strand of three points pushed into a tetrahedron, one collider moving
     with the head and one not: the argument types a bake passes."""
-    from .strands import SurfaceContacts
+    from .collision.contacts import SurfaceContacts
 
     rest = np.array([[0.3, 0.3, 0.6], [0.3, 0.3, 0.9], [0.3, 0.3, 1.2]]).T.reshape(3, 3, 1)
     cs = _bound_colliders(rest.reshape(3, -1), (None, True))

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .collision.contacts import SurfaceContacts
 from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, profile, setting
 from .errors import FROM_ZERO, HairWigError
 from .kernels import rod_angles, rod_build, rod_moments, rod_substeps
@@ -374,7 +375,7 @@ class RodLayer(DynamicsLayer):
     the goal walked out of the colliders where a magnet or key pose lays it inside (``_style``).
 
     The colliders are met as the Strands layer meets them: inside every substep
-    (``bind_colliders``: ``strands.SurfaceContacts``, the same fast distances and the groom's
+    (``bind_colliders``: ``collision.contacts.SurfaceContacts``, the same fast distances and the groom's
     clearances, then ``AngularRods.meet``), so a joint's spring, which settles within a
     substep or two, cannot swing a strand a frame's way into a head or a shoulder between
     contacts; the wig's refinement after the layer places the points by exact distances, and
@@ -411,10 +412,8 @@ class RodLayer(DynamicsLayer):
 
     def bind_colliders(self, colliders) -> None:
         """Meet ``colliders`` (the wig's ``Collider`` objects, head-local) inside the substeps:
-        one ``strands.SurfaceContacts`` per group, the root alone held (the root segment turns
-        on its joint)."""
-        from .strands import SurfaceContacts
-
+        one ``collision.contacts.SurfaceContacts`` per group, the root alone held (the root
+        segment turns on its joint)."""
         self.contacts = None
         if colliders:
             self.contacts = [SurfaceContacts(colliders, index, 1) for _, index, _ in self.groups]

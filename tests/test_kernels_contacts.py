@@ -12,7 +12,7 @@ import pytest
 
 from hair_wig.collision import Collider, ColliderMesh
 from hair_wig.kernels import contacts as contact_kernels
-from hair_wig.strands import SurfaceContacts
+from hair_wig.collision.contacts import SurfaceContacts
 from test_collision import sphere
 from test_kernels_walk import _groom
 from tolerance import AFFINE, NORM, magnitude, rounding

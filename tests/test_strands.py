@@ -400,7 +400,7 @@ def test_contacts_look_only_where_something_could_touch_and_miss_nothing():
     """Within a frame the contacts look again only at points and segments that moved by as much
     as their room at the last look; the strands come out bit for bit as when every one is looked
     at every substep, with fewer looks."""
-    from hair_wig.strands import SurfaceContacts
+    from hair_wig.collision.contacts import SurfaceContacts
 
     hair, magnet, inputs = _dragged_through_the_head()
     runs = {}
@@ -430,7 +430,7 @@ def test_a_segment_does_not_fall_through_a_bar(segments):
     from test_collision import box
 
     from hair_wig.collision import Collider, ColliderMesh
-    from hair_wig.strands import SurfaceContacts
+    from hair_wig.collision.contacts import SurfaceContacts
 
     bar = box((0.015, 0.5, 0.015), n=2)
     rest = np.zeros((3, 6, 3))
@@ -583,7 +583,7 @@ def test_colliders_sweep_through_the_substeps_with_the_head():
     from test_collision import box, box_distance
 
     from hair_wig.collision import Collider, ColliderMesh
-    from hair_wig.strands import SurfaceContacts
+    from hair_wig.collision.contacts import SurfaceContacts
 
     cube = box((0.1, 0.1, 0.1), n=4)                              # head-local, half size 0.1
     rest = np.zeros((3, 3, 1))

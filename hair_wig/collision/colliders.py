@@ -36,7 +36,7 @@ def groom_limits(clearance: np.ndarray, offset: float, margin: np.ndarray | None
     moves at the rest frame, ever; everywhere else the offset holds. Every client's limits come
     from here: the wig's points (``Collider.bind``), the guides' shapes moved onto their
     children (``Collider.bind_children``, with ``children.sag`` as the margin), the Strands'
-    contacts (``strands.SurfaceContacts``: points and segments, by the fast distance they
+    contacts (``contacts.SurfaceContacts``: points and segments, by the fast distance they
     collide by) and the in-betweens of key poses (``keyposes.KeyedStyle``, the clearance
     interpolated between the two key poses). Style Hair and Draw Hair make new hair, which has
     no rest to keep: they push to the clearance the artist asks for (``styling.SurfaceCollide``).
