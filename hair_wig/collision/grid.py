@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels import winding as winding_kernels
 from .rows import _dot, _take_rows
 from .triangles import TriangleIndex, _gram, closest_feet
 
@@ -213,10 +212,7 @@ class DistanceGrid:
             if at.size:
                 i, j, k = np.unravel_index(at, (nx, ny, nz))
                 x = np.stack([i, j, k], axis=1).astype(np.float32).astype(np.float64) * np.float64(h)
-                w = np.empty(at.size)
-                winding_kernels.winding_numbers(x, *tris.wind[1:], np.zeros(0, np.int64), w)
-                flat = dist.ravel()
-                flat[at] = np.where(w > 0.5, -np.abs(flat[at]), np.abs(flat[at]))
+                tris.wound(x, dist.ravel(), at)
         self.distance_grid = dist.ravel()
 
     def _mark_seams(self):

@@ -276,14 +276,21 @@ class TriangleIndex:
         if not self.boundary.shape[0]:
             return
         ask = np.flatnonzero(self.boundary[t, feat] & (dist > 1e-9 * self.extent))
+        flip = self.wound(x[ask], sd, ask)
+        outward[flip] = -outward[flip]
+
+    def wound(self, x: np.ndarray, sd: np.ndarray, ask: np.ndarray) -> np.ndarray:
+        """The signed distances ``sd`` (N,) at ``ask`` (A,), of points ``x`` (A, 3) relative to the
+        origin, made inside where the whole mesh's winding number there is above ½, outside
+        elsewhere (in place). Returns where the side changed (of ``ask``)."""
         if ask.size == 0:
-            return
+            return ask
         w = np.empty(ask.size)
-        winding_kernels.winding_numbers(np.ascontiguousarray(x[ask], np.float64), *self.wind[1:],
+        winding_kernels.winding_numbers(np.ascontiguousarray(x, np.float64), *self.wind[1:],
                                         np.zeros(0, np.int64), w)
         flip = ask[(w > 0.5) != (sd[ask] < 0)]
         sd[flip] = -sd[flip]
-        outward[flip] = -outward[flip]
+        return flip
 
     def use_lists(self, grid) -> None:
         """Find each point's candidates in the cell lists of ``grid`` (``grid.DistanceGrid``,
