@@ -10,7 +10,6 @@ from ..children import transplant
 from ..errors import HairWigError
 from ..refinement import RadiusMap
 from .field import MeshField, RayField
-from .grid import cell_of
 from .rows import _dot, _take_rows
 from .solid import Solid
 from .triangles import usable_triangles
@@ -132,18 +131,15 @@ class Collider:
                     f"'{mesh.name}': the distance hair keeps from it ({mesh.offset:.4g}) is more than its own "
                     f"size ({size * mesh.offset / max(self.margin, 1e-300):.4g}): lower Head Offset (or this "
                     f"collider's Collision Outer thickness)")
-            self.solid = Solid(v, tri) if self.SOLID else Solid.as_is(v, tri)
-            # cells sized by the mesh as modelled (a fan's long edges say nothing of its detail)
-            cell = cell_of(v, tri, size, mesh.resolution)
-            v = self.solid.vertices(v)
-            winding = self.solid.winding(v)
-            self.field = MeshField(v, self.solid.triangles, margin=self.margin, name=mesh.name, cell=cell,
-                                   winding=winding)
+            self.field = MeshField.of_solid(v, tri, None if self.SOLID else Solid.as_is(v, tri),
+                                            mesh.resolution, margin=self.margin, name=mesh.name)
+            self.solid = self.field.solid
             reach = 0.0 if rides is None else hair_reach(*rides, *self.field.box)
             while self.field.inside_at_edge and self.field.pad < reach:
                 self.margin = min(float(reach), 2.0 * self.field.pad)
-                self.field = MeshField(v, self.solid.triangles, cell=self.field.cell, margin=self.margin,
-                                       name=mesh.name, winding=winding)
+                self.field = MeshField.of_solid(v, tri, self.solid, cell=self.field.cell, margin=self.margin,
+                                                name=mesh.name)
+            v = self.solid.vertices(v)
 
         self.bound_field = self.field
         self.offset = float(offset)

@@ -69,16 +69,24 @@ class MeshField:
         self._k_box = (np.array(lo, np.float64), np.array(hi, np.float64), np.float32(self.exact_reach))
 
     @classmethod
-    def of_solid(cls, vertices, triangles, **kw) -> "MeshField":
+    def of_solid(cls, vertices, triangles, solid=None, resolution: int | None = None, **kw) -> "MeshField":
         """The field of the surface of a mesh's solid (``solid.Solid``: small holes closed, shells
         inside others dropped, the winding number deciding the side beside an open edge): what a
-        mesh as artists model it (open eye sockets, eyes sunk into the head) collides as."""
+        mesh as artists model it (open eye sockets, eyes sunk into the head) collides as — every
+        collider, Style Hair and Draw Hair alike. ``solid``: the mesh's, decided already (by
+        default decided here); its cell (``cell``, else ``resolution``) is sized by the mesh as
+        modelled: the fans' long edges say nothing of its detail. The solid is kept as ``solid``."""
+        from .grid import cell_of
         from .solid import Solid
 
         v, tri = usable_triangles(vertices, triangles, kw.get("name", "collider"))
-        solid = Solid(v, tri)
-        v = solid.vertices(v)
-        return cls(v, solid.triangles, winding=solid.winding(v), **kw)
+        solid = Solid(v, tri) if solid is None else solid
+        if not kw.get("cell"):
+            kw["cell"] = cell_of(v, tri, float((v.max(axis=0) - v.min(axis=0)).max()), resolution)
+        w = solid.vertices(v)
+        field = cls(w, solid.triangles, winding=solid.winding(w), **kw)
+        field.solid = solid
+        return field
 
     vertices = _of("index", "vertices", "The mesh's vertices (V, 3) float64, field space.")
     triangles = _of("index", "triangles", "Its triangles (T, 3) int64, without faces of no area.")
