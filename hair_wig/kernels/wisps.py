@@ -489,20 +489,27 @@ def _grid(box):
     m = box.shape[0]
     mean = 0.0
     largest = 0.0
+    finite = 0
     for s in range(m):
         e = max(box[s, 3] - box[s, 0], max(box[s, 4] - box[s, 1], box[s, 5] - box[s, 2]))
-        mean += e
-        largest = max(largest, e)
-    mean /= max(m, 1)
+        if np.isfinite(e) and np.isfinite(box[s, 0]) and np.isfinite(box[s, 1]) and np.isfinite(box[s, 2]):
+            mean += e
+            largest = max(largest, e)
+            finite += 1
+    mean /= max(finite, 1)
     cell = max(max(2.0 * mean, largest / CELLS_PER_BOX), 1e-12)
-    span = np.empty((m, 6), np.int64)
+    span = np.zeros((m, 6), np.int64)
     entries = 0
     for s in range(m):
         cover = 1
-        for d in range(3):
-            span[s, d] = np.int64(np.floor(box[s, d] / cell))
-            span[s, 3 + d] = np.int64(np.floor(box[s, 3 + d] / cell))
-            cover *= span[s, 3 + d] - span[s, d] + 1
+        ok = True
+        for d in range(6):
+            ok = ok and np.isfinite(box[s, d] / cell)
+        if ok:                              # else one cell, as every box of no place (NaN) is
+            for d in range(3):
+                span[s, d] = np.int64(np.floor(box[s, d] / cell))
+                span[s, 3 + d] = np.int64(np.floor(box[s, 3 + d] / cell))
+                cover *= span[s, 3 + d] - span[s, d] + 1
         entries += cover
     size = 1
     while size < 2 * entries:
