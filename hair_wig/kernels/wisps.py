@@ -483,9 +483,9 @@ CELLS_PER_BOX = 8        # the grid's cell is at least the largest box over this
 @njit(cache=True)
 def _grid(box):
     """The broadphase's grid over boxes (M, 6): cells of twice the mean box extent (at least the
-    largest over ``CELLS_PER_BOX``), each box listed in every cell it overlaps. Returns the cell,
-    each box's low and high cell (M, 6), and the listing hashed into buckets: ``start`` (B + 1,)
-    and, bucket by bucket in box order, each entry's box and cell (E,), (E, 3)."""
+    largest over ``CELLS_PER_BOX``), each box listed in every cell it overlaps. Returns each
+    box's low and high cell (M, 6), the hash's mask, and the listing hashed into buckets:
+    ``start`` (B + 1,) and, bucket by bucket in box order, each entry's box and cell (E,), (E, 3)."""
     m = box.shape[0]
     mean = 0.0
     largest = 0.0
