@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .rows import _dot, _take_rows
-from .triangles import TriangleIndex, _gram, closest_feet
+from ..kernels import grid_build
+from .triangles import TriangleIndex
 
 
 MAX_NODES = 1 << 23       # a field's grid holds at most this many nodes (~200 MB while it is built)
@@ -74,14 +74,13 @@ class DistanceGrid:
     def __init__(self, tris: TriangleIndex, cell: float, dims: np.ndarray):
         self.cell = cell
         self.origin = tris.origin
-        self.dims = dims
+        self.dims = np.asarray(dims, np.int64)
         corners = tris.corners
-        self._corner_rows = np.ascontiguousarray(corners.transpose(1, 2, 0))   # (corner, xyz, T)
         fn = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
         # a triangle of no area (a pole's sliver far from the origin rounds to one) has no plane:
-        # its NaN normal fails every plane test below, and its neighbours' edges stand for it
+        # its NaN normal fails every plane test, and its neighbours' edges stand for it
         with np.errstate(invalid="ignore", divide="ignore"):
-            self._face_rows = np.ascontiguousarray((fn / np.linalg.norm(fn, axis=1, keepdims=True)).T)  # (3, T)
+            self._faces = np.ascontiguousarray(fn / np.linalg.norm(fn, axis=1, keepdims=True), np.float32)  # (T, 3)
         self._build_lists(tris)
         self._build_grid(tris)
         self._mark_seams()
@@ -90,130 +89,50 @@ class DistanceGrid:
 
     def _build_lists(self, tris: TriangleIndex):
         """Triangles per list cell (CSR): those whose box, grown by LIST_BAND cells, meets the
-        cell. A point within LIST_BAND cells of the surface finds its closest triangle there."""
+        cell, and whose plane passes within that band plus half the cell's diagonal of its
+        centre. A point within LIST_BAND cells of the surface finds its closest triangle there.
+
+        How far the grid's distance may be off in each cell: a cell where the surface is one
+        sheet interpolates a 1-Lipschitz distance from its corners, off by at most the mean
+        distance to them (half its diagonal, at its centre: 0.87) plus the swept nodes' own
+        error (~0.13 on a sphere): one cell (half a cell, assumed before, was 0.83 off beside
+        Suzanne's eye); where it folds back within the cell's reach (an ear, an eyelid, a thin
+        brim: faces whose normals disagree), the grid cannot see the inside, and up to two."""
         h = self.cell * self.LIST_CELL
         grow = self.LIST_BAND * self.cell
-        tmin = tris.corners.min(axis=1)
-        tmax = tris.corners.max(axis=1)
         self.list_dims = np.floor((self.dims - 1) / self.LIST_CELL).astype(np.int64) + 1
-        lo = np.floor((tmin - grow) / h).astype(np.int64)
-        hi = np.floor((tmax + grow) / h).astype(np.int64)
-        t_of, ix, iy, iz = _pairs(lo, hi, self.list_dims)
-        # Only the triangles that may come within the band of some point of the cell: whose
-        # plane passes within band + half the cell's diagonal of its centre.
-        reach = np.float32(grow + 0.5 * np.sqrt(3.0) * h)
-        fnr = self._face_rows
-        # each plane in cell units: (n h) · (i + ½) = n · a, i.e. (n h) · i = n · a − (n h) · ½
-        nh = fnr * np.float32(h)
-        offset = _dot(fnr, self._corner_rows[0]) - np.float32(0.5) * nh.sum(axis=0)
-        keep = np.empty(len(t_of), bool)
-        step = 1 << 20
-        for s in range(0, len(t_of), step):
-            tt = t_of[s:s + step]
-            side = -offset.take(tt)
-            for k, i in enumerate((ix, iy, iz)):
-                side += np.multiply(i[s:s + step], nh[k].take(tt), dtype=np.float32)
-            keep[s:s + step] = np.abs(side) <= reach               # the triangle's plane
-        t_of, ix, iy, iz = t_of[keep], ix[keep], iy[keep], iz[keep]
-        ny, nz = int(self.list_dims[1]), int(self.list_dims[2])
-        cell = (ix.astype(np.int64) * ny + iy) * nz + iz
-        # by cell, then triangle: one sort of the combined key
-        bits = max(int(len(tris.triangles)).bit_length(), 1)
-        key = cell << bits
-        key |= t_of
-        key.sort()
-        self.list_tri = (key & ((1 << bits) - 1)).astype(np.int32)
-        cell = key >> bits
-        self.list_start = np.zeros(int(self.list_dims.prod()) + 1, np.int64)
-        np.cumsum(np.bincount(cell, minlength=len(self.list_start) - 1), out=self.list_start[1:])
-        # How far the grid's distance may be off in each cell: a cell where the surface is one
-        # sheet interpolates a 1-Lipschitz distance from its corners, off by at most the mean
-        # distance to them (half its diagonal, at its centre: 0.87) plus the swept nodes' own
-        # error (~0.13 on a sphere): one cell (half a cell, assumed before, was 0.83 off beside
-        # Suzanne's eye); where it folds back within the cell's reach (an ear, an eyelid, a thin
-        # brim: faces whose normals disagree), the grid cannot see the inside, and up to two.
-        count = np.diff(self.list_start)
-        filled = np.flatnonzero(count)
-        sums = np.stack([np.add.reduceat(fnr[k].take(self.list_tri), self.list_start[filled]) for k in range(3)])
-        folded = np.sqrt(_dot(sums, sums)) < self.COHERENT * count[filled]
-        self.grid_error = np.full(len(count), np.float32(self.SHEET_ERROR * self.cell))
-        self.grid_error[filled[folded]] = np.float32(self.FOLD_ERROR * self.cell)
+        reach = grow + 0.5 * np.sqrt(3.0) * h
+        self.list_start, self.list_tri = grid_build.plane_lists(tris.corners, self._faces, self.list_dims, h, grow,
+                                                                reach)
+        self.grid_error = np.empty(len(self.list_start) - 1, np.float32)
+        grid_build.list_errors(self.list_start, self.list_tri, self._faces, self.COHERENT,
+                               np.float32(self.SHEET_ERROR * self.cell), np.float32(self.FOLD_ERROR * self.cell),
+                               self.grid_error)
 
     def _build_grid(self, tris: TriangleIndex):
         """Signed distance at every node: exact for the nodes within NODE_BAND cells of the
         surface, then closest points swept to every other node, each signed by the pseudo-normal
-        of its closest point's feature."""
-        h = np.float32(self.cell)
-        nx, ny, nz = (int(d) for d in self.dims)
-        band = np.float32(self.NODE_BAND * self.cell)
-        tc = tris.corners
-        lo = np.ceil((tc.min(axis=1) - band) / h).astype(np.int64)
-        hi = np.floor((tc.max(axis=1) + band) / h).astype(np.int64)
-        fnr = self._face_rows
-        tcr = self._corner_rows
-        total = nx * ny * nz
-        best = np.full(total, np.inf, np.float32)
-        pieces = []
-        for t_of, ix, iy, iz in _pair_chunks(lo, hi, self.dims):
-            x = np.stack([ix, iy, iz]).astype(np.float32)
-            x *= h
-            ta = _take_rows(tcr[0], t_of)
-            keep = np.abs(_dot(x - ta, _take_rows(fnr, t_of))) <= band
-            t_of, x, ta = t_of[keep], x[:, keep], ta[:, keep]
-            node = (ix[keep].astype(np.int64) * ny + iy[keep]) * nz + iz[keep]
-            ab, ac = _take_rows(tcr[1], t_of), _take_rows(tcr[2], t_of)
-            ab -= ta
-            ac -= ta
-            bc = ac - ab
-            ub, uc, feat = closest_feet(x - ta, ab, ac, bc, *_gram(ab, ac, bc))
-            cp = ta + ub * ab
-            cp += uc * ac
-            diff = x - cp
-            d = np.sqrt(_dot(diff, diff))
-            near = d <= band
-            node, d = node[near], d[near]
-            cp = cp[:, near].T
-            np.minimum.at(best, node, d)
-            pieces.append((node, d, t_of[near], cp, feat[near]))
-        grid_cp = np.full((3, total), 1e18, np.float32)     # "none yet"; its square still fits
+        of its closest point's feature (beside an open edge, by the winding number)."""
+        total = int(np.prod(self.dims))
+        cp = np.full((3, total), 1e18, np.float32)        # "none yet"; its square still fits
         src = np.full(total, -1, np.int32)
-        band_n = []
-        band_open = []
-        count = 0
-        for node, d, t_of, cp, feat in pieces:
-            win = np.flatnonzero(d == best[node])
-            nodes = node[win]
-            grid_cp[:, nodes] = cp[win].T
-            src[nodes] = np.arange(len(win), dtype=np.int32) + count
-            count += len(win)
-            band_n.append(tris.normals[t_of[win], feat[win]])
-            if tris.boundary.shape[0]:
-                band_open.append(tris.boundary[t_of[win], feat[win]])
-        band_n = np.concatenate(band_n + [np.zeros((1, 3), np.float32)])
-        self.band_nodes = int(np.isfinite(best).sum())
-        grid_cp = grid_cp.reshape(3, nx, ny, nz)
-        src = src.reshape(nx, ny, nz)
-        _sweep(grid_cp, src, float(h))
-        dist = np.empty((nx, ny, nz), np.float32)
-        ys = np.arange(ny, dtype=np.float32) * h
-        zs = np.arange(nz, dtype=np.float32) * h
-        for i in range(nx):                      # a slab at a time: no (N, 3) temporaries
-            dx = np.float32(i) * h - grid_cp[0, i]
-            dy = ys[:, None] - grid_cp[1, i]
-            dz = zs[None, :] - grid_cp[2, i]
-            dist[i] = np.sqrt(dx * dx + dy * dy + dz * dz)
-            # signed by the pseudo-normal of the feature its closest point came from
-            n = band_n[src[i]]
-            dist[i][dx * n[..., 0] + dy * n[..., 1] + dz * n[..., 2] < 0] *= -1
-        if band_open:
+        feature = np.zeros(total, np.int8)
+        grid_build.band_nodes(tris.corners, self._faces, tris._tri_cols, self.dims, float(self.cell),
+                              float(self.NODE_BAND * self.cell), cp, src, feature)
+        self.band_nodes = int(np.count_nonzero(src >= 0))
+        grid_build.sweep(cp, src, feature, self.dims, float(self.cell), 2)
+        dist = np.empty(total, np.float32)
+        grid_build.signed_nodes(cp, src, feature, tris.normals, self.dims, float(self.cell), dist)
+        if tris.boundary.shape[0]:
             # a node whose closest point lies on an open edge: its side by the winding number
-            opened = np.concatenate(band_open + [np.zeros(1, bool)])
-            at = np.flatnonzero(opened[src.ravel()] & (np.abs(dist.ravel()) > 1e-9 * tris.extent))
+            reached = np.flatnonzero(src >= 0)
+            opened = tris.boundary[src[reached], feature[reached]]
+            at = reached[opened & (np.abs(dist[reached]) > 1e-9 * tris.extent)]
             if at.size:
-                i, j, k = np.unravel_index(at, (nx, ny, nz))
-                x = np.stack([i, j, k], axis=1).astype(np.float32).astype(np.float64) * np.float64(h)
-                tris.wound(x, dist.ravel(), at)
-        self.distance_grid = dist.ravel()
+                ijk = np.stack(np.unravel_index(at, tuple(int(d) for d in self.dims)), axis=1)
+                x = ijk.astype(np.float32).astype(np.float64) * np.float64(np.float32(self.cell))
+                tris.wound(x, dist, at)
+        self.distance_grid = dist
 
     def _mark_seams(self):
         """Where the grid cannot be trusted at all: cells across which the sign jumps. The
@@ -268,43 +187,13 @@ class DistanceGrid:
             g = np.unravel_index(np.flatnonzero(self.untrusted), tuple(int(x) for x in self.dims))
             band[np.ravel_multi_index(tuple(x // self.LIST_CELL for x in g), tuple(self.list_dims))] = self.SEAM_BAND
         self.list_reach = band * np.float32(self.cell)
-        is_wide = band > self.LIST_BAND
-        wide = np.flatnonzero(is_wide)
-        if wide.size == 0:
+        wide = band > self.LIST_BAND
+        if not wide.any():
             return
         h = self.cell * self.LIST_CELL
-        grow = self.SEAM_BAND * self.cell
-        lo = np.floor((tris.corners.min(axis=1) - grow) / h).astype(np.int64)
-        hi = np.floor((tris.corners.max(axis=1) + grow) / h).astype(np.int64)
-        ny, nz = int(self.list_dims[1]), int(self.list_dims[2])
-        bits = max(int(len(tris.triangles)).bit_length(), 1)
-        keys = []
-        for t_of, ix, iy, iz in _pair_chunks(lo, hi, self.list_dims):
-            cell = (ix.astype(np.int64) * ny + iy) * nz + iz
-            m = np.flatnonzero(is_wide.take(cell))
-            t_of, cell = t_of.take(m), cell.take(m)
-            # the triangle's bounding sphere against the cell's box
-            gap = np.stack([ix.take(m), iy.take(m), iz.take(m)]).astype(np.float32)
-            gap += np.float32(0.5)
-            gap *= np.float32(h)
-            gap -= _take_rows(tris.centres, t_of)
-            np.abs(gap, out=gap)
-            gap -= np.float32(0.5 * h)
-            np.maximum(gap, 0, out=gap)
-            near = np.sqrt(_dot(gap, gap)) - tris.radii.take(t_of) <= self.list_reach.take(cell) * np.float32(1 + 1e-5)
-            keys.append((cell[near] << bits) | t_of[near])
-        # every other cell keeps its list; the wide cells' lists are replaced
-        count = np.diff(self.list_start)
-        narrow = count.copy()
-        narrow[wide] = 0
-        cell_of = np.repeat(np.arange(len(count)), count)
-        kept = np.repeat(narrow > 0, count)
-        keys.append((cell_of[kept] << bits) | self.list_tri[kept])
-        key = np.concatenate(keys)
-        key.sort()
-        self.list_tri = (key & ((1 << bits) - 1)).astype(np.int32)
-        self.list_start = np.zeros(len(count) + 1, np.int64)
-        np.cumsum(np.bincount(key >> bits, minlength=len(count)), out=self.list_start[1:])
+        start, listed = grid_build.sphere_lists(tris.centres, tris.radii, self.list_dims, h,
+                                                self.SEAM_BAND * self.cell, wide, self.list_reach)
+        self.list_start, self.list_tri = grid_build.merge_lists(self.list_start, self.list_tri, start, listed, wide)
 
     def _kernel_tuples(self) -> None:
         """The grid as the query kernels read it (``kernels.field``'s tuples), built once."""
@@ -330,93 +219,3 @@ class DistanceGrid:
     def nbytes(self) -> int:
         seams = 0 if self.untrusted is None else self.untrusted.nbytes
         return int(self.distance_grid.nbytes + self.list_start.nbytes + self.list_tri.nbytes + seams)
-
-
-def _pairs(lo: np.ndarray, hi: np.ndarray, dims: np.ndarray):
-    """Every (triangle, node) with the node in the triangle's box [lo, hi] (T, 3) of node
-    indices (clipped to ``dims``): the triangle of each pair and the node's three indices."""
-    i0 = np.clip(lo, 0, dims - 1).astype(np.int32)
-    i1 = np.clip(hi, 0, dims - 1).astype(np.int32)
-    span = np.maximum(i1 - i0 + 1, 0)
-    # Triangles grouped by their box's shape (a few dozen shapes): each group's pairs are one
-    # broadcast of its boxes' corners plus the shape's offsets, no division per pair.
-    top = int(span.max(initial=0)) + 1
-    shape = (span[:, 0].astype(np.int64) * top + span[:, 1]) * top + span[:, 2]
-    order = np.argsort(shape, kind="stable")
-    kinds, first = np.unique(shape[order], return_index=True)
-    parts = []
-    for kind, a, b in zip(kinds, first, list(first[1:]) + [len(order)]):
-        sx, sy, sz = int(kind // (top * top)), int(kind // top % top), int(kind % top)
-        if not sx * sy * sz:
-            continue
-        tris = order[a:b].astype(np.int32)
-        off = np.stack(np.meshgrid(np.arange(sx), np.arange(sy), np.arange(sz), indexing="ij"), 0)
-        off = off.reshape(3, 1, -1).astype(np.int32)
-        ijk = (i0[tris].T[:, :, None] + off).reshape(3, -1)
-        parts.append((np.repeat(tris, sx * sy * sz), ijk))
-    if not parts:
-        empty = np.zeros(0, np.int32)
-        return empty, empty, empty, empty
-    t_of = np.concatenate([t for t, _ in parts])
-    ijk = np.concatenate([x for _, x in parts], axis=1)
-    return t_of, ijk[0], ijk[1], ijk[2]
-
-
-def _pair_chunks(lo: np.ndarray, hi: np.ndarray, dims: np.ndarray, budget: int = 1 << 21):
-    """``_pairs`` over consecutive runs of triangles of about ``budget`` pairs each (bounded
-    scratch), triangle indices global."""
-    per = np.prod(np.maximum(np.clip(hi, 0, dims - 1) - np.clip(lo, 0, dims - 1) + 1, 0), axis=1)
-    cum = np.cumsum(per)
-    start = 0
-    while start < len(lo):
-        base = int(cum[start - 1]) if start else 0
-        stop = max(int(np.searchsorted(cum, base + budget, side="right")), start + 1)
-        t_of, ix, iy, iz = _pairs(lo[start:stop], hi[start:stop], dims)
-        yield (t_of + np.int32(start), ix, iy, iz)
-        start = stop
-
-
-def _sweep(cp: np.ndarray, src: np.ndarray, h: float, rounds: int = 2) -> None:
-    """Carry closest points from node to node along each axis, both ways (a fast-sweeping
-    closest-point transform), in place: each node keeps the nearer of its own and its
-    neighbour's closest point. ``cp`` (3, nx, ny, nz) planar float32, ``src`` (nx, ny, nz) int32
-    says which band node each closest point came from (for its pseudo-normal)."""
-    dims = src.shape
-    coords = [np.arange(d, dtype=np.float32) * np.float32(h) for d in dims]
-    for axis in list(range(3)) * rounds:
-        # the swept axis first, so every slice is contiguous
-        c = [np.ascontiguousarray(np.moveaxis(cp[k], axis, 0)) for k in range(3)]
-        s = np.ascontiguousarray(np.moveaxis(src, axis, 0))
-        oth = [k for k in range(3) if k != axis]
-        shape = s.shape[1:]
-        fixed = {oth[0]: coords[oth[0]][:, None], oth[1]: coords[oth[1]][None, :]}
-        count = s.shape[0]
-
-        def dist2(i, j):
-            """Squared distance from the nodes of slice i to the closest points of slice j."""
-            out = np.zeros(shape, np.float32)
-            for k in range(3):
-                x = coords[axis][i] if k == axis else fixed[k]
-                d = np.subtract(x, c[k][j])
-                d *= d
-                out += d
-            return out
-
-        dist = np.zeros(s.shape, np.float32)
-        for k in range(3):
-            x = coords[axis][:, None, None] if k == axis else fixed[k][None]
-            d = np.subtract(x, c[k])
-            d *= d
-            dist += d
-        for order, step in ((range(1, count), -1), (range(count - 2, -1, -1), 1)):
-            for i in order:
-                dd = dist2(i, i + step)
-                better = dd < dist[i]
-                if better.any():
-                    for k in range(3):
-                        np.copyto(c[k][i], c[k][i + step], where=better)
-                    np.copyto(s[i], s[i + step], where=better)
-                    np.copyto(dist[i], dd, where=better)
-        for k in range(3):
-            cp[k] = np.moveaxis(c[k], 0, axis)
-        src[...] = np.moveaxis(s, 0, axis)

@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import winding as winding_kernels
+from .triangles import edges
 
 FILL = 0.75           # a hole is closed when its fan is under this part of its shell's area
 OFF = 1e-3            # how far off its face a triangle is looked from, in its own size
@@ -243,13 +244,10 @@ def boundary_features(triangles: np.ndarray) -> np.ndarray:
     out = np.zeros((len(t), 7), bool)
     if len(t) == 0:
         return out
-    edges = np.stack([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]], axis=1)         # (T, 3, 2): ab bc ca
-    key = np.sort(edges, axis=2).reshape(-1, 2)
-    top = int(t.max()) + 1
-    _, inverse, count = np.unique(key[:, 0] * top + key[:, 1], return_inverse=True, return_counts=True)
+    inverse, count = edges(t)
     open_edge = (count[inverse] == 1).reshape(-1, 3)
     out[:, 4:7] = open_edge
-    rim = np.zeros(top, bool)
-    rim[edges[open_edge].ravel()] = True
+    rim = np.zeros(int(t.max()) + 1, bool)
+    rim[np.stack([t, np.roll(t, -1, axis=1)], axis=2)[open_edge].ravel()] = True
     out[:, 1:4] = rim[t]
     return out

@@ -9,6 +9,8 @@ builds); where those cannot decide, every triangle that may be nearest is search
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from ..errors import HairWigError
@@ -103,6 +105,30 @@ def closest_feet(ap, ab, ac, bc, d00, d01, d11, inv_den, inv_d00, inv_d11, inv_l
     return ub, uc, feature
 
 
+_EDGES: dict = {}        # a few meshes' edges by their triangles' bytes (``edges``)
+
+
+def edges(triangles: np.ndarray):
+    """A triangle list's edges: for each triangle's edges ab, bc, ca (3T,) which of the mesh's
+    edges it is, and how many triangles share each edge. Kept for the last few meshes (a
+    deforming collider's field asks every frame; binding a collider asks several times)."""
+    tri = np.ascontiguousarray(triangles, np.int64)
+    key = (tri.shape, hashlib.blake2b(tri.data, digest_size=16).digest())
+    got = _EDGES.get(key)
+    if got is None:
+        if len(tri) == 0:
+            got = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        else:
+            pairs = np.sort(np.stack([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]], axis=1).reshape(-1, 2), axis=1)
+            _, inverse, count = np.unique(pairs[:, 0] * (int(tri.max()) + 1) + pairs[:, 1], return_inverse=True,
+                                          return_counts=True)
+            got = (inverse.ravel(), count)
+        while len(_EDGES) >= 8:
+            _EDGES.pop(next(iter(_EDGES)))
+        _EDGES[key] = got
+    return got
+
+
 def pseudo_normals(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
     """Angle-weighted pseudo-normals (T, 7, 3) of every triangle's features, in feature-code
     order: the face, its three vertices (angle-weighted sum of the faces round each vertex) and
@@ -112,18 +138,17 @@ def pseudo_normals(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
     a, b, c = v[tri[:, 0]], v[tri[:, 1]], v[tri[:, 2]]
     n = np.cross(b - a, c - a)
     n /= np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-300)
-    vn = np.zeros_like(v)
+    angle = np.empty((len(tri), 3))
     for k in range(3):
         p, q, r = v[tri[:, k]], v[tri[:, (k + 1) % 3]], v[tri[:, (k + 2) % 3]]
         e1, e2 = q - p, r - p
         cos = np.einsum("ij,ij->i", e1, e2) / np.maximum(
             np.linalg.norm(e1, axis=1) * np.linalg.norm(e2, axis=1), 1e-300)
-        np.add.at(vn, tri[:, k], n * np.arccos(np.clip(cos, -1, 1))[:, None])
-    edges = np.stack([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]], axis=1).reshape(-1, 2)
-    key = np.sort(edges, axis=1)
-    _, inverse = np.unique(key[:, 0] * (len(v) + 1) + key[:, 1], return_inverse=True)
-    en = np.zeros((inverse.max() + 1, 3))
-    np.add.at(en, inverse, np.repeat(n, 3, axis=0))
+        angle[:, k] = np.arccos(np.clip(cos, -1, 1))
+    at = tri.ravel()
+    vn = np.stack([np.bincount(at, (n[:, k, None] * angle).ravel(), minlength=len(v)) for k in range(3)], axis=1)
+    inverse, count = edges(tri)
+    en = np.stack([np.bincount(inverse, np.repeat(n[:, k], 3), minlength=len(count)) for k in range(3)], axis=1)
     out = np.empty((len(tri), 7, 3))
     out[:, FACE] = n
     out[:, VERT_A:VERT_C + 1] = vn[tri]
@@ -133,10 +158,7 @@ def pseudo_normals(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
 
 def is_closed(triangles: np.ndarray) -> bool:
     """Whether every edge of the mesh has exactly two faces (the mesh has an inside)."""
-    tri = np.asarray(triangles, np.int64)
-    key = np.sort(np.stack([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]], 1).reshape(-1, 2), axis=1)
-    _, count = np.unique(key[:, 0] * (int(tri.max()) + 2) + key[:, 1], return_counts=True)
-    return bool(np.all(count == 2))
+    return bool(np.all(edges(triangles)[1] == 2))
 
 
 def exact_signed_distance(points, vertices, triangles, normals=None, chunk: int = 1 << 20):

@@ -1,0 +1,305 @@
+"""Building the collision field's grid (SPEC §6.3; ``hair_wig.collision.grid.DistanceGrid`` says
+what each part means): the triangles listed per list cell (``plane_lists``, ``sphere_lists``,
+``merge_lists``), how far the grid may be off in each list cell (``list_errors``), the exact
+closest point at every node near the surface (``band_nodes``), those closest points carried to
+every other node (``sweep``) and each node's signed distance (``signed_nodes``).
+
+A deforming collider (a head on an armature, a breathing body) builds its field every frame, so
+the build is kernels, not numpy passes. Every kernel gives the same bits on any thread count:
+the triangle loops visit triangles in order (a cell's list is in triangle order; a node keeps the
+first nearest triangle), and each parallel iteration writes only its own slab's, line's or
+node's values. Coordinates are relative to the grid's origin; node (i, j, k) lies at
+(i, j, k) × cell.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from .field import closest_on_row
+
+
+@njit(cache=True)
+def _box(lo, hi, grow, inv, top, upward):
+    """The cells (or nodes) of one axis that a triangle's extent [lo, hi] grown by ``grow``
+    meets: floor of both ends (``upward``: the low end's ceiling — nodes, not cells), clipped to
+    [0, top]."""
+    a = (lo - grow) * inv
+    i0 = int(math.ceil(a)) if upward else int(math.floor(a))
+    i1 = int(math.floor((hi + grow) * inv))
+    return min(max(i0, 0), top), min(max(i1, 0), top)
+
+
+@njit(cache=True)
+def _extent(corners, t, k):
+    c = corners[t]
+    return min(c[0, k], c[1, k], c[2, k]), max(c[0, k], c[1, k], c[2, k])
+
+
+@njit(cache=True)
+def plane_lists(corners, faces, list_dims, h, grow, reach):
+    """Triangles per list cell, as CSR (starts (C + 1,) int64, triangles int32, each cell's in
+    triangle order): those whose box grown by ``grow`` meets the cell (side ``h``) and whose
+    plane passes within ``reach`` of the cell's centre. ``corners`` (T, 3, 3) float32, ``faces``
+    (T, 3) unit normals (NaN: a triangle of no area, listed nowhere)."""
+    nx, ny, nz = list_dims[0], list_dims[1], list_dims[2]
+    count = np.zeros(nx * ny * nz + 1, np.int64)
+    inv = 1.0 / h
+    for sweep in range(2):
+        if sweep == 1:
+            for c in range(nx * ny * nz):
+                count[c + 1] += count[c]
+            listed = np.empty(count[nx * ny * nz], np.int32)
+            at = count[:-1].copy()
+        for t in range(corners.shape[0]):
+            fx, fy, fz = np.float64(faces[t, 0]), np.float64(faces[t, 1]), np.float64(faces[t, 2])
+            if not (fx == fx and fy == fy and fz == fz):
+                continue
+            ax, ay, az = np.float64(corners[t, 0, 0]), np.float64(corners[t, 0, 1]), np.float64(corners[t, 0, 2])
+            lo, hi = _extent(corners, t, 0)
+            i0, i1 = _box(lo, hi, grow, inv, nx - 1, False)
+            lo, hi = _extent(corners, t, 1)
+            j0, j1 = _box(lo, hi, grow, inv, ny - 1, False)
+            lo, hi = _extent(corners, t, 2)
+            k0, k1 = _box(lo, hi, grow, inv, nz - 1, False)
+            for i in range(i0, i1 + 1):
+                sx = fx * ((i + 0.5) * h - ax)
+                for j in range(j0, j1 + 1):
+                    sy = sx + fy * ((j + 0.5) * h - ay)
+                    for k in range(k0, k1 + 1):
+                        if abs(sy + fz * ((k + 0.5) * h - az)) <= reach:
+                            c = (i * ny + j) * nz + k
+                            if sweep == 0:
+                                count[c + 1] += 1
+                            else:
+                                listed[at[c]] = t
+                                at[c] += 1
+    return count, listed
+
+
+@njit(cache=True)
+def sphere_lists(centres, radii, list_dims, h, grow, wide, reach):
+    """Triangles per ``wide`` list cell (others list none), as CSR like ``plane_lists``: those
+    whose bounding sphere (``centres`` (3, T), ``radii`` (T,)) comes within the cell's ``reach``
+    of its box (grown 1e-5 for rounding), their box grown by ``grow`` meeting the cell."""
+    nx, ny, nz = list_dims[0], list_dims[1], list_dims[2]
+    count = np.zeros(nx * ny * nz + 1, np.int64)
+    inv = 1.0 / h
+    half = 0.5 * h
+    for sweep in range(2):
+        if sweep == 1:
+            for c in range(nx * ny * nz):
+                count[c + 1] += count[c]
+            listed = np.empty(count[nx * ny * nz], np.int32)
+            at = count[:-1].copy()
+        for t in range(radii.shape[0]):
+            cx, cy, cz, r = np.float64(centres[0, t]), np.float64(centres[1, t]), np.float64(centres[2, t]), radii[t]
+            i0, i1 = _box(cx - r, cx + r, grow, inv, nx - 1, False)
+            j0, j1 = _box(cy - r, cy + r, grow, inv, ny - 1, False)
+            k0, k1 = _box(cz - r, cz + r, grow, inv, nz - 1, False)
+            for i in range(i0, i1 + 1):
+                gx = max(abs((i + 0.5) * h - cx) - half, 0.0)
+                for j in range(j0, j1 + 1):
+                    gy = max(abs((j + 0.5) * h - cy) - half, 0.0)
+                    for k in range(k0, k1 + 1):
+                        c = (i * ny + j) * nz + k
+                        if not wide[c]:
+                            continue
+                        gz = max(abs((k + 0.5) * h - cz) - half, 0.0)
+                        if math.sqrt(gx * gx + gy * gy + gz * gz) - r <= reach[c] * (1 + 1e-5):
+                            if sweep == 0:
+                                count[c + 1] += 1
+                            else:
+                                listed[at[c]] = t
+                                at[c] += 1
+    return count, listed
+
+
+@njit(cache=True)
+def merge_lists(start, listed, wide_start, wide_listed, wide):
+    """The lists ``start, listed`` with each ``wide`` cell's list replaced by its list in
+    ``wide_start, wide_listed`` (CSR, like ``plane_lists``)."""
+    cells = start.shape[0] - 1
+    out = np.zeros(cells + 1, np.int64)
+    for c in range(cells):
+        n = wide_start[c + 1] - wide_start[c] if wide[c] else start[c + 1] - start[c]
+        out[c + 1] = out[c] + n
+    merged = np.empty(out[cells], np.int32)
+    for c in range(cells):
+        if wide[c]:
+            merged[out[c]:out[c + 1]] = wide_listed[wide_start[c]:wide_start[c + 1]]
+        else:
+            merged[out[c]:out[c + 1]] = listed[start[c]:start[c + 1]]
+    return out, merged
+
+
+@njit(cache=True, parallel=True)
+def list_errors(start, listed, faces, coherent, sheet, fold, out):
+    """How far the grid may be off in each list cell (``out`` (C,) float32): ``fold`` where its
+    triangles' unit normals (``faces`` (T, 3)) sum to less than ``coherent`` per triangle (the
+    surface folds within its reach), else ``sheet``."""
+    for c in prange(start.shape[0] - 1):
+        sx = sy = sz = 0.0
+        for m in range(start[c], start[c + 1]):
+            t = listed[m]
+            sx += faces[t, 0]
+            sy += faces[t, 1]
+            sz += faces[t, 2]
+        n = start[c + 1] - start[c]
+        folded = n > 0 and math.sqrt(sx * sx + sy * sy + sz * sz) < coherent * n
+        out[c] = fold if folded else sheet
+
+
+SLABS = 16        # the band's nodes are measured in this many slabs across x, in parallel
+
+
+@njit(cache=True, parallel=True)
+def band_nodes(corners, faces, rows, dims, h, band, cp, src, feature):
+    """The exact closest point (``cp`` (3, N) float32, ``src`` its triangle (N,) int32,
+    ``feature`` its feature (N,) int8) at every node within ``band`` of the surface, in place
+    (others are left as they are): each triangle measures the nodes of its box grown by
+    ``band`` whose distance to its plane is within ``band``; a node keeps the first nearest
+    triangle. ``rows`` (T, 19) float64 (``collision.triangles.triangle_rows`` transposed). Each
+    slab of nodes across x is one ``prange`` iteration visiting the triangles in order."""
+    nx, ny, nz = dims[0], dims[1], dims[2]
+    best = np.full(nx * ny * nz, np.inf)
+    inv = 1.0 / h
+    band2 = band * band
+    slabs = min(SLABS, nx)
+    for slab in prange(slabs):
+        s0, s1 = slab * nx // slabs, (slab + 1) * nx // slabs - 1
+        for t in range(corners.shape[0]):
+            lo, hi = _extent(corners, t, 0)
+            i0, i1 = _box(lo, hi, band, inv, nx - 1, True)
+            i0, i1 = max(i0, s0), min(i1, s1)
+            if i0 > i1:
+                continue
+            fx, fy, fz = np.float64(faces[t, 0]), np.float64(faces[t, 1]), np.float64(faces[t, 2])
+            ax, ay, az = rows[t, 0], rows[t, 1], rows[t, 2]
+            lo, hi = _extent(corners, t, 1)
+            j0, j1 = _box(lo, hi, band, inv, ny - 1, True)
+            lo, hi = _extent(corners, t, 2)
+            k0, k1 = _box(lo, hi, band, inv, nz - 1, True)
+            for i in range(i0, i1 + 1):
+                x = i * h
+                for j in range(j0, j1 + 1):
+                    y = j * h
+                    for k in range(k0, k1 + 1):
+                        z = k * h
+                        # a triangle of no area (NaN plane) has no plane: its neighbours stand for it
+                        if not (abs(fx * (x - ax) + fy * (y - ay) + fz * (z - az)) <= band):
+                            continue
+                        px, py, pz, f = closest_on_row(x, y, z, rows, t)
+                        dx, dy, dz = x - px, y - py, z - pz
+                        d2 = dx * dx + dy * dy + dz * dz
+                        node = (i * ny + j) * nz + k
+                        if d2 <= band2 and d2 < best[node]:
+                            best[node] = d2
+                            cp[0, node], cp[1, node], cp[2, node] = np.float32(px), np.float32(py), np.float32(pz)
+                            src[node] = t
+                            feature[node] = f
+
+
+@njit(cache=True, inline="always")
+def _d2(x, y, z, cp, node):
+    dx = x - cp[0, node]
+    dy = y - cp[1, node]
+    dz = z - cp[2, node]
+    return dx * dx + dy * dy + dz * dz
+
+
+@njit(cache=True, parallel=True)
+def sweep(cp, src, feature, dims, h, rounds):
+    """Carry closest points from node to node along each axis, both ways, in place (a
+    fast-sweeping closest-point transform): each node keeps the nearer of its own and its
+    neighbour's closest point, with its triangle and feature. ``rounds`` sweeps of the three
+    axes; each line of an axis is one ``prange`` iteration."""
+    n = (dims[0], dims[1], dims[2])
+    stride = (dims[1] * dims[2], dims[2], 1)
+    hh = np.float32(h)
+    for _ in range(rounds):
+        for axis in range(3):
+            a, b = (axis + 1) % 3, (axis + 2) % 3
+            nb, count = n[b], n[axis]
+            sa, sb, step = stride[a], stride[b], stride[axis]
+            for line in prange(n[a] * nb):
+                ia, ib = line // nb, line % nb
+                base = ia * sa + ib * sb
+                pa, pb = np.float32(ia) * hh, np.float32(ib) * hh
+                for direction in range(2):
+                    if direction == 0:
+                        first, last, by = 1, count, -1
+                    else:
+                        first, last, by = count - 2, -1, 1
+                    for i in range(first, last, -by):
+                        node = base + i * step
+                        other = node + by * step
+                        if src[other] < 0:
+                            continue
+                        pi = np.float32(i) * hh
+                        if axis == 0:
+                            x, y, z = pi, pa, pb
+                        elif axis == 1:
+                            x, y, z = pb, pi, pa
+                        else:
+                            x, y, z = pa, pb, pi
+                        if src[node] < 0 or _d2(x, y, z, cp, other) < _d2(x, y, z, cp, node):
+                            cp[0, node], cp[1, node], cp[2, node] = cp[0, other], cp[1, other], cp[2, other]
+                            src[node] = src[other]
+                            feature[node] = feature[other]
+
+
+@njit(cache=True, parallel=True)
+def signed_nodes(cp, src, feature, normals, dims, h, out):
+    """Each node's signed distance (``out`` (N,) float32): to its closest point, negative where
+    it lies behind the pseudo-normal (``normals`` (T, 7, 3) float32) of that point's feature
+    (where no closest point reached, ``cp``'s placeholder far away, positive)."""
+    ny, nz = dims[1], dims[2]
+    hh = np.float32(h)
+    for i in prange(dims[0]):
+        x = np.float32(i) * hh
+        for j in range(ny):
+            y = np.float32(j) * hh
+            for k in range(nz):
+                node = (i * ny + j) * nz + k
+                dx, dy, dz = x - cp[0, node], y - cp[1, node], np.float32(k) * hh - cp[2, node]
+                d = np.sqrt(dx * dx + dy * dy + dz * dz)
+                t = src[node]
+                if t >= 0:
+                    nn = normals[t, feature[node]]
+                    if dx * nn[0] + dy * nn[1] + dz * nn[2] < 0:
+                        d = -d
+                out[node] = d
+
+
+def _as_called():
+    """The argument types ``collision.grid.DistanceGrid`` passes: a tetrahedron's grid."""
+    v = np.array([[0.1, 0.1, 0.1], [1, 0.1, 0.1], [0.1, 1, 0.1], [0.1, 0.1, 1]], np.float64)
+    t = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]], np.int64)
+    corners = v[t].astype(np.float32)
+    fn = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+    faces = (fn / np.linalg.norm(fn, axis=1, keepdims=True)).astype(np.float32)
+    ab, ac = v[t[:, 1]] - v[t[:, 0]], v[t[:, 2]] - v[t[:, 0]]
+    rows = np.ascontiguousarray(np.concatenate([v[t[:, 0]], ab, ac, ac - ab, np.ones((4, 7))], axis=1))
+    dims = np.array([6, 6, 6], np.int64)
+    ld = np.array([3, 3, 3], np.int64)
+    start, listed = plane_lists(corners, faces, ld, 0.5, 0.3, 1.0)
+    err = np.empty(len(start) - 1, np.float32)
+    list_errors(start, listed, faces, 0.8, np.float32(0.25), np.float32(0.5), err)
+    wide = np.ones(len(start) - 1, np.bool_)
+    s2, l2 = sphere_lists(np.ascontiguousarray(corners.mean(axis=1).T), np.ones(4, np.float32), ld, 0.5, 0.6,
+                          wide, np.full(len(wide), 0.5, np.float32))
+    merge_lists(start, listed, s2, l2, wide)
+    cp = np.full((3, 216), 1e18, np.float32)
+    src = np.full(216, -1, np.int32)
+    feature = np.zeros(216, np.int8)
+    band_nodes(corners, faces, rows, dims, 0.2, 0.2, cp, src, feature)
+    sweep(cp, src, feature, dims, 0.2, 2)
+    out = np.empty(216, np.float32)
+    signed_nodes(cp, src, feature, np.ones((4, 7, 3), np.float32), dims, 0.2, out)
+
+
+WARM_UPS = (("collision build", _as_called),)

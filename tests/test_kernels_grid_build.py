@@ -1,0 +1,257 @@
+"""The collision grid's build kernels (``hair_wig.kernels.grid_build``) against plain numpy
+references: the cell lists against every (cell, triangle) pair tested alike, the band's closest
+points against every triangle measured, the sweep and the signs against the numpy sweep they
+replace (the same float32 operations in the same order: the same bits), and the whole build the
+same bits on one and two threads."""
+
+import numba
+import numpy as np
+import pytest
+from test_collision import sphere
+from test_kernels_pairs import assert_same_bits, both_thread_counts
+
+from hair_wig.collision import MeshField, closest_on_triangles
+from hair_wig.collision.solid import Solid
+from hair_wig.kernels import grid_build
+
+F32 = float(np.finfo(np.float32).eps)
+
+
+def bumpy(seed=0):
+    """A sphere with a rough skin, crossed by a smaller one (open mesh: a hole cut in it): folds,
+    seams, open edges, faces of every slant."""
+    rng = np.random.default_rng(seed)
+    v, t = sphere(1.0, 18, 36)
+    v = v * (1 + 0.08 * rng.random((len(v), 1)))
+    w, u = sphere(0.45, 10, 20)
+    u = u[~(w[u].mean(axis=1)[:, 2] > 0.3)]          # a hole in its top
+    return np.concatenate([v, w + [0.8, 0.1, 0.2]]), np.concatenate([t, u + len(v)])
+
+
+@pytest.fixture(scope="module")
+def field():
+    v, t = bumpy()
+    return MeshField.of_solid(v, t, margin=0.3, name="bumpy")
+
+
+def test_the_cell_lists_are_every_triangle_whose_box_and_plane_come_near():
+    """``plane_lists`` against every (cell, triangle) pair of the triangle's box tested in numpy
+    float64, in the kernel's order of operations: the same sets, each in triangle order; a
+    triangle of no area is listed nowhere."""
+    f = MeshField.of_solid(*bumpy(1), margin=0.2)
+    g, tris = f.grid, f.index
+    h, grow = g.cell * g.LIST_CELL, g.LIST_BAND * g.cell
+    reach = grow + 0.5 * np.sqrt(3.0) * h
+    faces = g._faces.copy()
+    faces[5] = np.nan                                       # no area
+    start, listed = grid_build.plane_lists(tris.corners, faces, g.list_dims, h, grow, reach)
+    c = tris.corners.astype(np.float64)
+    nd = g.list_dims
+    want = [[] for _ in range(int(nd.prod()))]
+    for t in range(len(c)):
+        n = faces[t].astype(np.float64)
+        lo = np.clip(np.floor((c[t].min(axis=0) - grow) * (1 / h)).astype(int), 0, nd - 1)
+        hi = np.clip(np.floor((c[t].max(axis=0) + grow) * (1 / h)).astype(int), 0, nd - 1)
+        i, j, k = np.meshgrid(*(np.arange(a, b + 1) for a, b in zip(lo, hi)), indexing="ij")
+        side = n[0] * ((i + 0.5) * h - c[t, 0, 0])
+        side = side + n[1] * ((j + 0.5) * h - c[t, 0, 1])
+        side = side + n[2] * ((k + 0.5) * h - c[t, 0, 2])
+        for cell in ((i * nd[1] + j) * nd[2] + k)[np.abs(side) <= reach]:
+            want[cell].append(t)
+    got = [listed[start[x]:start[x + 1]].tolist() for x in range(len(start) - 1)]
+    assert got == want
+    assert 5 not in set(listed.tolist()) and len(listed) > 10 * len(c)
+
+
+def test_each_cells_error_says_whether_its_triangles_fold():
+    """``list_errors``: the fold error where the listed unit normals sum to less than the
+    coherence times their count (summed in order, as the kernel sums), else the sheet error."""
+    g = MeshField.of_solid(*bumpy(2), margin=0.2).grid
+    start, listed = g.list_start, g.list_tri
+    out = np.empty(len(start) - 1, np.float32)
+    grid_build.list_errors(start, listed, g._faces, g.COHERENT, np.float32(1), np.float32(2), out)
+    want = np.ones(len(out), np.float32)
+    for c in range(len(out)):
+        s = [0.0, 0.0, 0.0]
+        for t in listed[start[c]:start[c + 1]]:
+            s = [s[k] + float(g._faces[t, k]) for k in range(3)]
+        n = start[c + 1] - start[c]
+        if n and np.sqrt(s[0] ** 2 + s[1] ** 2 + s[2] ** 2) < g.COHERENT * n:
+            want[c] = 2
+    assert np.array_equal(out, want)
+    assert (out == 2).sum() > 0 and (out == 1).sum() > 0
+
+
+def test_the_band_holds_each_nodes_nearest_triangle_within_one_cell(field):
+    """``band_nodes`` against every triangle measured at every node (float64 closest points): a
+    node within the band (less float32 rounding of the grid's coordinates) holds its nearest
+    distance, to that rounding; one beyond it holds nothing."""
+    g, tris = field.grid, field.index
+    total = int(np.prod(g.dims))
+    cp = np.full((3, total), 1e18, np.float32)
+    src = np.full(total, -1, np.int32)
+    feat = np.zeros(total, np.int8)
+    band = g.NODE_BAND * g.cell
+    grid_build.band_nodes(tris.corners, g._faces, tris._tri_cols, g.dims, float(g.cell), band, cp, src, feat)
+    ijk = np.stack(np.unravel_index(np.arange(total), tuple(g.dims)), axis=1)
+    x = ijk * g.cell
+    rel = tris.vertices - tris.origin
+    tri = tris.triangles
+    # nearest distance by brute force, for the nodes within 2 cells of some vertex's box
+    near = np.zeros(total, bool)
+    lo, hi = rel.min(axis=0) - 2 * band, rel.max(axis=0) + 2 * band
+    near[np.all((x >= lo) & (x <= hi), axis=1)] = True
+    # half of them in the band the kernel found, half anywhere near (a brute force of every node
+    # would take minutes)
+    rng = np.random.default_rng(5)
+    idx = np.union1d(rng.choice(np.flatnonzero(near & (src >= 0)), 2000, replace=False),
+                     rng.choice(np.flatnonzero(near), 2000, replace=False))
+    best = np.full(len(idx), np.inf)
+    for s in range(0, len(tri), 256):
+        tt = tri[s:s + 256]
+        a, b, c = (np.broadcast_to(rel[tt[:, k]], (len(idx), len(tt), 3)).reshape(-1, 3) for k in range(3))
+        p = np.repeat(x[idx], len(tt), axis=0)
+        bary, _ = closest_on_triangles(p, a, b, c)
+        q = bary[:, :1] * a + bary[:, 1:2] * b + bary[:, 2:] * c
+        best = np.minimum(best, np.linalg.norm(p - q, axis=1).reshape(len(idx), len(tt)).min(axis=1))
+    # the kernel's points are rounded to float32 once: off by an ulp of the grid's coordinates
+    tol = 4 * F32 * float(np.abs(x).max())
+    have = src[idx] >= 0
+    assert np.all(have[best <= band - tol]) and not np.any(have[best > band + tol])
+    got = np.linalg.norm(x[idx[have]] - cp[:, idx[have]].T.astype(np.float64), axis=1)
+    assert np.abs(got - best[have]).max() <= tol
+    assert have.sum() > 1000 and (~have).sum() > 1000 and np.all(src[~near] < 0)
+
+
+def reference_sweep(cp, src, h, rounds=2):
+    """The numpy sweep the kernel replaces: each slice along an axis takes its neighbour's
+    closest point where that is nearer (float32, squared distances summed x, y, z), one axis
+    at a time, forwards then backwards."""
+    dims = src.shape
+    coords = [np.arange(d, dtype=np.float32) * np.float32(h) for d in dims]
+    for axis in list(range(3)) * rounds:
+        c = [np.ascontiguousarray(np.moveaxis(cp[k], axis, 0)) for k in range(3)]
+        s = np.ascontiguousarray(np.moveaxis(src, axis, 0))
+        oth = [k for k in range(3) if k != axis]
+        fixed = {oth[0]: coords[oth[0]][:, None], oth[1]: coords[oth[1]][None, :]}
+
+        def dist2(i, j):
+            out = np.zeros(s.shape[1:], np.float32)
+            for k in range(3):
+                x = coords[axis][i] if k == axis else fixed[k]
+                out += np.subtract(x, c[k][j]) ** 2
+            return out
+
+        for order, step in ((range(1, s.shape[0]), -1), (range(s.shape[0] - 2, -1, -1), 1)):
+            for i in order:
+                dd = dist2(i, i + step)
+                better = (dd < dist2(i, i)) & (s[i + step] >= 0)
+                better |= (s[i] < 0) & (s[i + step] >= 0)
+                for k in range(3):
+                    np.copyto(c[k][i], c[k][i + step], where=better)
+                np.copyto(s[i], s[i + step], where=better)
+        for k in range(3):
+            cp[k] = np.moveaxis(c[k], 0, axis)
+        src[...] = np.moveaxis(s, 0, axis)
+
+
+def test_the_sweep_and_the_signs_are_the_numpy_codes_bits(field):
+    """``sweep`` and ``signed_nodes`` against the numpy sweep and sign on the band's closest
+    points: the same bits, and every node reached."""
+    g, tris = field.grid, field.index
+    dims = tuple(int(d) for d in g.dims)
+    total = int(np.prod(dims))
+    cp = np.full((3, total), 1e18, np.float32)
+    src = np.full(total, -1, np.int32)
+    feat = np.zeros(total, np.int8)
+    grid_build.band_nodes(tris.corners, g._faces, tris._tri_cols, g.dims, float(g.cell), g.cell, cp, src, feat)
+    # the reference carries the node a closest point came from; the kernel its triangle and feature
+    band = np.flatnonzero(src >= 0)
+    where = np.full(total, -1, np.int32)
+    where[band] = band
+    ref_cp = cp.reshape(3, *dims).copy()
+    ref_src = where.reshape(dims).copy()
+    reference_sweep(ref_cp, ref_src, g.cell)
+    grid_build.sweep(cp, src, feat, g.dims, float(g.cell), 2)
+    assert cp.tobytes() == ref_cp.reshape(3, -1).tobytes()
+    came = ref_src.ravel()
+    assert np.all(came >= 0)
+    assert np.array_equal(src, src[came]) and np.array_equal(feat, feat[came])
+    out = np.empty(total, np.float32)
+    grid_build.signed_nodes(cp, src, feat, tris.normals, g.dims, float(g.cell), out)
+    x = [(np.arange(n, dtype=np.float32) * np.float32(g.cell)) for n in dims]
+    d = [(x[k].reshape([-1 if a == k else 1 for a in range(3)]) - cp[k].reshape(dims)) for k in range(3)]
+    dist = np.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).ravel()
+    n = tris.normals[src, feat]
+    side = d[0].ravel() * n[:, 0] + d[1].ravel() * n[:, 1] + d[2].ravel() * n[:, 2]
+    assert out.tobytes() == np.where(side < 0, -dist, dist).tobytes()
+
+
+def test_the_wide_lists_are_every_triangle_whose_sphere_comes_within_reach():
+    """``sphere_lists`` and ``merge_lists`` against the bounding spheres tested in numpy: a wide
+    cell lists exactly the triangles whose sphere comes within its reach of its box; every other
+    cell keeps its list."""
+    f = MeshField.of_solid(*bumpy(3), margin=0.2)
+    g, tris = f.grid, f.index
+    rng = np.random.default_rng(0)
+    cells = len(g.list_start) - 1
+    wide = rng.random(cells) < 0.1
+    reach = (rng.random(cells) * 3 * g.cell).astype(np.float32)
+    h = g.cell * g.LIST_CELL
+    start, listed = grid_build.sphere_lists(tris.centres, tris.radii, g.list_dims, h, 3 * g.cell, wide, reach)
+    merged_start, merged = grid_build.merge_lists(g.list_start, g.list_tri, start, listed, wide)
+    nd = g.list_dims
+    centre = tris.centres.T.astype(np.float64)
+    for c in np.flatnonzero(wide)[:400]:
+        ijk = np.array(np.unravel_index(c, tuple(nd)))
+        gap = np.maximum(np.abs((ijk + 0.5) * h - centre) - 0.5 * h, 0.0)
+        want = np.flatnonzero(np.sqrt((gap ** 2).sum(axis=1)) - tris.radii <= reach[c] * (1 + 1e-5))
+        assert listed[start[c]:start[c + 1]].tolist() == want.tolist()
+        assert merged[merged_start[c]:merged_start[c + 1]].tolist() == want.tolist()
+    for c in np.flatnonzero(~wide):
+        assert start[c] == start[c + 1]
+        assert merged[merged_start[c]:merged_start[c + 1]].tolist() == g.list_tri[g.list_start[c]:g.list_start[c + 1]].tolist()
+
+
+def test_a_field_is_built_to_the_same_bits_on_one_and_two_threads():
+    """The whole build (lists, band, sweep, signs, seams, wide lists) on an open mesh with shells
+    that cross: the same bits with one thread and two."""
+    v, t = bumpy(4)
+    solid = Solid(v, t)
+
+    def build():
+        f = MeshField.of_solid(v, t, solid, margin=0.3)
+        g = f.grid
+        return g.distance_grid, g.list_start, g.list_tri, g.grid_error, g.list_reach
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one thread only")
+    assert_same_bits(*both_thread_counts(build))
+
+
+def test_the_grid_is_the_exact_distance_at_the_band_and_on_its_side_beyond(field):
+    """The built grid against the field's exact distance (every triangle, float64) at its nodes:
+    within float32 rounding at the nodes of the band, and on the exact distance's side at every
+    node farther than two cells that touches no seam's cell (where the grid keeps −|d|)."""
+    g = field.grid
+    dims = tuple(int(d) for d in g.dims)
+    rng = np.random.default_rng(1)
+    nodes = rng.choice(int(np.prod(dims)), 20000, replace=False)
+    x = np.stack(np.unravel_index(nodes, dims), axis=1) * g.cell + g.origin
+    exact = field.exact(x, every=True)[0]
+    grid = g.distance_grid[nodes].astype(np.float64)
+    seam = np.zeros(dims, bool)
+    if g.untrusted is not None:
+        u = g.untrusted.reshape(dims)
+        for a in (0, 1):
+            for b in (0, 1):
+                for c in (0, 1):
+                    seam[a:, b:, c:] |= u[:dims[0] - a, :dims[1] - b, :dims[2] - c]
+    ok = ~seam.ravel()[nodes]
+    assert ok.sum() > 0.9 * len(nodes)
+    tol = 8 * F32 * float(np.abs(x).max() + field.size)
+    in_band = ok & (np.abs(exact) <= g.NODE_BAND * g.cell - tol)
+    assert in_band.sum() > 200
+    assert np.abs(grid[in_band] - exact[in_band]).max() <= tol
+    far = ok & (np.abs(exact) > 2 * g.cell)
+    assert np.array_equal(grid[far] < 0, exact[far] < 0)
