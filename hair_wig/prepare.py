@@ -91,14 +91,15 @@ def _bound_colliders(rest, moving):
 def _walk_as_called():
     """The walk over a strand of three points against a tetrahedron, bound and set as the wig
     binds its colliders: the argument types a bake passes."""
-    from .kernels.walk import NO_KIDS, threads_colliders, walk_strands
+    from .collision import kernel_colliders
+    from .kernels.walk import NO_KIDS, walk_strands
 
     rest = np.array([[0.3, 0.3, 0.3], [0.3, 0.3, 0.8], [0.3, 0.3, 1.3]], np.float32).T.copy()
     c = _bound_colliders(rest, (None,))[0]
     p = rest.copy()
     p[0, 2] = 0.1
     walk_strands(p, rest, 3, 0, 0, np.zeros(1, np.int64), np.ones(1, np.int64), np.array([0, 0.5, 0.5], np.float32),
-                 0.0, 3, True, 0.05, threads_colliders([c, c]), NO_KIDS, rest, np.full((2, 1), -np.inf, np.float32),
+                 0.0, 3, True, 0.05, kernel_colliders([c, c]), NO_KIDS, rest, np.full((2, 1), -np.inf, np.float32),
                  p[:, :1].astype(np.float64), np.empty(1, np.int64), np.empty((13, 1)), np.zeros((1, 3)), 7,
                  np.zeros(1, np.int64))
 

@@ -14,8 +14,8 @@ import numpy as np
 
 from .chain import SETTLING, least_motion, settled
 from .children import Children, neighbourhood, sag, transplant, turns
-from .collision import Collider, MeshField
-from .kernels.walk import NO_KIDS, threads_colliders, walk_strands
+from .collision import Collider, MeshField, kernel_colliders
+from .kernels.walk import NO_KIDS, walk_strands
 from .spaces import transform_points
 
 
@@ -188,7 +188,7 @@ class CollisionWalk:
         rows = p if p.flags.c_contiguous else np.ascontiguousarray(p)
         base = np.ascontiguousarray(base, np.float32)
         length = self.length.rest_segments32[span]
-        cols = threads_colliders(self.colliders)
+        cols = kernel_colliders(self.colliders)
         margins = np.full((len(self.colliders), count), -np.inf, np.float32)
         came = rows[:, ::n].astype(np.float64)
         first = np.ones(count, np.int64)

@@ -18,7 +18,7 @@ every collider; its collision surface is ``min(offset, d0)`` (``colliders.groom_
 every client), so nothing moves at the rest frame.
 """
 
-from .colliders import Collider, ColliderMesh, groom_limits
+from .colliders import Collider, ColliderMesh, groom_limits, kernel_colliders
 from .field import MeshField, RayField
 from . import solid
 from .rows import _dot, _take_rows
@@ -26,7 +26,7 @@ from .triangles import (EDGE_AB, EDGE_BC, EDGE_CA, FACE, VERT_A, VERT_B, VERT_C,
                         closest_rows, exact_signed_distance, is_closed, pseudo_normals, triangle_rows)
 
 __all__ = [
-    "Collider", "ColliderMesh", "groom_limits", "MeshField", "RayField", "solid", "_dot", "_take_rows", "FACE", "VERT_A",
+    "Collider", "ColliderMesh", "groom_limits", "kernel_colliders", "MeshField", "RayField", "solid", "_dot", "_take_rows", "FACE", "VERT_A",
     "VERT_B", "VERT_C", "EDGE_AB", "EDGE_BC", "EDGE_CA", "closest_feet", "closest_on_triangles", "closest_rows",
     "exact_signed_distance", "is_closed", "pseudo_normals", "triangle_rows",
 ]

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..children import transplant
 from ..errors import HairWigError
+from ..kernels import walk as walk_kernels
 from ..refinement import RadiusMap
 from .field import MeshField, RayField
 from .rows import _dot, _take_rows
@@ -60,6 +61,16 @@ def hair_reach(rows: np.ndarray, offsets: np.ndarray, lo: np.ndarray, hi: np.nda
     roots = p[:, offsets[:-1]].T
     gap = np.maximum(np.maximum(np.asarray(lo) - roots, roots - np.asarray(hi)), 0.0)
     return float((np.linalg.norm(gap, axis=1) + length).max(initial=0.0))
+
+
+_NO_CHILDREN = np.zeros((0, 0, 0), np.float32)
+_NONE32 = np.zeros(0, np.float32)
+
+
+def kernel_colliders(colliders) -> object:
+    """``colliders`` as the collision kernels' threads read them (``kernels.walk.
+    threads_colliders`` of each one's ``Collider.kernel_view``)."""
+    return walk_kernels.threads_colliders([c.kernel_view() for c in colliders])
 
 
 class ColliderMesh:
@@ -145,12 +156,29 @@ class Collider:
         self.offset = float(offset)
         self.to_field = None
         self.from_field = None
+        self.stretch = 1.0
         # How far inside a push may leave a point and still count as out: float32 rounding of
         # the field's size, and of the coordinates where it lies (a point pushed out by less
         # than half an ulp of its coordinates does not move, and would count as stuck inside:
         # head-local coordinates can be several times the collider's size).
         reach = float(np.abs(v).max()) if len(v) else 0.0
         self.tolerance = 1e-7 * self.field.extent + 2 * float(np.finfo(np.float32).eps) * reach
+
+    def kernel_view(self) -> tuple:
+        """The collider bound and set for this frame (its field a ``MeshField``) as every collision
+        kernel reads it: one tuple (``kernels.walk``'s docstring lists its parts), for the walk
+        and the contacts alike."""
+        f = self.field
+        moved = self.to_field is not None
+        to_field = np.eye(4) if not moved else np.ascontiguousarray(self.to_field, np.float64)
+        from_field = np.eye(4) if not moved else np.ascontiguousarray(self.from_field, np.float64)
+        children = getattr(self, "child_limit", None)
+        children = _NO_CHILDREN if children is None else np.ascontiguousarray(children, np.float32)
+        # a collider met by contacts alone need not be bound for the walk (no limits of its own)
+        limit, skip2 = (np.ascontiguousarray(getattr(self, k, _NONE32), np.float32) for k in ("limit", "skip2"))
+        return (f._k_nodes, f._k_grid32, f._k_grid64, f._k_errors, f._k_tris, f._k_box, f._k_planes, limit, skip2, to_field,
+                from_field, bool(self.moved), np.float32(f.slack), float(f.exact_reach), float(self.tolerance),
+                np.float32(self.stretch), moved, f._k_every, children)
 
     @property
     def moved(self) -> bool:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..kernels import contacts as contact_kernels
 from ..spaces import transform_rows
-from .colliders import groom_limits
+from .colliders import groom_limits, kernel_colliders
 from .field import MeshField
 from .rows import _dot, _take_rows
 
@@ -177,12 +177,12 @@ class SurfaceContacts:
         return transform_rows(back, push.reshape(3, -1), np.empty((3, n * num)), translate=False).reshape(shape)
 
     def _kernel_colliders(self):
-        """The kernel's colliders (``kernels.contacts.colliders_list``), made again when a
+        """The kernel's colliders (``colliders.kernel_colliders``), made again when a
         collider's field or map changed, and their limits (C, (n − fixed) S), (C, (n − 1) S)."""
         now = [(c.field, c.to_field) for c in self.colliders]
         made, cols = self._kernel_cols
         if made is None or any(a is not b or t is not u for (a, t), (b, u) in zip(made, now)):
-            cols = contact_kernels.colliders_list(self.colliders)
+            cols = kernel_colliders(self.colliders)
             self._kernel_cols = (now, cols)
         limits = [self._limits_of(c) for c in self.colliders]
         known, lim_p, lim_s = self._kernel_limits

@@ -17,14 +17,11 @@ coordinates. The head's own maps — the points into head-local space at the sub
 back into the world — stay with the caller, in numpy, for the same reason: colliders moving
 with the head (the head itself) give the numpy code's bits.
 
-Each collider is a tuple (``collider_tuple``), all of one type, in a numba typed List:
-
-``(grid32, grid64, to_field (3, 4) f64, from_field (3, 3) f64, transformed, tolerance f64)``
-
-— the field's query tuples (``kernels.field``), this frame's head-local → field-space map (its
-entries rounded to float32, as ``Collider._field_rows`` rounds them) and the field → head-local
-turn of a gradient (``transformed`` False: the identity), and how far inside a push may leave a
-point.
+The colliders are the walk's (``collision.Collider.kernel_view``, ``kernels.walk``'s docstring
+lists its parts), of which the contacts read the grid's tuples (``kernels.field``), this frame's
+head-local → field-space map (its entries rounded to float32 here, as ``Collider._field_rows``
+rounds them) and back (``transformed`` False: the identity, not read), and how far inside a push
+may leave a point.
 """
 
 from __future__ import annotations
@@ -33,7 +30,8 @@ import numpy as np
 from numba import get_thread_id, njit, prange
 
 from .field import _lookup64, _trilinear32, launch
-from .walk import threads_colliders
+# the parts of a collider's tuple (``kernels.walk``'s) the contacts read
+from .walk import _FROM_FIELD, _GRID32, _GRID64, _TO_FIELD, _TOLERANCE, _TRANSFORMED
 
 # Strands a parallel iteration meets one after another: a typed List's item costs ~0.5 µs a read
 # (``kernels.walk``), so each collider is read once a chunk.
@@ -44,37 +42,23 @@ SERIAL = 1 << 12
 SAMPLES = (0.5, 0.25, 0.75)          # where a segment is met (``SurfaceContacts.SAMPLES``): the middle first
 
 
-def collider_tuple(c):
-    """The kernel's view of a ``collision.Collider`` ``c`` (its field a ``MeshField``) as this
-    frame sets it."""
-    f = c.field
-    moved = c.to_field is not None
-    to_field = np.zeros((3, 4))
-    from_field = np.eye(3)
-    if moved:
-        to_field = np.ascontiguousarray(np.asarray(c.to_field)[:3].astype(np.float32), np.float64)
-        from_field = np.ascontiguousarray(np.asarray(c.from_field, np.float64)[:3, :3])
-    return f._k_grid32, f._k_grid64, to_field, from_field, moved, float(c.tolerance)
-
-
-def colliders_list(colliders):
-    """What the kernel reads its colliders from: a typed List a thread (``walk.threads_colliders``),
-    made and filled by the walk's cached kernels (a typed List's own methods compile again in
-    every process)."""
-    return threads_colliders(colliders, collider_tuple)
-
-
 # ---------------------------------------------------------------- the fast distance
+@njit(cache=True, inline="always")
+def _f32(v):
+    """A map's entry rounded to float32, as ``Collider._field_rows`` rounds it."""
+    return np.float64(np.float32(v))
+
+
 @njit(cache=True, inline="always")
 def _in_field(col, x, y, z):
     """A head-local float64 point in the collider's field space (float64): ``Collider.
     _field_rows``, the map's entries rounded to float32."""
-    if not col[4]:
+    if not col[_TRANSFORMED]:
         return x, y, z
-    m = col[2]
-    return (m[0, 0] * x + m[0, 1] * y + m[0, 2] * z + m[0, 3],
-            m[1, 0] * x + m[1, 1] * y + m[1, 2] * z + m[1, 3],
-            m[2, 0] * x + m[2, 1] * y + m[2, 2] * z + m[2, 3])
+    m = col[_TO_FIELD]
+    return (_f32(m[0, 0]) * x + _f32(m[0, 1]) * y + _f32(m[0, 2]) * z + _f32(m[0, 3]),
+            _f32(m[1, 0]) * x + _f32(m[1, 1]) * y + _f32(m[1, 2]) * z + _f32(m[1, 3]),
+            _f32(m[2, 0]) * x + _f32(m[2, 1]) * y + _f32(m[2, 2]) * z + _f32(m[2, 3]))
 
 
 @njit(cache=True, inline="always")
@@ -82,7 +66,7 @@ def _distance(col, x, y, z):
     """``Collider.fast_distance`` at a head-local point: the grid's trilinear value (float32 at
     the float32 point, +inf beyond the grid), as float64."""
     fx, fy, fz = _in_field(col, x, y, z)
-    return np.float64(_trilinear32(np.float32(fx), np.float32(fy), np.float32(fz), col[0])[0])
+    return np.float64(_trilinear32(np.float32(fx), np.float32(fy), np.float32(fz), col[_GRID32])[0])
 
 
 @njit(cache=True, inline="always")
@@ -91,10 +75,10 @@ def _direction(col, x, y, z):
     by the float64 lookup (float64) and the outward unit direction (head-local; zero where the
     gradient vanishes)."""
     fx, fy, fz = _in_field(col, x, y, z)
-    d, gx, gy, gz, _ = _lookup64(fx, fy, fz, col[1])
+    d, gx, gy, gz, _ = _lookup64(fx, fy, fz, col[_GRID64])
     g0, g1, g2 = np.float64(gx), np.float64(gy), np.float64(gz)
-    if col[4]:
-        m = col[3]
+    if col[_TRANSFORMED]:
+        m = col[_FROM_FIELD]
         g0, g1, g2 = (m[0, 0] * g0 + m[0, 1] * g1 + m[0, 2] * g2,
                       m[1, 0] * g0 + m[1, 1] * g1 + m[1, 2] * g2,
                       m[2, 0] * g0 + m[2, 1] * g1 + m[2, 2] * g2)
@@ -114,7 +98,7 @@ def _points(q, lo, hi, fixed, k, col, lim_p, fresh, every, lipschitz, ref_p, roo
     ``k`` (``SurfaceContacts._call_numpy``'s points pass), each strand's pushes and looks
     counted into ``touched`` and ``looked``."""
     n, count = q.shape[1], q.shape[2]
-    tol = col[5]
+    tol = col[_TOLERANCE]
     for j in range(fixed, n):
         for s in range(lo, hi):
             i = (j - fixed) * count + s
@@ -146,7 +130,7 @@ def _segments(q, lo, hi, k, col, lim_s, w_a, w_b, fresh, every, lipschitz, ref_m
     then ``q[:, 1:] += ends_b``): ``held`` (4, hi − lo) keeps each strand's last segment's push on
     its end b (and whether there is one) until then."""
     n, count = q.shape[1], q.shape[2]
-    tol = col[5]
+    tol = col[_TOLERANCE]
     held[3, :] = 0.0
     for j in range(n - 1):
         for s in range(lo, hi):
@@ -224,7 +208,7 @@ def surface_contacts(q, fixed, cols, lim_p, lim_s, w_a, w_b, fresh, every, lipsc
     fixed : int
         How many points from each root the constraints hold (not pushed; a segment's end among
         them takes none of its push).
-    cols : a typed List of collider tuples a thread (``colliders_list``)
+    cols : a typed List of collider tuples a thread (``collision.kernel_colliders``)
     lim_p : (C, (n − fixed) S) float64
         Each collider's collision surface of each free point (point-major: point ``j`` of strand
         ``s`` at ``(j − fixed) S + s``); ``lim_s`` (C, (n − 1) S): each segment's.

@@ -13,7 +13,8 @@ caller lifts the chain with ``chain.least_motion`` and the kernel walks on from 
 A strand is written only by its own iteration, so the result is the same bits on any number of
 threads. Arithmetic is float64 on float32 positions.
 
-Each collider is a tuple (``collider_tuple``), all of one type, in a numba typed List:
+Each collider is a tuple (``collision.Collider.kernel_view``, the one view every collision kernel
+reads), all of one type, in a numba typed List a thread (``threads_colliders``):
 
 ``(nodes, grid32, grid64, errors, tris, box, planes, limit (P,) f32, skip2 (P,) f32, to_field
 (4, 4) f64, from_field (4, 4) f64, moved, slack f32, exact_reach f64, tolerance f64, stretch f32,
@@ -40,31 +41,14 @@ from .field import (_INF32, _exact_point, _grid_error, _list_cell, _lookup64, _n
                     _trilinear32)
 from .leader import place
 
+# the parts of a collider's tuple other kernels read by name (the contacts)
+_GRID32, _GRID64, _TO_FIELD, _FROM_FIELD, _TOLERANCE, _TRANSFORMED = 1, 2, 9, 10, 14, 16
+
 _F32_KEEP = 4 * float(np.finfo(np.float32).eps)   # a segment its length to 4 ulp keeps its point
 SAMPLES = 9                                       # directions a swing scan measures (tenths)
 
 
-def collider_tuple(c):
-    """The kernel's view of a ``collision.Collider`` ``c`` bound and set for this frame (its
-    field a ``MeshField``)."""
-    f = c.field
-    moved = c.to_field is not None
-    to_field = np.eye(4) if not moved else np.ascontiguousarray(c.to_field, np.float64)
-    from_field = np.eye(4) if not moved else np.ascontiguousarray(c.from_field, np.float64)
-    return (f._k_nodes, f._k_grid32, f._k_grid64, f._k_errors, f._k_tris, f._k_box, f._k_planes,
-            np.ascontiguousarray(c.limit, np.float32), np.ascontiguousarray(c.skip2, np.float32), to_field,
-            from_field, bool(c.moved), np.float32(f.slack), float(f.exact_reach), float(c.tolerance),
-            np.float32(c.stretch), moved, f._k_every, _children_limit(c))
-
-
-_NO_CHILDREN = np.zeros((0, 0, 0), np.float32)
 NO_KIDS = (np.zeros((0, 3, 0), np.float32), np.zeros((0, 3, 3, 0), np.float32))
-
-
-def _children_limit(c):
-    """The collider's limits of the guides' shapes moved onto their children's roots, or none."""
-    limit = getattr(c, "child_limit", None)
-    return _NO_CHILDREN if limit is None else np.ascontiguousarray(limit, np.float32)
 
 
 # Strands a parallel iteration walks one after another. The colliders come in a numba typed List,
@@ -82,16 +66,14 @@ def _own(item):
     return item
 
 
-def threads_colliders(colliders, view=None):
-    """The colliders as a kernel's threads read them: a typed List of one typed List of collider
-    tuples (``view``: ``collider_tuple`` by default) a thread of numba's pool, indexed by
+def threads_colliders(tuples):
+    """The colliders' tuples (``collision.Collider.kernel_view``) as a kernel's threads read them:
+    a typed List of one typed List of them a thread of numba's pool, indexed by
     ``get_thread_id()``, every array a view of its own. A kernel counts references to the
     arrays it reads, atomically, many times a point; on one shared count every thread waits
     for the others (perf, the walk at 5000 × 16: 30 % of its time in those counts on two threads,
     and no faster than on one; with a list a thread, 1.6x faster on two). Views share the data
     and count apart."""
-    view = view or collider_tuple
-    tuples = [view(c) for c in colliders]
 
     def one():
         out = first_collider(_own(tuples[0]))
