@@ -12,6 +12,8 @@ def pytest_sessionstart(session):
     """The kernels prepared once, before any test, as the add-on prepares them (in worker
     processes, one a core, for any CPU): every process of the session — this one, the Blender
     processes the tests start, the package's build — then loads them instead of compiling."""
+    if hasattr(session.config, "workerinput"):
+        return                   # a worker of pytest-xdist: the controlling process prepared them
     import prepare_kernels
 
     if not prepare_kernels.run(out=sys.__stderr__):

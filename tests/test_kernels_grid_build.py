@@ -172,11 +172,12 @@ def test_the_sweep_and_the_signs_are_the_numpy_codes_bits(field):
     ref_cp = cp.reshape(3, *dims).copy()
     ref_src = where.reshape(dims).copy()
     reference_sweep(ref_cp, ref_src, g.cell)
+    src0, feat0 = src.copy(), feat.copy()
     grid_build.sweep(cp, src, feat, g.dims, float(g.cell), 2)
     assert cp.tobytes() == ref_cp.reshape(3, -1).tobytes()
     came = ref_src.ravel()
     assert np.all(came >= 0)
-    assert np.array_equal(src, src[came]) and np.array_equal(feat, feat[came])
+    assert np.array_equal(src, src0[came]) and np.array_equal(feat, feat0[came])
     out = np.empty(total, np.float32)
     grid_build.signed_nodes(cp, src, feat, tris.normals, g.dims, float(g.cell), out)
     x = [(np.arange(n, dtype=np.float32) * np.float32(g.cell)) for n in dims]
@@ -188,9 +189,9 @@ def test_the_sweep_and_the_signs_are_the_numpy_codes_bits(field):
 
 
 def test_the_wide_lists_are_every_triangle_whose_sphere_comes_within_reach():
-    """``sphere_lists`` and ``merge_lists`` against the bounding spheres tested in numpy: a wide
-    cell lists exactly the triangles whose sphere comes within its reach of its box; every other
-    cell keeps its list."""
+    """``sphere_lists`` and ``merge_lists`` against the boxes and bounding spheres tested in numpy:
+    a wide cell lists exactly the triangles whose box grown by ``grow`` meets it and whose sphere
+    comes within its reach of its box; every other cell keeps its list."""
     f = MeshField.of_solid(*bumpy(3), margin=0.2)
     g, tris = f.grid, f.index
     rng = np.random.default_rng(0)
@@ -198,14 +199,19 @@ def test_the_wide_lists_are_every_triangle_whose_sphere_comes_within_reach():
     wide = rng.random(cells) < 0.1
     reach = (rng.random(cells) * 3 * g.cell).astype(np.float32)
     h = g.cell * g.LIST_CELL
-    start, listed = grid_build.sphere_lists(tris.centres, tris.radii, g.list_dims, h, 3 * g.cell, wide, reach)
+    grow = 3 * g.cell
+    start, listed = grid_build.sphere_lists(tris.corners, tris.centres, tris.radii, g.list_dims, h, grow, wide, reach)
     merged_start, merged = grid_build.merge_lists(g.list_start, g.list_tri, start, listed, wide)
     nd = g.list_dims
     centre = tris.centres.T.astype(np.float64)
+    corners = tris.corners.astype(np.float64)
+    lo = np.clip(np.floor((corners.min(axis=1) - grow) * (1 / h)).astype(int), 0, nd - 1)
+    hi = np.clip(np.floor((corners.max(axis=1) + grow) * (1 / h)).astype(int), 0, nd - 1)
     for c in np.flatnonzero(wide)[:400]:
         ijk = np.array(np.unravel_index(c, tuple(nd)))
         gap = np.maximum(np.abs((ijk + 0.5) * h - centre) - 0.5 * h, 0.0)
-        want = np.flatnonzero(np.sqrt((gap ** 2).sum(axis=1)) - tris.radii <= reach[c] * (1 + 1e-5))
+        near = np.sqrt((gap ** 2).sum(axis=1)) - tris.radii.astype(np.float64) <= np.float64(reach[c]) * (1 + 1e-5)
+        want = np.flatnonzero(near & np.all((lo <= ijk) & (ijk <= hi), axis=1))
         assert listed[start[c]:start[c + 1]].tolist() == want.tolist()
         assert merged[merged_start[c]:merged_start[c + 1]].tolist() == want.tolist()
     for c in np.flatnonzero(~wide):
@@ -255,3 +261,39 @@ def test_the_grid_is_the_exact_distance_at_the_band_and_on_its_side_beyond(field
     assert np.abs(grid[in_band] - exact[in_band]).max() <= tol
     far = ok & (np.abs(exact) > 2 * g.cell)
     assert np.array_equal(grid[far] < 0, exact[far] < 0)
+
+
+def test_a_triangle_without_a_plane_holds_no_node(field):
+    """``band_nodes`` with one triangle's plane NaN (as a triangle of no area has it): no node
+    takes it, where it was the nearest of many."""
+    g, tris = field.grid, field.index
+    total = int(np.prod(g.dims))
+
+    def band(faces):
+        cp = np.full((3, total), 1e18, np.float32)
+        src = np.full(total, -1, np.int32)
+        grid_build.band_nodes(tris.corners, faces, tris._tri_cols, g.dims, float(g.cell), g.cell, cp, src,
+                              np.zeros(total, np.int8))
+        return src
+
+    before = band(g._faces)
+    t = int(np.bincount(before[before >= 0]).argmax())
+    faces = g._faces.copy()
+    faces[t] = np.nan
+    after = band(faces)
+    assert np.sum(before == t) > 10 and not np.any(after == t)
+
+
+def test_two_meshes_of_one_shape_keep_their_own_edges():
+    """``edges`` keeps each mesh's edges by its triangles' bytes: two triangle lists of one
+    shape (a closed tetrahedron, the same with one face turned into an open fan) do not share
+    them, and what it keeps cannot be written."""
+    from hair_wig.collision.triangles import edges, is_closed
+
+    closed = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
+    opened = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 4]])
+    assert is_closed(closed) and not is_closed(opened)
+    inverse, count = edges(opened)
+    assert sorted(count.tolist()) == [1, 1, 1, 1, 2, 2, 2, 2]
+    assert not inverse.flags.writeable and not count.flags.writeable
+    assert np.all(edges(closed)[1] == 2)

@@ -17,7 +17,7 @@ from ..kernels import grid_build
 from .triangles import TriangleIndex
 
 
-MAX_NODES = 1 << 23       # a field's grid holds at most this many nodes (~200 MB while it is built)
+MAX_NODES = 1 << 23       # a field's grid holds at most this many nodes (~250 MB while it is built)
 
 
 def cell_of(vertices: np.ndarray, triangles: np.ndarray, size: float, resolution: int | None = None) -> float:
@@ -179,8 +179,8 @@ class DistanceGrid:
         exactly wherever the grid is in doubt from their one list. ``list_reach`` (per list
         cell): how far from the surface its list is exact.
 
-        A wide cell lists the triangles whose bounding sphere comes within its band of the cell's
-        box."""
+        A wide cell lists the triangles whose box grown by SEAM_BAND cells meets it and whose
+        bounding sphere comes within its band of the cell's box."""
         band = np.full(len(self.list_start) - 1, np.float32(self.LIST_BAND))
         band[self.grid_error > np.float32(self.SHEET_ERROR * self.cell)] = self.FOLD_ERROR
         if self.untrusted is not None:
@@ -191,7 +191,7 @@ class DistanceGrid:
         if not wide.any():
             return
         h = self.cell * self.LIST_CELL
-        start, listed = grid_build.sphere_lists(tris.centres, tris.radii, self.list_dims, h,
+        start, listed = grid_build.sphere_lists(tris.corners, tris.centres, tris.radii, self.list_dims, h,
                                                 self.SEAM_BAND * self.cell, wide, self.list_reach)
         self.list_start, self.list_tri = grid_build.merge_lists(self.list_start, self.list_tri, start, listed, wide)
 

@@ -10,6 +10,7 @@ builds); where those cannot decide, every triangle that may be nearest is search
 from __future__ import annotations
 
 import hashlib
+import threading
 
 import numpy as np
 
@@ -106,25 +107,32 @@ def closest_feet(ap, ab, ac, bc, d00, d01, d11, inv_den, inv_d00, inv_d11, inv_l
 
 
 _EDGES: dict = {}        # a few meshes' edges by their triangles' bytes (``edges``)
+_EDGES_LOCK = threading.Lock()
 
 
 def edges(triangles: np.ndarray):
     """A triangle list's edges: for each triangle's edges ab, bc, ca (3T,) which of the mesh's
-    edges it is, and how many triangles share each edge. Kept for the last few meshes (a
-    deforming collider's field asks every frame; binding a collider asks several times)."""
+    edges it is, and how many triangles share each edge (both read-only). Kept for the last few
+    meshes (a deforming collider's field asks every frame; binding a collider asks several
+    times); a bake and the viewport's preview may ask at once."""
     tri = np.ascontiguousarray(triangles, np.int64)
     key = (tri.shape, hashlib.blake2b(tri.data, digest_size=16).digest())
-    got = _EDGES.get(key)
-    if got is None:
-        if len(tri) == 0:
-            got = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-        else:
-            pairs = np.sort(np.stack([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]], axis=1).reshape(-1, 2), axis=1)
-            _, inverse, count = np.unique(pairs[:, 0] * (int(tri.max()) + 1) + pairs[:, 1], return_inverse=True,
-                                          return_counts=True)
-            got = (inverse.ravel(), count)
+    with _EDGES_LOCK:
+        got = _EDGES.get(key)
+    if got is not None:
+        return got
+    if len(tri) == 0:
+        got = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    else:
+        pairs = np.sort(np.stack([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]], axis=1).reshape(-1, 2), axis=1)
+        _, inverse, count = np.unique(pairs[:, 0] * (int(tri.max()) + 1) + pairs[:, 1], return_inverse=True,
+                                      return_counts=True)
+        got = (inverse.ravel(), count)
+    for a in got:
+        a.setflags(write=False)
+    with _EDGES_LOCK:
         while len(_EDGES) >= 8:
-            _EDGES.pop(next(iter(_EDGES)))
+            _EDGES.pop(next(iter(_EDGES)), None)
         _EDGES[key] = got
     return got
 

@@ -81,10 +81,10 @@ def plane_lists(corners, faces, list_dims, h, grow, reach):
 
 
 @njit(cache=True)
-def sphere_lists(centres, radii, list_dims, h, grow, wide, reach):
+def sphere_lists(corners, centres, radii, list_dims, h, grow, wide, reach):
     """Triangles per ``wide`` list cell (others list none), as CSR like ``plane_lists``: those
-    whose bounding sphere (``centres`` (3, T), ``radii`` (T,)) comes within the cell's ``reach``
-    of its box (grown 1e-5 for rounding), their box grown by ``grow`` meeting the cell."""
+    whose box grown by ``grow`` meets the cell and whose bounding sphere (``centres`` (3, T),
+    ``radii`` (T,)) comes within the cell's ``reach`` of its box (grown 1e-5 for rounding)."""
     nx, ny, nz = list_dims[0], list_dims[1], list_dims[2]
     count = np.zeros(nx * ny * nz + 1, np.int64)
     inv = 1.0 / h
@@ -97,9 +97,12 @@ def sphere_lists(centres, radii, list_dims, h, grow, wide, reach):
             at = count[:-1].copy()
         for t in range(radii.shape[0]):
             cx, cy, cz, r = np.float64(centres[0, t]), np.float64(centres[1, t]), np.float64(centres[2, t]), radii[t]
-            i0, i1 = _box(cx - r, cx + r, grow, inv, nx - 1, False)
-            j0, j1 = _box(cy - r, cy + r, grow, inv, ny - 1, False)
-            k0, k1 = _box(cz - r, cz + r, grow, inv, nz - 1, False)
+            lo, hi = _extent(corners, t, 0)
+            i0, i1 = _box(lo, hi, grow, inv, nx - 1, False)
+            lo, hi = _extent(corners, t, 1)
+            j0, j1 = _box(lo, hi, grow, inv, ny - 1, False)
+            lo, hi = _extent(corners, t, 2)
+            k0, k1 = _box(lo, hi, grow, inv, nz - 1, False)
             for i in range(i0, i1 + 1):
                 gx = max(abs((i + 0.5) * h - cx) - half, 0.0)
                 for j in range(j0, j1 + 1):
@@ -167,6 +170,7 @@ def band_nodes(corners, faces, rows, dims, h, band, cp, src, feature):
     nx, ny, nz = dims[0], dims[1], dims[2]
     best = np.full(nx * ny * nz, np.inf)
     inv = 1.0 / h
+    hh = np.float32(h)             # a node where the sweep and the signs have it: float32(i) float32(h)
     band2 = band * band
     slabs = min(SLABS, nx)
     for slab in prange(slabs):
@@ -184,11 +188,11 @@ def band_nodes(corners, faces, rows, dims, h, band, cp, src, feature):
             lo, hi = _extent(corners, t, 2)
             k0, k1 = _box(lo, hi, band, inv, nz - 1, True)
             for i in range(i0, i1 + 1):
-                x = i * h
+                x = np.float64(np.float32(i) * hh)
                 for j in range(j0, j1 + 1):
-                    y = j * h
+                    y = np.float64(np.float32(j) * hh)
                     for k in range(k0, k1 + 1):
-                        z = k * h
+                        z = np.float64(np.float32(k) * hh)
                         # a triangle of no area (NaN plane) has no plane: its neighbours stand for it
                         if not (abs(fx * (x - ax) + fy * (y - ay) + fz * (z - az)) <= band):
                             continue
@@ -290,7 +294,7 @@ def _as_called():
     err = np.empty(len(start) - 1, np.float32)
     list_errors(start, listed, faces, 0.8, np.float32(0.25), np.float32(0.5), err)
     wide = np.ones(len(start) - 1, np.bool_)
-    s2, l2 = sphere_lists(np.ascontiguousarray(corners.mean(axis=1).T), np.ones(4, np.float32), ld, 0.5, 0.6,
+    s2, l2 = sphere_lists(corners, np.ascontiguousarray(corners.mean(axis=1).T), np.ones(4, np.float32), ld, 0.5, 0.6,
                           wide, np.full(len(wide), 0.5, np.float32))
     merge_lists(start, listed, s2, l2, wide)
     cp = np.full((3, 216), 1e18, np.float32)
