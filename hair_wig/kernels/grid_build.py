@@ -40,6 +40,19 @@ def _extent(corners, t, k):
 
 
 @njit(cache=True)
+def _cells_of(corners, t, grow, inv, dims, upward):
+    """The cells (or nodes: ``upward``) per axis that triangle ``t``'s box grown by ``grow``
+    meets, clipped to ``dims``: i0, i1, j0, j1, k0, k1."""
+    lo, hi = _extent(corners, t, 0)
+    i0, i1 = _box(lo, hi, grow, inv, dims[0] - 1, upward)
+    lo, hi = _extent(corners, t, 1)
+    j0, j1 = _box(lo, hi, grow, inv, dims[1] - 1, upward)
+    lo, hi = _extent(corners, t, 2)
+    k0, k1 = _box(lo, hi, grow, inv, dims[2] - 1, upward)
+    return i0, i1, j0, j1, k0, k1
+
+
+@njit(cache=True)
 def plane_lists(corners, faces, list_dims, h, grow, reach):
     """Triangles per list cell, as CSR (starts (C + 1,) int64, triangles int32, each cell's in
     triangle order): those whose box grown by ``grow`` meets the cell (side ``h``) and whose
@@ -59,12 +72,7 @@ def plane_lists(corners, faces, list_dims, h, grow, reach):
             if not (fx == fx and fy == fy and fz == fz):
                 continue
             ax, ay, az = np.float64(corners[t, 0, 0]), np.float64(corners[t, 0, 1]), np.float64(corners[t, 0, 2])
-            lo, hi = _extent(corners, t, 0)
-            i0, i1 = _box(lo, hi, grow, inv, nx - 1, False)
-            lo, hi = _extent(corners, t, 1)
-            j0, j1 = _box(lo, hi, grow, inv, ny - 1, False)
-            lo, hi = _extent(corners, t, 2)
-            k0, k1 = _box(lo, hi, grow, inv, nz - 1, False)
+            i0, i1, j0, j1, k0, k1 = _cells_of(corners, t, grow, inv, list_dims, False)
             for i in range(i0, i1 + 1):
                 sx = fx * ((i + 0.5) * h - ax)
                 for j in range(j0, j1 + 1):
@@ -97,12 +105,7 @@ def sphere_lists(corners, centres, radii, list_dims, h, grow, wide, reach):
             at = count[:-1].copy()
         for t in range(radii.shape[0]):
             cx, cy, cz, r = np.float64(centres[0, t]), np.float64(centres[1, t]), np.float64(centres[2, t]), radii[t]
-            lo, hi = _extent(corners, t, 0)
-            i0, i1 = _box(lo, hi, grow, inv, nx - 1, False)
-            lo, hi = _extent(corners, t, 1)
-            j0, j1 = _box(lo, hi, grow, inv, ny - 1, False)
-            lo, hi = _extent(corners, t, 2)
-            k0, k1 = _box(lo, hi, grow, inv, nz - 1, False)
+            i0, i1, j0, j1, k0, k1 = _cells_of(corners, t, grow, inv, list_dims, False)
             for i in range(i0, i1 + 1):
                 gx = max(abs((i + 0.5) * h - cx) - half, 0.0)
                 for j in range(j0, j1 + 1):
@@ -176,17 +179,12 @@ def band_nodes(corners, faces, rows, dims, h, band, cp, src, feature):
     for slab in prange(slabs):
         s0, s1 = slab * nx // slabs, (slab + 1) * nx // slabs - 1
         for t in range(corners.shape[0]):
-            lo, hi = _extent(corners, t, 0)
-            i0, i1 = _box(lo, hi, band, inv, nx - 1, True)
+            i0, i1, j0, j1, k0, k1 = _cells_of(corners, t, band, inv, dims, True)
             i0, i1 = max(i0, s0), min(i1, s1)
             if i0 > i1:
                 continue
             fx, fy, fz = np.float64(faces[t, 0]), np.float64(faces[t, 1]), np.float64(faces[t, 2])
             ax, ay, az = rows[t, 0], rows[t, 1], rows[t, 2]
-            lo, hi = _extent(corners, t, 1)
-            j0, j1 = _box(lo, hi, band, inv, ny - 1, True)
-            lo, hi = _extent(corners, t, 2)
-            k0, k1 = _box(lo, hi, band, inv, nz - 1, True)
             for i in range(i0, i1 + 1):
                 x = np.float64(np.float32(i) * hh)
                 for j in range(j0, j1 + 1):
