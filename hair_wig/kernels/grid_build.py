@@ -53,6 +53,26 @@ def _cells_of(corners, t, grow, inv, dims, upward):
 
 
 @njit(cache=True)
+def _open_lists(count):
+    """After a counting pass (``count[c + 1]``: cell ``c``'s entries), its starts in place (CSR)
+    and the lists to fill: the entries (int32) and where each cell's next one goes."""
+    cells = count.shape[0] - 1
+    for c in range(cells):
+        count[c + 1] += count[c]
+    return np.empty(count[cells], np.int32), count[:-1].copy()
+
+
+@njit(cache=True)
+def _list(sweep, count, listed, at, c, t):
+    """Triangle ``t`` in cell ``c``'s list: counted on the first pass, written on the second."""
+    if sweep == 0:
+        count[c + 1] += 1
+    else:
+        listed[at[c]] = t
+        at[c] += 1
+
+
+@njit(cache=True)
 def plane_lists(corners, faces, list_dims, h, grow, reach):
     """Triangles per list cell, as CSR (starts (C + 1,) int64, triangles int32, each cell's in
     triangle order): those whose box grown by ``grow`` meets the cell (side ``h``) and whose
@@ -61,12 +81,10 @@ def plane_lists(corners, faces, list_dims, h, grow, reach):
     nx, ny, nz = list_dims[0], list_dims[1], list_dims[2]
     count = np.zeros(nx * ny * nz + 1, np.int64)
     inv = 1.0 / h
+    listed, at = np.empty(0, np.int32), np.empty(0, np.int64)
     for sweep in range(2):
         if sweep == 1:
-            for c in range(nx * ny * nz):
-                count[c + 1] += count[c]
-            listed = np.empty(count[nx * ny * nz], np.int32)
-            at = count[:-1].copy()
+            listed, at = _open_lists(count)
         for t in range(corners.shape[0]):
             fx, fy, fz = np.float64(faces[t, 0]), np.float64(faces[t, 1]), np.float64(faces[t, 2])
             if not (fx == fx and fy == fy and fz == fz):
@@ -79,12 +97,7 @@ def plane_lists(corners, faces, list_dims, h, grow, reach):
                     sy = sx + fy * ((j + 0.5) * h - ay)
                     for k in range(k0, k1 + 1):
                         if abs(sy + fz * ((k + 0.5) * h - az)) <= reach:
-                            c = (i * ny + j) * nz + k
-                            if sweep == 0:
-                                count[c + 1] += 1
-                            else:
-                                listed[at[c]] = t
-                                at[c] += 1
+                            _list(sweep, count, listed, at, (i * ny + j) * nz + k, t)
     return count, listed
 
 
@@ -97,12 +110,10 @@ def sphere_lists(corners, centres, radii, list_dims, h, grow, wide, reach):
     count = np.zeros(nx * ny * nz + 1, np.int64)
     inv = 1.0 / h
     half = 0.5 * h
+    listed, at = np.empty(0, np.int32), np.empty(0, np.int64)
     for sweep in range(2):
         if sweep == 1:
-            for c in range(nx * ny * nz):
-                count[c + 1] += count[c]
-            listed = np.empty(count[nx * ny * nz], np.int32)
-            at = count[:-1].copy()
+            listed, at = _open_lists(count)
         for t in range(radii.shape[0]):
             cx, cy, cz, r = np.float64(centres[0, t]), np.float64(centres[1, t]), np.float64(centres[2, t]), radii[t]
             i0, i1, j0, j1, k0, k1 = _cells_of(corners, t, grow, inv, list_dims, False)
@@ -116,11 +127,7 @@ def sphere_lists(corners, centres, radii, list_dims, h, grow, wide, reach):
                             continue
                         gz = max(abs((k + 0.5) * h - cz) - half, 0.0)
                         if math.sqrt(gx * gx + gy * gy + gz * gz) - r <= reach[c] * (1 + 1e-5):
-                            if sweep == 0:
-                                count[c + 1] += 1
-                            else:
-                                listed[at[c]] = t
-                                at[c] += 1
+                            _list(sweep, count, listed, at, c, t)
     return count, listed
 
 
