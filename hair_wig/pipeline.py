@@ -92,6 +92,10 @@ class WigState:
     # (H, J, 4, 4) head-local matrices of the magnets whose reach follows them, oldest first,
     # this frame last: their trails (FollowReach)
     magnet_history: np.ndarray | None = None
+    # continuous contact (``walk.CollisionWalk.cross``): where each point ended the frame (3, P)
+    # float32, head-local, and each collider's head-local -> field map then (K, 4, 4)
+    contact_last: np.ndarray | None = None
+    contact_maps: np.ndarray | None = None
     # the dynamics layer's own named arrays (``DynamicsLayer.initial_state``)
     layer: dict | None = None
 
@@ -100,7 +104,8 @@ class WigState:
         return WigState(*(None if a is None else a.copy() for a in self._arrays()), layer=layer)
 
     def _arrays(self):
-        return (self.magnet_pos, self.magnet_vel, self.magnet_target, self.magnet_shown, self.magnet_history)
+        return (self.magnet_pos, self.magnet_vel, self.magnet_target, self.magnet_shown, self.magnet_history,
+                self.contact_last, self.contact_maps)
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, WigState) or (self.layer is None) != (other.layer is None):
@@ -222,6 +227,9 @@ class Wig:
         self.walk = CollisionWalk(self.colliders, self.length, settings.collision_iterations,
                                   self.layer is not None and self.layer.LIFTS, self.not_root,
                                   self.strand_of_point, self._uniform)
+        friction = getattr(settings.dynamics, "friction", None)      # the layer's, where it has one
+        if friction is not None:
+            self.walk.friction = float(friction)
         if settings.use_collision:
             # Offsets are world distances; refinement works in head-local units.
             scale = self.head_scale
@@ -247,6 +255,7 @@ class Wig:
             if self.layer is not None:             # a layer may meet them inside its substeps
                 self.layer.bind_colliders(self.colliders)
         self.residual = 0.0          # the deepest point left inside a collision surface, last frame
+        self.crossed = 0             # points whose path crossed a collider, slid back, last frame
         self.alpha = None if settings.compression is None else settings.compression(t)
         self.scalp = scalp
         self.attachment = settings.attachment(t).astype(np.float32)
@@ -449,7 +458,7 @@ class Wig:
             layer_shown = self._step_layer(p, frame, state, first)
             clock.lap("dynamics")
         self.refine(p, base, span, first_strand, scalp is None and rest is self.rest_rows, clock,
-                    self._rows.work, self._rows.row)
+                    self._rows.work, self._rows.row, state)
         if layer_shown:
             self._layer_feels_refinement(p, frame, state)
             clock.lap("dynamics")
@@ -588,13 +597,15 @@ class Wig:
 
     def refine(self, p: np.ndarray, base: np.ndarray, span: slice = slice(None),
                first_strand: int = 0, at_rest: bool = False, clock=None, work: np.ndarray | None = None,
-               row: np.ndarray | None = None) -> np.ndarray:
+               row: np.ndarray | None = None, state: WigState | None = None) -> np.ndarray:
         """Refinement in head-local space, in the seed's order (SPEC §6): compression (of the
         displacement from ``base``, this frame's rest pose), length, then collision and length
         together on the strands the collision touched (``walk.CollisionWalk``). Points as rows
         (3, P) — or the wig's points ``span`` of them, starting at strand ``first_strand`` — in
         place. ``at_rest``: ``base`` is the bound rest pose, whose compression vectors were kept.
-        ``work`` (3, C) and ``row`` (C,): scratch, reused when given."""
+        ``work`` (3, C) and ``row`` (C,): scratch, reused when given. ``state``: the wig's state,
+        whose record of where each point ended the last frame continuous contact reads (each
+        point's path from there, ``walk.CollisionWalk.cross``) and this frame's then replaces."""
         clock = clock or _Clock(None)
         if self.alpha is not None:
             bound = None
@@ -606,7 +617,14 @@ class Wig:
             self.length.apply_rows(p, None, first_strand, work, row, base)
         clock.lap("length")
         if self.colliders:
-            self.walk.run(p, base, span, first_strand)
+            last = None if state is None else state.contact_last
+            self.walk.run(p, base, span, first_strand, last, None if last is None else state.contact_maps)
+            self.crossed = self.walk.crossed
+            if state is not None:
+                if state.contact_last is None:
+                    state.contact_last = np.zeros((3, self.hair.num_points), np.float32)
+                state.contact_last[:, span] = p
+                state.contact_maps = self.walk.maps()
         clock.lap("collision")
         return p
 

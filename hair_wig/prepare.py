@@ -92,7 +92,7 @@ def _walk_as_called():
     """The walk over a strand of three points against a tetrahedron, bound and set as the wig
     binds its colliders: the argument types a bake passes."""
     from .collision import kernel_colliders
-    from .kernels.walk import NO_KIDS, walk_strands
+    from .kernels.walk import NO_KIDS, cross_paths, walk_strands
 
     rest = np.array([[0.3, 0.3, 0.3], [0.3, 0.3, 0.8], [0.3, 0.3, 1.3]], np.float32).T.copy()
     c = _bound_colliders(rest, (None,))[0]
@@ -101,7 +101,10 @@ def _walk_as_called():
     walk_strands(p, rest, 3, 0, 0, np.zeros(1, np.int64), np.ones(1, np.int64), np.array([0, 0.5, 0.5], np.float32),
                  0.0, 3, True, 0.05, kernel_colliders([c, c]), NO_KIDS, rest, np.full((2, 1), -np.inf, np.float32),
                  p[:, :1].astype(np.float64), np.empty(1, np.int64), np.empty((13, 1)), np.zeros((1, 3)), 7,
+                 np.zeros(1, np.int64), rest, np.stack([np.eye(4), np.eye(4)]), np.ones(2, bool), 0.3,
                  np.zeros(1, np.int64))
+    cross_paths(p, 0, rest, np.stack([np.eye(4), np.eye(4)]), np.ones(2, bool), np.array([False, True, True]),
+                kernel_colliders([c, c]), rest, 0.3, np.empty(3, np.int64))
 
 
 def _contacts_as_called():

@@ -15,7 +15,7 @@ import numpy as np
 from .chain import SETTLING, least_motion, settled
 from .children import Children, neighbourhood, sag, transplant, turns
 from .collision import Collider, MeshField, kernel_colliders
-from .kernels.walk import NO_KIDS, walk_strands
+from .kernels.walk import CROSS_FRICTION, CROSS_STEPS, CROSS_TURN, NO_KIDS, cross_paths, walk_strands
 from .spaces import transform_points
 
 
@@ -55,6 +55,9 @@ class CollisionWalk:
         # points the walk kernel's running bounds could not clear (looked up), and strands it
         # stopped for a lift, since set to 0
         self.looked = self.stops = 0
+        self.crossed = 0              # points continuous contact held back, last run
+        # Coulomb friction of continuous contact's hold (the layer's Friction where it has one)
+        self.friction = CROSS_FRICTION
 
     @property
     def note(self) -> str | None:
@@ -99,19 +102,64 @@ class CollisionWalk:
         of one point count)."""
         return self.length is not None and self.length.mode == "SEGMENT" and bool(self.length.uniform)
 
-    def run(self, p, base, span, first_strand, work=None, row=None) -> None:
+    def maps(self) -> np.ndarray:
+        """Each collider's head-local -> field map this frame (K, 4, 4) float64: what continuous
+        contact (``cross``) needs of this frame at the next."""
+        return np.stack([np.eye(4) if c.to_field is None else np.asarray(c.to_field, np.float64)
+                         for c in self.colliders])
+
+    def sweeps(self, maps) -> np.ndarray:
+        """Which colliders (K,) bool moved relative to the head since the frame whose maps were
+        ``maps`` (``maps()`` then; None: none). Continuous contact meets those alone: a collider
+        sweeping through where the hair was (a hand, a plate, a hat's brim). Hair a solver moves
+        through a collider that keeps still relative to the head (the head itself, in a turn the
+        hair lags) is the solver's own contacts' and refinement's push to meet: held back there
+        by a contact the solver does not feel, it tore away from its held place later (a 27 cm
+        pop of Springs hair after Suzanne's fast turn)."""
+        if maps is None or len(maps) != len(self.colliders):
+            return np.zeros(len(self.colliders), bool)
+        return np.array([not np.array_equal(a, b) for a, b in zip(maps, self.maps())])
+
+    def cross(self, p, span, last, maps, sweeps) -> int:
+        """Continuous contact (``kernels.walk.cross_paths``, SPEC §6.3): the points ``p`` (3, C),
+        the wig's ``span``, whose path from where they ended the last frame (``last`` (3, P)
+        head-local, ``maps``: ``maps()`` then) crossed a collider, slid from where they met it,
+        in place, before the walk places them. Returns how many slid. Colliders of the patent's
+        rays (not a mesh's field) have no distance to advance by: none is crossed."""
+        if maps is None or len(maps) != len(self.colliders) or not all(
+                isinstance(c.field, MeshField) for c in self.colliders):
+            return 0
+        rows = p if p.flags.c_contiguous else np.ascontiguousarray(p)
+        moved = np.empty(rows.shape[1], np.int64)
+        cross_paths(rows, span.start or 0, last, maps, sweeps, self.not_root, kernel_colliders(self.colliders),
+                    self.colliders[0].rest_rows, float(self.friction), moved)
+        if rows is not p:
+            p[...] = rows
+        return int(moved.sum())
+
+    def run(self, p, base, span, first_strand, last=None, maps=None) -> None:
         """Collision and length as constraints together (SPEC §6.4). Per segment: one walk of
         every strand from root to tip, each point placed at its segment's length from the one
         before (follow-the-leader) and out of every collider, so collision never stretches hair.
         With the whole-strand length mode, length (the strand's scale) and collision alternate
         instead, ending on length. What is left inside a collision surface is measured on the
-        points as written (``Wig._held_depth``). ``base``: this frame's rest pose of those points (3, C)."""
+        points as written (``Wig._held_depth``). ``base``: this frame's rest pose of those points (3, C).
+        ``last``, ``maps``: where the points ended the last frame and the colliders' maps then
+        (``maps()``), for continuous contact (None: the first frame) — in the walk as it places
+        each point, else before the points are collided (``cross``)."""
         length = self.length
+        self.crossed = 0
+        sweeps = self.sweeps(maps)
+        if not sweeps.any():
+            last = maps = None
         if self.walks and all(isinstance(c.field, MeshField) for c in self.colliders):
-            self._walk_kernel(p, base, span, first_strand)
-        elif self.walks:
-            self._walk(p, base, span, first_strand)
+            self._walk_kernel(p, base, span, first_strand, last, maps, sweeps)
+            return
+        if self.walks:
+            self._walk(p, base, span, first_strand, last, maps, sweeps)
         else:
+            if last is not None:
+                self.crossed = self.cross(p, span, last, maps, sweeps)
             not_root = self.not_root[span]
             strand = self.strand_of_point[span] - first_strand
             moved = self._collide(p, span, not_root)
@@ -130,7 +178,7 @@ class CollisionWalk:
                 else:
                     length.apply_rows(p, touched, first_strand, base=base)
 
-    def _walk(self, p, base, span, first_strand) -> None:
+    def _walk(self, p, base, span, first_strand, last=None, maps=None, sweeps=None) -> None:
         """Follow-the-leader with collision, root to tip, on every strand stepped (one point
         count; SPEC §6.4): each point placed its segment's length from the one before
         (``LengthControl.steps``: towards where it was asked to be, turned towards the segment
@@ -138,9 +186,14 @@ class CollisionWalk:
         ``base`` (3, C) where that is zero too); then the points the grid says may be within
         their limit are pushed out of every collider and set back on their segment's length, ``collision_iterations`` times. The
         points are turned point-major once, so each step is one pass over contiguous rows. What is
-        left inside is measured on the points as written (``Wig._held_depth``)."""
+        left inside is measured on the points as written (``Wig._held_depth``). ``last``,
+        ``maps``: continuous contact's (``run``), done on each point as it is placed
+        (``_cross_column``) where every collider is a mesh's field."""
         length = self.length
         n = length.uniform
+        if maps is None or len(maps) != len(self.colliders) or not all(
+                isinstance(c.field, MeshField) for c in self.colliders):
+            last = None
         count = p.shape[1] // n
         view = p.reshape(3, count, n)
         q = np.ascontiguousarray(view.transpose(0, 2, 1))                      # (3, n, S)
@@ -155,6 +208,8 @@ class CollisionWalk:
                 d = q[:, j] - q[:, j - 1]
                 np.sqrt(np.einsum("ks,ks->s", d, d), out=seg)
             at_j = index + j
+            if last is not None:
+                self.crossed += self._cross_column(q, j, at_j, last, maps, sweeps)
             near = [c.near_step(q[:, j], j, strands, at_j, m, rest[j] if seg is None else seg)
                     for c, m in zip(self.colliders, margins)]
             at = near[0] if len(near) == 1 else np.unique(np.concatenate(near))
@@ -177,7 +232,101 @@ class CollisionWalk:
                 self._swing_out(q, j, at_j, at)
         view[...] = q.transpose(0, 2, 1)
 
-    def _walk_kernel(self, p, base, span, first_strand) -> None:
+    def _cross_column(self, q, j, at_j, last, maps, sweeps) -> int:
+        """Continuous contact in numpy (``kernels.walk._cross_point`` says what and why): point
+        ``j`` of every strand (``q`` (3, n, S), the wig's points ``at_j``), just placed, against
+        each collider in turn, along its path from where it ended the last frame; where it
+        crossed, held on the plane its limit off where it met the surface (``_held``) at its
+        segment's length. How many crossed."""
+        count = 0
+        for c, m, moved in zip(self.colliders, maps, sweeps):
+            if not moved:
+                continue
+            a = last[:, at_j].astype(np.float64)
+            a = m[:3, :3] @ a + m[:3, 3:4]
+            if c.to_field is not None:
+                a = c.from_field[:3, :3] @ a + c.from_field[:3, 3:4]
+            b = q[:, j].astype(np.float64)
+            d = b - a
+            travel = np.sqrt(np.sum(d * d, axis=0))
+            tol = c.tolerance / float(c.stretch)
+            at = np.flatnonzero(travel > 0)
+            met, e = self._advance(c, a[:, at], d[:, at], travel[at], tol, start_inside=False)
+            at, e = at[met], e[:, met]
+            if at.size == 0:
+                continue
+            # back from b to where the path leaves the surface (b itself where b is inside)
+            left, x = self._advance(c, b[:, at], -d[:, at], travel[at], tol, start_inside=True)
+            ne = c.outward_at(e.astype(np.float32))
+            nx = c.outward_at(x.astype(np.float32))
+            hit = left & (np.sum(ne * nx, axis=0) < CROSS_TURN)
+            if not hit.any():
+                continue
+            at, e, ne = at[hit], e[:, hit], ne[:, hit]
+            count += at.size
+            plane = e + ne * (c.limit[at_j[at]].astype(np.float64) / float(c.stretch))
+            b = q[:, j, at].astype(np.float64)
+            beyond, held = _held(b, plane, ne, self.friction)
+            at, b, plane, ne, held = at[beyond], b[:, beyond], plane[:, beyond], ne[:, beyond], held[:, beyond]
+            lead = q[:, j - 1, at].astype(np.float64)
+            # at its segment's length from its leader, then on the circle where that sphere meets
+            # the plane, nearest it
+            held = lead + (held - lead) * np.sqrt(np.sum((b - lead) ** 2, axis=0)
+                                                  / np.maximum(np.sum((held - lead) ** 2, axis=0), 1e-300))
+            q[:, j, at] = _onto_circle(lead, held, plane, ne).astype(np.float32)
+        return count
+
+    def _advance(self, c: Collider, o, d, travel, tol, start_inside: bool):
+        """Conservative advancement from ``o`` (3, K) along ``d`` (3, K, of length ``travel``)
+        by the clearance, ``CROSS_STEPS`` steps at most: whether each path meets the surface
+        (within ``tol``), and where (3, K). A path that starts inside meets it at once where
+        ``start_inside``, else never."""
+        s = np.zeros(o.shape[1])
+        x = o.copy()
+        room = self._clearance(c, x)
+        go = np.ones(o.shape[1], bool) if start_inside else room >= -tol
+        met = np.zeros(o.shape[1], bool)
+        for _ in range(CROSS_STEPS):
+            met |= go & (room <= tol)
+            go &= ~met
+            s = np.where(go, s + room, s)
+            go &= s < travel
+            if not go.any():
+                break
+            x = np.where(go, o + d * (s / np.where(travel > 0, travel, 1.0)), x)
+            room = np.where(go, self._clearance(c, x), room)
+        return met, x
+
+    @staticmethod
+    def _clearance(c: Collider, x: np.ndarray) -> np.ndarray:
+        """``kernels.walk._clearance`` of head-local points ``x`` (3, K) float64: a lower bound of
+        the collider's signed distance, head-local units — exact where the lists reach, the
+        grid's less its error beyond, the distance to the box beyond the grid; exact from every
+        triangle where that bound is within the tolerance but not exact."""
+        f = np.ascontiguousarray(x.T)
+        if c.to_field is not None:
+            f = f @ c.to_field[:3, :3].T + c.to_field[:3, 3]
+        field = c.field
+        d, _ = field.lookup(f)
+        d = d.astype(np.float64)
+        beyond = ~np.isfinite(d)
+        err = field.error_at(f).astype(np.float64)
+        room = d - err
+        exact = np.zeros(len(d), bool)
+        band = np.flatnonzero(~beyond & (np.abs(d) < field.exact_reach + err))
+        if band.size:
+            sd, _, _, ok = field._exact_in_band(f[band], d[band])
+            room[band[ok]] = sd[ok]
+            exact[band[ok]] = True
+        if beyond.any():
+            room[beyond] = field.signed_distance(f[beyond])
+        doubt = np.flatnonzero(~exact & (room <= c.tolerance))
+        if doubt.size:
+            sd, _, _, ok = field.exact(f[doubt], every=True)
+            room[doubt[ok]] = sd[ok]
+        return room / float(c.stretch)
+
+    def _walk_kernel(self, p, base, span, first_strand, last=None, maps=None, sweeps=None) -> None:
         """``_walk`` as one kernel (``kernels.walk.walk_strands``): every strand walked root to
         tip on its own thread. Where a contact meets a strand head-on with a layer that lifts
         (``_lift_steep``), the kernel stops that strand there; its chain is lifted here, the rest
@@ -198,6 +347,10 @@ class CollisionWalk:
         rest = self.colliders[0].rest_rows
         iterations = max(1, self.iterations)
         looked = np.zeros(count, np.int64)
+        crossed = np.zeros(count, np.int64)
+        if last is None or maps is None or len(maps) != len(self.colliders):
+            last, maps = _NO_LAST, np.zeros((len(self.colliders), 4, 4))
+            sweeps = np.zeros(len(self.colliders), bool)
         stops = 0
         kids = NO_KIDS
         if self.children is not None:
@@ -205,7 +358,8 @@ class CollisionWalk:
         while strands.size:
             walk_strands(rows, base, n, span.start, first_strand, strands, first, length,
                          float(self.length.elasticity), iterations, bool(self.lifts), SETTLING, cols, kids, rest,
-                         margins, came, stop, record, _AROUND, 7, looked)
+                         margins, came, stop, record, _AROUND, 7, looked, last, maps, sweeps, float(self.friction),
+                         crossed)
             stopped = strands[stop[strands] >= 0]
             if stopped.size == 0:
                 break
@@ -216,6 +370,7 @@ class CollisionWalk:
         if rows is not p:
             p[...] = rows
         self.looked += int(looked.sum())
+        self.crossed = int(crossed.sum())
         self.stops += int(stops)
 
     def _lifted(self, rows, n, count, span, first_strand, stopped, stop, record, iterations) -> None:
@@ -534,6 +689,16 @@ def _unit(v: np.ndarray, axis: int = 0) -> np.ndarray:
     return v / np.maximum(n, 1e-30)
 
 
+def _held(b: np.ndarray, e: np.ndarray, n: np.ndarray, friction: float):
+    """``kernels.walk._held`` of points ``b`` (3, K) against planes through ``e`` (3, K) of
+    normals ``n`` (3, K): whether each was beyond its plane, and where it is held."""
+    into = np.sum((b - e) * n, axis=0)
+    t = b - into * n - e
+    slide = np.sqrt(np.sum(t * t, axis=0))
+    keep = np.where(slide > 0, np.maximum(0.0, 1.0 + friction * into / np.where(slide > 0, slide, 1.0)), 0.0)
+    return into < 0, e + t * keep
+
+
 def _onto_circle(c: np.ndarray, before: np.ndarray, after: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Where a point ``before`` (3, S), at its segment's length from ``c``, goes when a
     collider pushed it to ``after`` along ``n`` (3, S, unit): the point at that same distance
@@ -557,3 +722,6 @@ def _onto_circle(c: np.ndarray, before: np.ndarray, after: np.ndarray, n: np.nda
         dn = np.sqrt(np.einsum("ks,ks->s", d, d))
         out[:, fallback] = c[:, fallback] + d * (np.sqrt(length2[fallback]) / np.maximum(dn, 1e-30))
     return out
+
+# continuous contact's record of the last frame, on the first frame: none
+_NO_LAST = np.zeros((3, 0), np.float32)

@@ -256,7 +256,7 @@ def _numpy_walk(monkeypatch):
     from hair_wig.walk import CollisionWalk
 
     monkeypatch.setattr(CollisionWalk, "_walk_kernel",
-                        lambda self, p, base, span, first: self._walk(p, base, span, first))
+                        lambda self, p, base, span, first, *last: self._walk(p, base, span, first, *last))
 
 
 def test_the_walk_looks_up_only_points_a_push_could_reach(monkeypatch):

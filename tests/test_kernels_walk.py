@@ -71,13 +71,15 @@ def _frames(count=4):
     return out
 
 
-def _bake(wig, frames, residuals=None):
+def _bake(wig, frames, residuals=None, crossed=None):
     state, outs = None, []
     for inp in frames:
         out, state = wig.step(inp, state)
         outs.append(out.copy())
         if residuals is not None:
             residuals.append(wig.residual)
+        if crossed is not None:
+            crossed.append(wig.crossed)
     return outs
 
 
@@ -97,13 +99,19 @@ def test_the_walk_kernel_meets_the_contacts_the_numpy_walk_meets(monkeypatch, n,
     lifted = [1.0]                       # the worst conditioning of a lift's constraints
     with monkeypatch.context() as m:
         m.setattr(walk_module, "least_motion", _conditioning(lifted))
-        kernel = _bake(wig, frames, residuals)
+        crossed = []
+        kernel = _bake(wig, frames, residuals, crossed)
     looked, stops = wig.walk.looked, wig.walk.stops
     assert (wig.walk.children is not None) == (children is not None)
     with monkeypatch.context() as m:
-        m.setattr(CollisionWalk, "_walk_kernel", lambda self, p, base, span, first: self._walk(p, base, span, first))
+        m.setattr(CollisionWalk, "_walk_kernel",
+                  lambda self, p, base, span, first, *last: self._walk(p, base, span, first, *last))
         numpy_wig, _ = _scene(n=n, lifts=lifts, children=children)
-        reference = _bake(numpy_wig, frames)
+        numpy_crossed = []
+        reference = _bake(numpy_wig, frames, crossed=numpy_crossed)
+    # continuous contact meets the shoulder alone (the head keeps still relative to itself), and
+    # no path crosses it: it rises slower than it is thick (tests/test_continuous_contact.py)
+    assert crossed == numpy_crossed == [0] * len(frames)
     assert looked > 0
     if lifts:
         assert stops > 0

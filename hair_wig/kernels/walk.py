@@ -450,7 +450,8 @@ def _swing_out(p, i, j, w, c0, cols, rest, around, rounds):
 # ---------------------------------------------------------------- the walk
 @njit(cache=True, parallel=True)
 def walk_strands(p, base, n, start, first_strand, strands, first, length, elasticity, iterations, lifts, settling,
-                 threads_cols, kids, rest, margins, came, stop, record, around, rounds, looked):
+                 threads_cols, kids, rest, margins, came, stop, record, around, rounds, looked, last, maps, sweeps,
+                 friction, crossed):
     """Follow-the-leader with collision, root to tip, on ``strands`` (K,) of rows ``p`` (3, C)
     float32 — strands of ``n`` points one after another, strand ``s``'s point ``j`` row
     ``s n + j``, the wig's point ``start + s n + j`` — in place (``walk.CollisionWalk._walk``).
@@ -490,18 +491,29 @@ def walk_strands(p, base, n, start, first_strand, strands, first, length, elasti
         ``_swing_out``'s.
     looked : (S,) int64
         Each strand's count of points its running bound could not clear (looked up), added to.
+    last, maps, sweeps : (3, P) float32, (K, 4, 4) float64, (K,) bool
+        Continuous contact (``_crossed``): where each of the wig's points ended the last frame
+        (head-local then), each collider's head-local → field map then, and whether it moved
+        relative to the head since (only those are met so); ``last`` of no points: none (the
+        first frame). A point placed across a collider from there goes back
+        to the side it came from, on the plane its limit off where it met the surface (``_held``,
+        with Coulomb ``friction``).
+    crossed : (S,) int64
+        Each strand's count of points that slid back so, added to.
     """
     for chunk in prange((strands.shape[0] + CHUNK - 1) // CHUNK):
         mine = threads_cols[get_thread_id()]
         c0 = mine[0]
         for kk in range(chunk * CHUNK, min((chunk + 1) * CHUNK, strands.shape[0])):
             _walk_strand(p, base, n, start, first_strand, strands[kk], first, length, elasticity, iterations, lifts,
-                         settling, c0, mine, kids, rest, margins, came, stop, record, around, rounds, looked)
+                         settling, c0, mine, kids, rest, margins, came, stop, record, around, rounds, looked, last,
+                         maps, sweeps, friction, crossed)
 
 
 @njit(cache=True, inline="always")
 def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, iterations, lifts, settling, c0,
-                 cols, kids, rest, margins, came, stop, record, around, rounds, looked):
+                 cols, kids, rest, margins, came, stop, record, around, rounds, looked, last, maps, sweeps, friction,
+                 crossed):
     """``walk_strands`` for strand ``s``; ``c0``: the first collider, read from the list once per
     chunk of strands. Inlined, as ``_round``, ``_project`` and ``_project_to`` are: a call that
     passes a collider's tuple counts a reference to each of its ~40 arrays, atomically, and takes
@@ -524,6 +536,8 @@ def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, 
         gx, gy, gz = px - cx, py - cy, pz - cz              # the segment as it came in
         cx, cy, cz = px, py, pz
         lx, ly, lz = np.float64(p[0, i - 1]), np.float64(p[1, i - 1]), np.float64(p[2, i - 1])
+        # placed; where that crossed a collider since the last frame, slid back to the side it
+        # came from and placed again from there (one loop: ``place`` is inlined at one site)
         ox, oy, oz, moved = place(lx, ly, lz, px, py, pz, np.float64(length[i]), gx, gy, gz,
                                   np.float64(base[0, i]) - np.float64(base[0, i - 1]),
                                   np.float64(base[1, i]) - np.float64(base[1, i - 1]),
@@ -531,6 +545,30 @@ def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, 
                                   elasticity, True, _F32_KEEP)
         if moved:
             p[0, i], p[1, i], p[2, i] = np.float32(ox), np.float32(oy), np.float32(oz)
+        if last.shape[1]:
+            # placed across a collider since the last frame: back on the side it came from, at its
+            # segment's length on the plane its limit off where it met the surface
+            for k in range(ncol):
+                if not sweeps[k]:
+                    continue
+                if k == 0:
+                    hit, ex, ey, ez, nx, ny, nz, lim = _crossed(p, i, w, last, maps[0], c0, rest)
+                else:
+                    hit, ex, ey, ez, nx, ny, nz, lim = _crossed(p, i, w, last, maps[k], cols[k], rest)
+                if hit:
+                    crossed[s] += 1
+                    ex, ey, ez = ex + nx * lim, ey + ny * lim, ez + nz * lim
+                    bx, by, bz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
+                    beyond, hx, hy, hz = _held(bx, by, bz, ex, ey, ez, nx, ny, nz, friction)
+                    if beyond:
+                        # where it is held, at its segment's length from its leader: then on the
+                        # circle where that sphere meets the plane, nearest it
+                        hx, hy, hz = hx - lx, hy - ly, hz - lz
+                        f = math.sqrt(((bx - lx) ** 2 + (by - ly) ** 2 + (bz - lz) ** 2)
+                                      / max(hx * hx + hy * hy + hz * hz, 1e-300))
+                        sx, sy, sz = _onto_circle(lx, ly, lz, lx + hx * f, ly + hy * f, lz + hz * f,
+                                                  ex, ey, ez, nx, ny, nz)
+                        p[0, i], p[1, i], p[2, i] = np.float32(sx), np.float32(sy), np.float32(sz)
         if elasticity == 0.0:
             seg = length[i]
         else:
@@ -684,3 +722,183 @@ def _screen(col, x, y, z):
         fz = np.float32(m[2, 0]) * x + np.float32(m[2, 1]) * y + np.float32(m[2, 2]) * z + np.float32(m[2, 3])
         return _node_value(fx, fy, fz, col[0], False)
     return _node_value(x, y, z, col[0], False)
+
+
+# ---------------------------------------------------------------- continuous contact
+CROSS_STEPS = 32       # conservative-advancement steps along a path, at most
+# A path that leaves the surface facing more than 60° away from where it met it went through
+# (cos 60°): a graze over a convex surface turns the normal by its chord over the radius, and
+# 60° would be a chord as long as the radius — a head's 10 cm in one frame, relative to it.
+CROSS_TURN = 0.5
+# Coulomb friction of the hold where the wig's layer has none of its own (Springs): the layers'
+# default Friction
+CROSS_FRICTION = 0.3
+
+
+@njit(cache=True, inline="always")
+def _clearance(x, y, z, col):
+    """A lower bound of the collider's signed distance at the head-local float64 point
+    (x, y, z), in head-local units: exact where the lists reach it (``_exact_in_band``, as
+    ``_outward`` reads it), the grid's less its error there beyond, the distance to the grid's
+    box beyond the grid (``_signed_point``) — never more than the true distance, so a step of it
+    along a path cannot pass the surface. Where that bound says the surface may be within the
+    tolerance but is not exact (a grid as coarse as a thin plate's, whose error is its whole
+    cell), the exact distance from every triangle: a path must not stop short of the surface."""
+    fx, fy, fz = _field_point(col, x, y, z)
+    d, _, _, _, base = _lookup64(fx, fy, fz, col[2])
+    exact = False
+    if not np.isfinite(d):
+        sd, _ = _signed_point(fx, fy, fz, col[2], col[3], col[4], col[5])
+        room = np.float64(sd)
+    else:
+        d64 = np.float64(d)
+        err, cell = _error(fx, fy, fz, base, col)
+        err = np.float64(err)
+        room = d64 - err
+        if abs(d64) < col[13] + err:
+            ok, sd, _, _, _, _, _, _ = _exact_in_band(fx, fy, fz, d64, err, cell, col)
+            if ok:
+                room = sd
+                exact = True
+    if not exact and room <= col[14]:
+        origin = col[2][1]
+        known, sd, _, _, _, _, _, _ = _exact_point(fx - origin[0], fy - origin[1], fz - origin[2], 0, col[17])
+        if known:
+            room = sd
+    return room / np.float64(col[15])
+
+
+@njit(cache=True)
+def _cross_point(p, i, w, ax, ay, az, col):
+    """Continuous contact for point ``i`` of rows ``p`` (the wig's point ``w``) against one
+    collider, along its path from ``a`` (where it was, head-local now) to where it is: whether
+    the path crossed the collider, and if so where it met it and the outward direction there
+    (head-local) and the point's limit (head-local units) — the plane the point is kept on. A
+    plain call (its tuple's references counted): only the points ``_crossed`` cannot clear
+    come here.
+
+    The path crossed where it meets the mesh's surface (conservative advancement from ``a``
+    along the clearance, ``CROSS_STEPS`` steps at most: a grazing path that needs more has not
+    gone in) and the point does not end by the face it came through — the surface the path
+    leaves by (found from ``b`` back the same way; ``b``'s nearest where ``b`` is inside) faces
+    more than 60° away from the one it met (``CROSS_TURN``): a thin plate or a hand whose
+    middle passed it, a corner it was carried into from one face and would be pushed out of
+    another. A point that went in and ends nearer
+    the face it came through is the walk's to push out that face; a point that slid over the
+    surface and cut into it by a chord's sag leaves it facing nearly the way it met it, and is
+    left alone. A point that
+    started inside the mesh (a groom inside the head) is the walk's too."""
+    bx, by, bz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
+    dx, dy, dz = bx - ax, by - ay, bz - az
+    travel = math.sqrt(dx * dx + dy * dy + dz * dz)
+    stretch = np.float64(col[15])
+    tol = col[14] / stretch
+    # forward from a to where the path meets the surface; then back from b to where it leaves
+    # it (b itself where b is inside: its nearest surface) — one loop, so ``_clearance`` is
+    # inlined at one site
+    ex = ey = ez = 0.0
+    for back in range(2):
+        ox, oy, oz = (bx, by, bz) if back else (ax, ay, az)
+        sign = -1.0 if back else 1.0
+        s, x, y, z = 0.0, ox, oy, oz
+        met = False
+        for step in range(CROSS_STEPS):
+            room = _clearance(x, y, z, col)
+            if step == 0 and not back and room < -tol:
+                break                # it started inside
+            if room <= tol:
+                met = True
+                break
+            s += room
+            if s >= travel:
+                break
+            f = sign * s / travel
+            x, y, z = ox + f * dx, oy + f * dy, oz + f * dz
+        if not met:
+            break
+        if not back:
+            ex, ey, ez = x, y, z
+            continue
+        nx, ny, nz = _outward(ex, ey, ez, col)
+        mx, my, mz = _outward(x, y, z, col)
+        if nx * mx + ny * my + nz * mz < CROSS_TURN:
+            return True, ex, ey, ez, nx, ny, nz, np.float64(col[7][w]) / stretch
+    return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+
+
+@njit(cache=True)
+def _held(bx, by, bz, ex, ey, ez, nx, ny, nz, friction):
+    """Where a point that crossed a collider is held (continuous contact's response): ``b``, where
+    it would be, brought back onto the plane through ``e`` (its limit off where it met the
+    surface) with normal ``n`` — the part of its motion into the surface taken out — and its
+    slide along the plane from ``e`` slowed by Coulomb friction: by ``friction`` times the depth
+    taken out, to a stop where that is more than the slide (SPEC §6.3: at the surface, sliding
+    with friction). Whether it was beyond the plane, and the point."""
+    into = (bx - ex) * nx + (by - ey) * ny + (bz - ez) * nz
+    if into >= 0.0:
+        return False, bx, by, bz
+    tx, ty, tz = bx - into * nx - ex, by - into * ny - ey, bz - into * nz - ez
+    slide = math.sqrt(tx * tx + ty * ty + tz * tz)
+    keep = 0.0
+    if slide > 0.0:
+        keep = max(0.0, 1.0 + friction * into / slide)
+    return True, ex + tx * keep, ey + ty * keep, ez + tz * keep
+
+
+@njit(cache=True, inline="always")
+def _crossed(p, i, w, last, m, col, rest):
+    """``_cross_point`` for point ``i`` of rows ``p`` (the wig's point ``w``) against collider
+    ``col``, from where it ended the last frame (``last``, head-local then; ``m`` the collider's
+    head-local → field map then), after the cheap tests that clear most points: no travel, both
+    ends in the ball about its rest place that clears the surface (an unmoved collider), or the
+    nearest node's distance less the grid's slack farther than the path is long."""
+    ax, ay, az = _to(m, np.float64(last[0, w]), np.float64(last[1, w]), np.float64(last[2, w]))
+    if col[16]:                      # where it was in the collider's space, in head-local space now
+        ax, ay, az = _to(col[10], ax, ay, az)
+    bx, by, bz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
+    dx, dy, dz = bx - ax, by - ay, bz - az
+    if dx * dx + dy * dy + dz * dz == 0.0:
+        return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    if not col[11] and _skipped(col, rest, w, ax, ay, az) and _skipped(col, rest, w, bx, by, bz):
+        return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    stretch = np.float64(col[15])
+    near = np.float64(_screen(col, np.float32(ax), np.float32(ay), np.float32(az))) - np.float64(col[12])
+    if near / stretch > math.sqrt(dx * dx + dy * dy + dz * dz) + col[14] / stretch:
+        return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    return _cross_point(p, i, w, ax, ay, az, col)
+
+
+@njit(cache=True, parallel=True)
+def cross_paths(p, start, last, maps, sweeps, not_root, threads_cols, rest, friction, moved):
+    """Continuous contact (SPEC §6.3) before a walk that does not do it itself: each point of
+    rows ``p`` (3, C) float32, head-local — the wig's points ``start …`` — against every
+    collider that moved relative to the head since the last frame (``sweeps`` (K,) bool) in turn,
+    along its path in the collider's own space from where it ended the last frame (``last``
+    (3, P) float32, head-local then; ``maps`` (K, 4, 4) float64 each collider's head-local →
+    field map then) to where it is now (``_crossed``). A point whose path crossed
+    a collider is held on the plane its limit off the surface where it met it (``_held``, with
+    Coulomb ``friction``): it stays on the side it came from. ``moved`` (C,) int64: written, 1 where a point slid.
+    Roots (``not_root`` False) stay. Each point is its own iteration: the same bits on any
+    thread count."""
+    count = p.shape[1]
+    for chunk in prange((count + CHUNK - 1) // CHUNK):
+        lo, hi = chunk * CHUNK, min((chunk + 1) * CHUNK, count)
+        mine = threads_cols[get_thread_id()]
+        for i in range(lo, hi):
+            moved[i] = 0
+        for k in range(len(mine)):
+            if not sweeps[k]:
+                continue
+            col = mine[k]            # once a chunk: a bound tuple counts its arrays' references
+            m = maps[k]
+            for i in range(lo, hi):
+                w = start + i
+                if not not_root[w]:
+                    continue
+                hit, ex, ey, ez, nx, ny, nz, lim = _crossed(p, i, w, last, m, col, rest)
+                if hit:              # onto the plane its limit off where it met the surface
+                    beyond, hx, hy, hz = _held(np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i]),
+                                               ex + nx * lim, ey + ny * lim, ez + nz * lim, nx, ny, nz, friction)
+                    if beyond:
+                        p[0, i], p[1, i], p[2, i] = np.float32(hx), np.float32(hy), np.float32(hz)
+                    moved[i] = 1

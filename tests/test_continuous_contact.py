@@ -1,0 +1,208 @@
+"""Continuous contact (``kernels.walk._cross_point``): a point whose path since the last frame, in
+a collider's own space, crossed the collider stays on the side it came from — on the plane its
+limit off where it met the surface, at its segment's length. A plate 2 cm thick jumping 15 cm a
+frame through hanging hair (its middle passes the points between two frames: each frame alone
+sees them outside it, behind) holds the hair on its front face, exactly; the same hair without
+the last frame's record goes through. Hair lying on a turning ball (a chord of its path cuts
+into the surface by its sag) is not taken for a crossing; a collider still relative to the head
+is left to the push. The walk's kernel, its numpy
+form (``CollisionWalk._cross_column``) and the kernel before a whole-strand length pass
+(``cross_paths``) hold alike; the same bits on one and two threads. No Blender.
+"""
+
+import numba
+import numpy as np
+import pytest
+
+from hair_wig import FrameInput, HairSet, Magnet, Wig, WigSettings
+from hair_wig.collision import ColliderMesh
+from hair_wig.strands import StrandSettings
+from hair_wig.walk import CollisionWalk
+from test_collision import sphere
+from tolerance import rounding
+
+STRANDS, POINTS, DROP = 12, 16, 1.0
+SEGMENT = DROP / (POINTS - 1)
+THICK, TOP, BOTTOM = 0.02, -0.9, -1.2
+PLATE = (-0.4, -0.25, -0.1, 0.05, 0.1)       # the plate's middle, a frame each (x, m)
+
+
+def _box(hx, hy, hz):
+    v = np.array([[sx * hx, sy * hy, sz * hz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], float)
+    quads = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
+    return v, np.array([t for a, b, c, d in quads for t in ((a, b, c), (a, c, d))])
+
+
+def _at(x, z=(TOP + BOTTOM) / 2):
+    m = np.eye(4)
+    m[:3, 3] = (x, 0.0, z)
+    return m
+
+
+def _plate_wig(dynamics=None, length_mode="SEGMENT"):
+    """Straight strands hanging 1 m from a small head at x = 0, and the plate (2 m wide) across
+    them from 0.9 to 1.2 m below it."""
+    pts = np.zeros((STRANDS, POINTS, 3))
+    pts[:, :, 1] = np.linspace(-0.5, 0.5, STRANDS)[:, None]
+    pts[:, :, 2] = -0.3 - np.linspace(0.0, DROP, POINTS)[None]
+    hair = HairSet(pts.reshape(-1, 3).astype(np.float32), np.full(STRANDS, POINTS), name="Curtain")
+    v, t = _box(THICK / 2, 1.0, (TOP - BOTTOM) / 2)
+    head = sphere(0.25, 12, 24)
+    settings = WigSettings(dynamics=dynamics, length_mode=length_mode)
+    return Wig(hair, np.eye(4), np.eye(4), [Magnet("M", np.eye(4), radius=0.001)], settings,
+               head_mesh=head, colliders=[ColliderMesh("Plate", v, t, _at(PLATE[0]))])
+
+
+def _sweep(wig):
+    state, outs, crossed = None, [], []
+    for f, x in enumerate(PLATE):
+        out, state = wig.step(FrameInput(np.eye(4), np.eye(4), np.array([np.eye(4)]), time=f / 24,
+                                         collider_matrices=np.array([_at(x)])), state)
+        outs.append(out.reshape(STRANDS, POINTS, 3).copy())
+        crossed.append(wig.crossed)
+    return outs, crossed
+
+
+def _without_last(monkeypatch):
+    """Every frame's walk as if it were the first: no record of where the points were."""
+    run = CollisionWalk.run
+    monkeypatch.setattr(CollisionWalk, "run", lambda self, p, base, span, first, last=None, maps=None:
+                        run(self, p, base, span, first))
+
+
+# the points over the plate's face once it has passed the hair: the 12th to the 15th (1.03 to
+# 1.23 m down, as combed). The 10th hangs from the 9th, which lies on the plate's top plane and
+# stays behind it: once the plate is farther from the 9th than a segment, the 10th cannot reach
+# its front face and is pulled over the top (follow-the-leader: the points before lead).
+FACE = slice(11, 15)
+
+
+@pytest.mark.parametrize("numpy_walk", [False, True])
+def test_a_plate_whose_middle_passes_the_hair_in_one_frame_holds_it_on_its_front_face(monkeypatch, numpy_walk):
+    """Without dynamics each frame asks for the hair as combed, at x = 0. Once the plate's
+    middle is past it (x = 0.05, then 0.1), every frame alone finds the points outside the plate,
+    behind it. With continuous contact each point over the face is set on the front face —
+    x = plate + 1 cm, to float32 rounding of coordinates ~1 (a few roundings: the map into the
+    plate's space and back, the plane, the set-back on the segment's length) — and every
+    segment keeps its length."""
+    if numpy_walk:
+        monkeypatch.setattr(CollisionWalk, "_walk_kernel",
+                            lambda self, p, base, span, first, *last: self._walk(p, base, span, first, *last))
+    outs, crossed = _sweep(_plate_wig())
+    assert crossed[:3] == [0, 0, 0] and crossed[3] >= STRANDS * 5
+    tol = rounding(1.3, 16)
+    for x, out in zip(PLATE[3:], outs[3:]):
+        np.testing.assert_allclose(out[:, FACE, 0], x + THICK / 2, rtol=0, atol=tol)
+        seg = np.linalg.norm(np.diff(out, axis=1), axis=2)
+        np.testing.assert_allclose(seg, SEGMENT, rtol=0, atol=rounding(1.3, 8))
+    for out in outs[:3]:                          # before it reaches them: as combed
+        np.testing.assert_array_equal(out[..., 0], 0.0)
+
+
+def test_without_the_last_frame_the_plate_goes_through_the_hair(monkeypatch):
+    """The same sweep with each frame's walk blind to the last: the points over the face end
+    behind the plate (as combed, x = 0) — what continuous contact is for."""
+    _without_last(monkeypatch)
+    outs, _ = _sweep(_plate_wig())
+    for x, out in zip(PLATE[3:], outs[3:]):
+        assert (out[:, FACE, 0] < x - THICK / 2).all()
+
+
+def test_before_a_whole_strand_length_pass_the_points_are_held_alike():
+    """With length kept per strand (the patent's scale, not a walk) the points are held by the
+    kernel run before the collision pass (``cross_paths``): on the front face's side, every
+    point over the face at or in front of it. (Nothing here places a point from the one
+    before, so the points stay at their heights as combed: over the face are the 11th to the
+    14th, 0.97 to 1.17 m down.)"""
+    outs, crossed = _sweep(_plate_wig(length_mode="STRAND"))
+    assert crossed[3] >= STRANDS * 4
+    tol = rounding(1.3, 16)
+    for x, out in zip(PLATE[3:], outs[3:]):
+        assert (out[:, 10:14, 0] >= x + THICK / 2 - tol).all()
+
+
+def test_hair_lying_on_a_turning_ball_is_not_taken_for_a_crossing(monkeypatch):
+    """Hair lying on a ball of radius 0.5 (its points on the sphere, so its collision surface is
+    the ball itself) that turns 12° a frame about its centre under it: in the ball's own space
+    each point's path is a chord that cuts into it by its sag (0.5 (1 − cos 6°) = 2.7 mm) and
+    ends on the ball again, facing the way it met it. Nothing crosses, and every frame is the
+    bits of the walk without continuous contact."""
+    n, count = 12, 40
+    rng = np.random.default_rng(7)
+    u = rng.normal(size=(count, 3)) * (1, 1, 0.3) + (0, 0, 1.0)
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    t = np.cross(u, (0.0, 0.0, 1.0))
+    t /= np.linalg.norm(t, axis=1, keepdims=True)
+    a = np.linspace(0, 0.8, n)[None, :, None]
+    pts = 0.5 * (u[:, None] * np.cos(a) + t[:, None] * np.sin(a))
+    hair = HairSet(pts.reshape(-1, 3).astype(np.float32), [n] * count, name="Flat")
+    v, tri = sphere(0.5, 48, 96)
+
+    def run():
+        wig = Wig(hair, np.eye(4), np.eye(4), [Magnet("M", np.eye(4), radius=0.001)], WigSettings(),
+                  colliders=[ColliderMesh("Ball", v, tri, np.eye(4))])
+        state, outs, crossed = None, [], []
+        for f in range(6):
+            c, s = np.cos(np.radians(12 * f)), np.sin(np.radians(12 * f))
+            m = np.eye(4)
+            m[:2, :2] = ((c, -s), (s, c))
+            out, state = wig.step(FrameInput(np.eye(4), np.eye(4), np.array([np.eye(4)]), time=f / 24,
+                                             collider_matrices=np.array([m])), state)
+            outs.append(out.copy())
+            crossed.append(wig.crossed)
+        return outs, crossed
+
+    outs, crossed = run()
+    assert crossed == [0] * 6
+    _without_last(monkeypatch)
+    blind, _ = run()
+    assert all(np.array_equal(a, b) for a, b in zip(outs, blind))
+
+
+def test_a_collider_that_keeps_still_relative_to_the_head_is_left_to_the_push(monkeypatch):
+    """The plate parented to the head (still relative to it) while the hair is pulled through it
+    by a magnet: continuous contact meets colliders that sweep through where the hair was, not
+    hair a solver or a magnet moves through a still one — that is the push's (and the solvers'
+    own contacts'), as without it: the same bits."""
+    def run():
+        wig = _plate_wig()
+        state, outs = None, []
+        for f in range(4):
+            pull = np.eye(4)
+            pull[0, 3] = 0.05 * f
+            out, state = wig.step(FrameInput(np.eye(4), np.eye(4), np.array([pull]), time=f / 24,
+                                             collider_matrices=np.array([_at(0.1)])), state)
+            outs.append(out.copy())
+            assert wig.crossed == 0
+        return outs
+
+    with monkeypatch.context() as m:
+        m.setattr(Magnet, "__init__", _wide(Magnet.__init__))
+        outs = run()
+        _without_last(m)
+        blind = run()
+    assert all(np.array_equal(a, b) for a, b in zip(outs, blind))
+
+
+def _wide(init):
+    """``Magnet.__init__`` with a radius that reaches the whole curtain."""
+    def wide(self, *a, **kw):
+        kw["radius"] = 3.0
+        init(self, *a, **kw)
+    return wide
+
+
+def test_continuous_contact_gives_the_same_bits_on_one_and_two_threads():
+    """Strands (dynamics) through the plate: each point is one iteration of the walk's strand,
+    writing only its own strand."""
+    runs = []
+    was = numba.get_num_threads()
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            runs.append(_sweep(_plate_wig(StrandSettings())))
+    finally:
+        numba.set_num_threads(was)
+    (a, crossed), (b, _) = runs
+    assert sum(crossed) > 0
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
