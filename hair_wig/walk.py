@@ -15,7 +15,7 @@ import numpy as np
 from .chain import SETTLING, least_motion, settled
 from .children import Children, neighbourhood, sag, transplant, turns
 from .collision import Collider, MeshField, kernel_colliders
-from .kernels.walk import CROSS_FRICTION, CROSS_STEPS, CROSS_TURN, NO_KIDS, cross_paths, walk_strands
+from .kernels.walk import CROSS_FRICTION, CROSS_STEPS, CROSS_TURN, NO_KIDS, SAMPLES, cross_paths, walk_strands
 from .spaces import transform_points
 
 
@@ -235,9 +235,10 @@ class CollisionWalk:
     def _cross_column(self, q, j, at_j, last, maps, sweeps) -> int:
         """Continuous contact in numpy (``kernels.walk._cross_point`` says what and why): point
         ``j`` of every strand (``q`` (3, n, S), the wig's points ``at_j``), just placed, against
-        each collider in turn, along its path from where it ended the last frame; where it
-        crossed, held on the plane its limit off where it met the surface (``_held``) at its
-        segment's length. How many crossed."""
+        each collider that sweeps in turn: along its path from where it ended the last frame —
+        where it crossed, held on the plane its limit off where it met the surface (``_held``)
+        at its segment's length — then along its segment from the point before — where that
+        cuts through the collider, swung round it (``_wrap``). How many crossed or were swung."""
         count = 0
         for c, m, moved in zip(self.colliders, maps, sweeps):
             if not moved:
@@ -246,41 +247,107 @@ class CollisionWalk:
             a = m[:3, :3] @ a + m[:3, 3:4]
             if c.to_field is not None:
                 a = c.from_field[:3, :3] @ a + c.from_field[:3, 3:4]
-            b = q[:, j].astype(np.float64)
-            d = b - a
-            travel = np.sqrt(np.sum(d * d, axis=0))
-            tol = c.tolerance / float(c.stretch)
-            at = np.flatnonzero(travel > 0)
-            met, e = self._advance(c, a[:, at], d[:, at], travel[at], tol, start_inside=False)
-            at, e = at[met], e[:, met]
-            if at.size == 0:
-                continue
-            # back from b to where the path leaves the surface (b itself where b is inside)
-            left, x = self._advance(c, b[:, at], -d[:, at], travel[at], tol, start_inside=True)
-            ne = c.outward_at(e.astype(np.float32))
-            nx = c.outward_at(x.astype(np.float32))
-            hit = left & (np.sum(ne * nx, axis=0) < CROSS_TURN)
-            if not hit.any():
-                continue
-            at, e, ne = at[hit], e[:, hit], ne[:, hit]
+            at, plane, ne, _, _ = self._meets(c, a, q[:, j].astype(np.float64), at_j)
             count += at.size
-            plane = e + ne * (c.limit[at_j[at]].astype(np.float64) / float(c.stretch))
-            b = q[:, j, at].astype(np.float64)
-            beyond, held = _held(b, plane, ne, self.friction)
-            at, b, plane, ne, held = at[beyond], b[:, beyond], plane[:, beyond], ne[:, beyond], held[:, beyond]
-            lead = q[:, j - 1, at].astype(np.float64)
-            # at its segment's length from its leader, then on the circle where that sphere meets
-            # the plane, nearest it
-            held = lead + (held - lead) * np.sqrt(np.sum((b - lead) ** 2, axis=0)
-                                                  / np.maximum(np.sum((held - lead) ** 2, axis=0), 1e-300))
-            q[:, j, at] = _onto_circle(lead, held, plane, ne).astype(np.float32)
+            if at.size:
+                b = q[:, j, at].astype(np.float64)
+                beyond, held = _held(b, plane, ne, self.friction)
+                at, b, plane, ne, held = at[beyond], b[:, beyond], plane[:, beyond], ne[:, beyond], held[:, beyond]
+                lead = q[:, j - 1, at].astype(np.float64)
+                # at its segment's length from its leader, then on the circle where that sphere
+                # meets the plane, nearest it
+                held = lead + (held - lead) * np.sqrt(np.sum((b - lead) ** 2, axis=0)
+                                                      / np.maximum(np.sum((held - lead) ** 2, axis=0), 1e-300))
+                q[:, j, at] = _onto_circle(lead, held, plane, ne).astype(np.float32)
+            at = self._meets(c, q[:, j - 1].astype(np.float64), q[:, j].astype(np.float64), at_j)[0]
+            count += at.size
+            if at.size:
+                self._wrap(c, q, j, at, at_j[at])
         return count
+
+    def _meets(self, c: Collider, a, b, index, strict: bool = False):
+        """Which of the straight ways from ``a`` to ``b`` (3, K) head-local go through collider
+        ``c`` (``kernels.walk._cross_way``; ``index`` (K,): the wig's points ``b`` are): those
+        (A,), the plane each is held on (a point of it (3, A): its limit off where the way met
+        the surface), its normal (3, A), and where each met and left the surface (3, A).
+        ``strict``: ways that graze the surface too near to tell count too (``_cross_way``)."""
+        d = b - a
+        travel = np.sqrt(np.sum(d * d, axis=0))
+        tol = c.tolerance / float(c.stretch)
+        at = np.flatnonzero(travel > 0)
+        met, e, short = self._advance(c, a[:, at], d[:, at], travel[at], tol, start_inside=False)
+        grazes = at[short] if strict else at[:0]
+        at, e = at[met], e[:, met]
+        if at.size == 0:
+            return grazes, e, e, e, e
+        # back from b to where the way leaves the surface (b itself where b is inside)
+        left, x, _ = self._advance(c, b[:, at], -d[:, at], travel[at], tol, start_inside=True)
+        ne = c.outward_at(e.astype(np.float32))
+        nx = c.outward_at(x.astype(np.float32))
+        hit = left & (np.sum(ne * nx, axis=0) < CROSS_TURN)
+        at, e, ne, x = at[hit], e[:, hit], ne[:, hit], x[:, hit]
+        if grazes.size:                      # ``strict``: only which, no planes
+            return np.union1d(at, grazes), None, None, None, None
+        return at, e + ne * (c.limit[index[at]].astype(np.float64) / float(c.stretch)), ne, e, x
+
+    def _wrap(self, c: Collider, q, j, at, index, rounds: int = 7) -> None:
+        """``kernels.walk._wrap`` for point ``j`` of strands ``at`` (``q`` (3, n, S); ``index``:
+        their wig points): each segment that cuts through ``c`` swung about its leader to the
+        nearest way that does not cut it and keeps its point on the side it was held on — the
+        first of ``_AROUND`` in the segment's own frame, then the first along the arc to it."""
+        lead = q[:, j - 1, at].astype(np.float64)
+        seg = q[:, j, at].astype(np.float64) - lead
+        length = np.sqrt(np.sum(seg * seg, axis=0))
+
+        held = lead + seg
+
+        def clear(d, pick):
+            cand = lead[:, pick] + d * length[pick]
+            out = np.ones(pick.size, bool)
+            out[self._meets(c, lead[:, pick], cand, index[pick], strict=True)[0]] = False
+            out[self._meets(c, held[:, pick], cand, index[pick])[0]] = False
+            return out
+
+        pick = np.flatnonzero(length > 0)
+        lo = seg[:, pick] / length[pick]
+        axes = _frame(lo, lo)
+        hi = np.zeros_like(lo)
+        found = np.zeros(pick.size, bool)
+        for u, v, t in _AROUND:
+            looking = np.flatnonzero(~found)
+            if looking.size == 0:
+                break
+            d = u * axes[0][:, looking] + v * axes[1][:, looking] + t * axes[2][:, looking]
+            ok = clear(d, pick[looking])
+            hi[:, looking[ok]] = d[:, ok]
+            found[looking[ok]] = True
+        pick, lo, hi = pick[found], lo[:, found], hi[:, found]
+        if pick.size == 0:
+            return
+        for _ in range(rounds):
+            first = np.zeros(pick.size, bool)
+            m = lo.copy()
+            hit = np.zeros_like(lo)
+            for k in range(1, SAMPLES + 1):
+                looking = np.flatnonzero(~first)
+                if looking.size == 0:
+                    break
+                a = _arc(lo, hi, np.full((1, 1, 1), k / 10.0), hi)[0]
+                ok = clear(a[:, looking], pick[looking])
+                now = looking[ok]
+                first[now] = True
+                hit[:, now] = a[:, now]
+                still = looking[~ok]
+                m[:, still] = a[:, still]
+            lo = m
+            hi = np.where(first[None], hit, hi)
+        q[:, j, at[pick]] = (lead[:, pick] + hi * length[pick]).astype(np.float32)
 
     def _advance(self, c: Collider, o, d, travel, tol, start_inside: bool):
         """Conservative advancement from ``o`` (3, K) along ``d`` (3, K, of length ``travel``)
         by the clearance, ``CROSS_STEPS`` steps at most: whether each path meets the surface
         (within ``tol``), and where (3, K). A path that starts inside meets it at once where
-        ``start_inside``, else never."""
+        ``start_inside``, else never; and which ran out of steps short of their end."""
         s = np.zeros(o.shape[1])
         x = o.copy()
         room = self._clearance(c, x)
@@ -295,7 +362,10 @@ class CollisionWalk:
                 break
             x = np.where(go, o + d * (s / np.where(travel > 0, travel, 1.0)), x)
             room = np.where(go, self._clearance(c, x), room)
-        return met, x
+        else:
+            # out of steps: where a way still goes on, it grazes the surface too near to tell
+            return met, x, go & ~met
+        return met, x, np.zeros(o.shape[1], bool)
 
     @staticmethod
     def _clearance(c: Collider, x: np.ndarray) -> np.ndarray:

@@ -497,9 +497,10 @@ def walk_strands(p, base, n, start, first_strand, strands, first, length, elasti
         relative to the head since (only those are met so); ``last`` of no points: none (the
         first frame). A point placed across a collider from there goes back
         to the side it came from, on the plane its limit off where it met the surface (``_held``,
-        with Coulomb ``friction``).
+        with Coulomb ``friction``); a segment that then cuts through such a collider (``_cuts``)
+        is swung about its leader until it does not (``_wrap``: ``around``, ``rounds``).
     crossed : (S,) int64
-        Each strand's count of points that slid back so, added to.
+        Each strand's count of points held back or swung so, added to.
     """
     for chunk in prange((strands.shape[0] + CHUNK - 1) // CHUNK):
         mine = threads_cols[get_thread_id()]
@@ -546,8 +547,9 @@ def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, 
         if moved:
             p[0, i], p[1, i], p[2, i] = np.float32(ox), np.float32(oy), np.float32(oz)
         if last.shape[1]:
-            # placed across a collider since the last frame: back on the side it came from, at its
-            # segment's length on the plane its limit off where it met the surface
+            # placed across a collider that sweeps since the last frame: back on the side it came
+            # from, at its segment's length on the plane its limit off where it met the surface;
+            # then, where its segment from its leader cuts through that collider, swung round it
             for k in range(ncol):
                 if not sweeps[k]:
                     continue
@@ -569,6 +571,16 @@ def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, 
                         sx, sy, sz = _onto_circle(lx, ly, lz, lx + hx * f, ly + hy * f, lz + hz * f,
                                                   ex, ey, ez, nx, ny, nz)
                         p[0, i], p[1, i], p[2, i] = np.float32(sx), np.float32(sy), np.float32(sz)
+                if k == 0:
+                    cut = _cuts(p, i, w, c0)
+                    if cut:
+                        _wrap(p, i, w, c0, around, rounds)
+                else:
+                    cut = _cuts(p, i, w, cols[k])
+                    if cut:
+                        _wrap(p, i, w, cols[k], around, rounds)
+                if cut:
+                    crossed[s] += 1
         if elasticity == 0.0:
             seg = length[i]
         else:
@@ -788,7 +800,18 @@ def _cross_point(p, i, w, ax, ay, az, col):
     surface and cut into it by a chord's sag leaves it facing nearly the way it met it, and is
     left alone. A point that
     started inside the mesh (a groom inside the head) is the walk's too."""
-    bx, by, bz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
+    hit, ex, ey, ez, nx, ny, nz, lim, _, _, _ = _cross_way(ax, ay, az, np.float64(p[0, i]), np.float64(p[1, i]),
+                                                           np.float64(p[2, i]), w, col)
+    return hit, ex, ey, ez, nx, ny, nz, lim
+
+
+@njit(cache=True)
+def _cross_way(ax, ay, az, bx, by, bz, w, col, strict=False):
+    """``_cross_point`` along the straight way from ``a`` to ``b`` (head-local float64), for the
+    wig's point ``w`` (its limit): a point's path, or a segment from its leader; and, where it
+    crossed, where it leaves the surface (``b`` where ``b`` is inside). ``strict``: a way that
+    grazes the surface so near that the advancement runs out of steps before it reaches ``b``
+    counts as crossing (a way asked to be clear must be seen clear)."""
     dx, dy, dz = bx - ax, by - ay, bz - az
     travel = math.sqrt(dx * dx + dy * dy + dz * dz)
     stretch = np.float64(col[15])
@@ -815,6 +838,8 @@ def _cross_point(p, i, w, ax, ay, az, col):
             f = sign * s / travel
             x, y, z = ox + f * dx, oy + f * dy, oz + f * dz
         if not met:
+            if strict and not back and s < travel and step == CROSS_STEPS - 1:
+                return True, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
             break
         if not back:
             ex, ey, ez = x, y, z
@@ -822,8 +847,8 @@ def _cross_point(p, i, w, ax, ay, az, col):
         nx, ny, nz = _outward(ex, ey, ez, col)
         mx, my, mz = _outward(x, y, z, col)
         if nx * mx + ny * my + nz * mz < CROSS_TURN:
-            return True, ex, ey, ez, nx, ny, nz, np.float64(col[7][w]) / stretch
-    return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+            return True, ex, ey, ez, nx, ny, nz, np.float64(col[7][w]) / stretch, x, y, z
+    return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
 
 
 @njit(cache=True)
@@ -866,6 +891,82 @@ def _crossed(p, i, w, last, m, col, rest):
     if near / stretch > math.sqrt(dx * dx + dy * dy + dz * dz) + col[14] / stretch:
         return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
     return _cross_point(p, i, w, ax, ay, az, col)
+
+
+@njit(cache=True, inline="always")
+def _cuts(p, i, w, col):
+    """Whether the segment from point ``i − 1`` of rows ``p`` to point ``i`` (the wig's point
+    ``w``) cuts through the collider (``_cross_way``: a strand a moving plate drags round its
+    edge by its leaders, one point on either face) — after the cheap test that clears most
+    segments (the leader's nearest node's distance less the grid's slack farther than the
+    segment is long)."""
+    ax, ay, az = np.float64(p[0, i - 1]), np.float64(p[1, i - 1]), np.float64(p[2, i - 1])
+    dx, dy, dz = np.float64(p[0, i]) - ax, np.float64(p[1, i]) - ay, np.float64(p[2, i]) - az
+    stretch = np.float64(col[15])
+    near = np.float64(_screen(col, p[0, i - 1], p[1, i - 1], p[2, i - 1])) - np.float64(col[12])
+    if near / stretch > math.sqrt(dx * dx + dy * dy + dz * dz) + col[14] / stretch:
+        return False
+    return _cross_way(ax, ay, az, np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i]), w, col)[0]
+
+
+@njit(cache=True)
+def _clear(lx, ly, lz, bx, by, bz, d0, d1, d2, length, w, col):
+    """Whether the way ``d`` from the leader ``l`` (``length`` long) neither cuts through the
+    collider nor puts the point across it from ``b``, where it was held (``_cross_way``)."""
+    cx, cy, cz = lx + d0 * length, ly + d1 * length, lz + d2 * length
+    return (not _cross_way(lx, ly, lz, cx, cy, cz, w, col, True)[0]
+            and not _cross_way(bx, by, bz, cx, cy, cz, w, col)[0])
+
+
+@njit(cache=True)
+def _wrap(p, i, w, col, around, rounds):
+    """A segment that cuts through a moving collider (``_cuts``) swung about its leader, at its
+    length, to the nearest way that does not cut it and keeps the point on the side it was held
+    on (``_clear``): of the directions ``around`` (A, 3) spread
+    over the sphere in a frame of the segment's own (``_swing_out``'s), the first that does not
+    cut it — they run from along the segment to against it — then the first along the arc from
+    the segment to that one (to a tenth of the last bracket, ``rounds`` scans of nine). The
+    strand wraps the collider's edge, over it or under it, whichever is nearer, instead of
+    cutting its corner. Where every direction cuts it (the leader in a pocket), the point stays.
+    Whether it moved."""
+    lx, ly, lz = np.float64(p[0, i - 1]), np.float64(p[1, i - 1]), np.float64(p[2, i - 1])
+    sx, sy, sz = np.float64(p[0, i]) - lx, np.float64(p[1, i]) - ly, np.float64(p[2, i]) - lz
+    length = math.sqrt(sx * sx + sy * sy + sz * sz)
+    if length == 0.0:
+        return False
+    lo = np.empty(3)
+    lo[0], lo[1], lo[2] = sx / length, sy / length, sz / length
+    hi = np.empty(3)
+    b0, b1, b2, e0, e1, e2 = _frame(lo[0], lo[1], lo[2], lo[0], lo[1], lo[2])
+    found = False
+    for a in range(around.shape[0]):
+        u, v, t = around[a, 0], around[a, 1], around[a, 2]
+        d0 = u * lo[0] + v * b0 + t * e0
+        d1 = u * lo[1] + v * b1 + t * e1
+        d2 = u * lo[2] + v * b2 + t * e2
+        if _clear(lx, ly, lz, lx + sx, ly + sy, lz + sz, d0, d1, d2, length, w, col):
+            hi[0], hi[1], hi[2] = d0, d1, d2
+            found = True
+            break
+    if not found:
+        return False
+    for _ in range(rounds):
+        first = 0
+        m0, m1, m2 = lo[0], lo[1], lo[2]
+        a0 = a1 = a2 = 0.0
+        for k in range(1, SAMPLES + 1):
+            a0, a1, a2 = _arc(lo, hi, k / 10.0, hi)
+            if _clear(lx, ly, lz, lx + sx, ly + sy, lz + sz, a0, a1, a2, length, w, col):
+                first = k
+                break
+            m0, m1, m2 = a0, a1, a2
+        lo[0], lo[1], lo[2] = m0, m1, m2
+        if first:
+            hi[0], hi[1], hi[2] = a0, a1, a2
+    p[0, i] = np.float32(lx + hi[0] * length)
+    p[1, i] = np.float32(ly + hi[1] * length)
+    p[2, i] = np.float32(lz + hi[2] * length)
+    return True
 
 
 @njit(cache=True, parallel=True)
