@@ -15,7 +15,8 @@ import numpy as np
 from .chain import SETTLING, least_motion, settled
 from .children import Children, neighbourhood, sag, transplant, turns
 from .collision import Collider, MeshField, kernel_colliders
-from .kernels.walk import CROSS_FRICTION, CROSS_STEPS, CROSS_TURN, NO_KIDS, SAMPLES, cross_paths, walk_strands
+from .kernels.walk import (CROSS_FRICTION, CROSS_STEPS, CROSS_TURN, NO_KIDS, WRAP_HALVINGS, cross_paths,
+                           walk_strands)
 from .spaces import transform_points
 
 
@@ -290,11 +291,12 @@ class CollisionWalk:
             return np.union1d(at, grazes), None, None, None, None
         return at, e + ne * (c.limit[index[at]].astype(np.float64) / float(c.stretch)), ne, e, x
 
-    def _wrap(self, c: Collider, q, j, at, index, rounds: int = 7) -> None:
+    def _wrap(self, c: Collider, q, j, at, index) -> None:
         """``kernels.walk._wrap`` for point ``j`` of strands ``at`` (``q`` (3, n, S); ``index``:
         their wig points): each segment that cuts through ``c`` swung about its leader to the
         nearest way that does not cut it and keeps its point on the side it was held on — the
-        first of ``_AROUND`` in the segment's own frame, then the first along the arc to it."""
+        first of ``_AROUND`` in the segment's own frame, then where the arc to it stops cutting
+        (``WRAP_HALVINGS`` halvings)."""
         lead = q[:, j - 1, at].astype(np.float64)
         seg = q[:, j, at].astype(np.float64) - lead
         length = np.sqrt(np.sum(seg * seg, axis=0))
@@ -324,23 +326,13 @@ class CollisionWalk:
         pick, lo, hi = pick[found], lo[:, found], hi[:, found]
         if pick.size == 0:
             return
-        for _ in range(rounds):
-            first = np.zeros(pick.size, bool)
-            m = lo.copy()
-            hit = np.zeros_like(lo)
-            for k in range(1, SAMPLES + 1):
-                looking = np.flatnonzero(~first)
-                if looking.size == 0:
-                    break
-                a = _arc(lo, hi, np.full((1, 1, 1), k / 10.0), hi)[0]
-                ok = clear(a[:, looking], pick[looking])
-                now = looking[ok]
-                first[now] = True
-                hit[:, now] = a[:, now]
-                still = looking[~ok]
-                m[:, still] = a[:, still]
-            lo = m
-            hi = np.where(first[None], hit, hi)
+        cut, free = np.zeros(pick.size), np.ones(pick.size)     # fractions of each arc
+        for _ in range(WRAP_HALVINGS):
+            t = 0.5 * (cut + free)
+            ok = clear(_arc(lo, hi, t[None, None, :], hi)[0], pick)
+            free = np.where(ok, t, free)
+            cut = np.where(ok, cut, t)
+        hi = _arc(lo, hi, free[None, None, :], hi)[0]
         q[:, j, at[pick]] = (lead[:, pick] + hi * length[pick]).astype(np.float32)
 
     def _advance(self, c: Collider, o, d, travel, tol, start_inside: bool):

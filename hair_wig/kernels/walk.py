@@ -498,7 +498,7 @@ def walk_strands(p, base, n, start, first_strand, strands, first, length, elasti
         first frame). A point placed across a collider from there goes back
         to the side it came from, on the plane its limit off where it met the surface (``_held``,
         with Coulomb ``friction``); a segment that then cuts through such a collider (``_cuts``)
-        is swung about its leader until it does not (``_wrap``: ``around``, ``rounds``).
+        is swung about its leader until it does not (``_wrap``, over ``around``).
     crossed : (S,) int64
         Each strand's count of points held back or swung so, added to.
     """
@@ -574,11 +574,11 @@ def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, 
                 if k == 0:
                     cut = _cuts(p, i, w, c0)
                     if cut:
-                        _wrap(p, i, w, c0, around, rounds)
+                        _wrap(p, i, w, c0, around, WRAP_HALVINGS)
                 else:
                     cut = _cuts(p, i, w, cols[k])
                     if cut:
-                        _wrap(p, i, w, cols[k], around, rounds)
+                        _wrap(p, i, w, cols[k], around, WRAP_HALVINGS)
                 if cut:
                     crossed[s] += 1
         if elasticity == 0.0:
@@ -745,6 +745,7 @@ CROSS_TURN = 0.5
 # Coulomb friction of the hold where the wig's layer has none of its own (Springs): the layers'
 # default Friction
 CROSS_FRICTION = 0.3
+WRAP_HALVINGS = 24     # a wrapped segment's way found to 2^-24 of its arc (~1e-7 rad)
 
 
 @njit(cache=True, inline="always")
@@ -919,13 +920,13 @@ def _clear(lx, ly, lz, bx, by, bz, d0, d1, d2, length, w, col):
 
 
 @njit(cache=True)
-def _wrap(p, i, w, col, around, rounds):
+def _wrap(p, i, w, col, around, halvings):
     """A segment that cuts through a moving collider (``_cuts``) swung about its leader, at its
     length, to the nearest way that does not cut it and keeps the point on the side it was held
     on (``_clear``): of the directions ``around`` (A, 3) spread
     over the sphere in a frame of the segment's own (``_swing_out``'s), the first that does not
-    cut it — they run from along the segment to against it — then the first along the arc from
-    the segment to that one (to a tenth of the last bracket, ``rounds`` scans of nine). The
+    cut it — they run from along the segment to against it — then where the arc from the
+    segment to that one stops cutting it (``halvings`` halvings of the arc). The
     strand wraps the collider's edge, over it or under it, whichever is nearer, instead of
     cutting its corner. Where every direction cuts it (the leader in a pocket), the point stays.
     Whether it moved."""
@@ -950,22 +951,18 @@ def _wrap(p, i, w, col, around, rounds):
             break
     if not found:
         return False
-    for _ in range(rounds):
-        first = 0
-        m0, m1, m2 = lo[0], lo[1], lo[2]
-        a0 = a1 = a2 = 0.0
-        for k in range(1, SAMPLES + 1):
-            a0, a1, a2 = _arc(lo, hi, k / 10.0, hi)
-            if _clear(lx, ly, lz, lx + sx, ly + sy, lz + sz, a0, a1, a2, length, w, col):
-                first = k
-                break
-            m0, m1, m2 = a0, a1, a2
-        lo[0], lo[1], lo[2] = m0, m1, m2
-        if first:
-            hi[0], hi[1], hi[2] = a0, a1, a2
-    p[0, i] = np.float32(lx + hi[0] * length)
-    p[1, i] = np.float32(ly + hi[1] * length)
-    p[2, i] = np.float32(lz + hi[2] * length)
+    cut, clear = 0.0, 1.0            # fractions of the arc from the segment to that way
+    for _ in range(halvings):
+        t = 0.5 * (cut + clear)
+        a0, a1, a2 = _arc(lo, hi, t, hi)
+        if _clear(lx, ly, lz, lx + sx, ly + sy, lz + sz, a0, a1, a2, length, w, col):
+            clear = t
+        else:
+            cut = t
+    a0, a1, a2 = _arc(lo, hi, clear, hi)
+    p[0, i] = np.float32(lx + a0 * length)
+    p[1, i] = np.float32(ly + a1 * length)
+    p[2, i] = np.float32(lz + a2 * length)
     return True
 
 
