@@ -20,7 +20,8 @@ from .errors import HairWigError
 
 
 def state_bytes(state) -> int:
-    """Memory a ``WigState`` holds in arrays (its magnets' and its layer's)."""
+    """Memory a ``WigState`` holds in arrays (its magnets', where its points ended for continuous
+    contact, and its layer's)."""
     if state is None:
         return 0
     total = sum(a.nbytes for a in state._arrays() if a is not None)
