@@ -255,7 +255,6 @@ class Wig:
             if self.layer is not None:             # a layer may meet them inside its substeps
                 self.layer.bind_colliders(self.colliders)
         self.residual = 0.0          # the deepest point left inside a collision surface, last frame
-        self.crossed = 0             # points whose path crossed a collider, slid back, last frame
         self.alpha = None if settings.compression is None else settings.compression(t)
         self.scalp = scalp
         self.attachment = settings.attachment(t).astype(np.float32)
@@ -468,6 +467,11 @@ class Wig:
         clock.lap("collision")
         return out, state
 
+    @property
+    def crossed(self) -> int:
+        """Points continuous contact held back or swung round a collider, last frame."""
+        return self.walk.crossed
+
     def _points(self) -> slice:
         """The wig's points this wig steps (all, or a split bake's part: ``restrict``)."""
         lo, hi = self.strand_range
@@ -619,7 +623,6 @@ class Wig:
         if self.colliders:
             last = None if state is None else state.contact_last
             self.walk.run(p, base, span, first_strand, last, None if last is None else state.contact_maps)
-            self.crossed = self.walk.crossed
             if state is not None:
                 if state.contact_last is None:
                     state.contact_last = np.zeros((3, self.hair.num_points), np.float32)

@@ -126,10 +126,7 @@ class CollisionWalk:
         the wig's ``span``, whose path from where they ended the last frame (``last`` (3, P)
         head-local, ``maps``: ``maps()`` then) crossed a collider, slid from where they met it,
         in place, before the walk places them. Returns how many slid. Colliders of the patent's
-        rays (not a mesh's field) have no distance to advance by: none is crossed."""
-        if maps is None or len(maps) != len(self.colliders) or not all(
-                isinstance(c.field, MeshField) for c in self.colliders):
-            return 0
+        rays (not a mesh's field) have no distance to advance by: ``run`` passes none here."""
         rows = p if p.flags.c_contiguous else np.ascontiguousarray(p)
         moved = np.empty(rows.shape[1], np.int64)
         cross_paths(rows, span.start or 0, last, maps, sweeps, self.not_root, kernel_colliders(self.colliders),
@@ -151,9 +148,10 @@ class CollisionWalk:
         length = self.length
         self.crossed = 0
         sweeps = self.sweeps(maps)
-        if not sweeps.any():
-            last = maps = None
-        if self.walks and all(isinstance(c.field, MeshField) for c in self.colliders):
+        fields = all(isinstance(c.field, MeshField) for c in self.colliders)
+        if not sweeps.any() or not fields:
+            last = maps = None       # nothing moved relative to the head, or no distance to advance by
+        if self.walks and fields:
             self._walk_kernel(p, base, span, first_strand, last, maps, sweeps)
             return
         if self.walks:
@@ -189,12 +187,9 @@ class CollisionWalk:
         points are turned point-major once, so each step is one pass over contiguous rows. What is
         left inside is measured on the points as written (``Wig._held_depth``). ``last``,
         ``maps``: continuous contact's (``run``), done on each point as it is placed
-        (``_cross_column``) where every collider is a mesh's field."""
+        (``_cross_column``)."""
         length = self.length
         n = length.uniform
-        if maps is None or len(maps) != len(self.colliders) or not all(
-                isinstance(c.field, MeshField) for c in self.colliders):
-            last = None
         count = p.shape[1] // n
         view = p.reshape(3, count, n)
         q = np.ascontiguousarray(view.transpose(0, 2, 1))                      # (3, n, S)
@@ -410,7 +405,7 @@ class CollisionWalk:
         iterations = max(1, self.iterations)
         looked = np.zeros(count, np.int64)
         crossed = np.zeros(count, np.int64)
-        if last is None or maps is None or len(maps) != len(self.colliders):
+        if last is None:
             last, maps = _NO_LAST, np.zeros((len(self.colliders), 4, 4))
             sweeps = np.zeros(len(self.colliders), bool)
         stops = 0
