@@ -92,7 +92,7 @@ def _walk_as_called():
     """The walk over a strand of three points against a tetrahedron, bound and set as the wig
     binds its colliders: the argument types a bake passes."""
     from .collision import kernel_colliders
-    from .kernels.walk import NO_KIDS, cross_paths, walk_strands
+    from .kernels.walk import NO_KIDS, walk_strands
 
     rest = np.array([[0.3, 0.3, 0.3], [0.3, 0.3, 0.8], [0.3, 0.3, 1.3]], np.float32).T.copy()
     c = _bound_colliders(rest, (None,))[0]
@@ -103,6 +103,19 @@ def _walk_as_called():
                  p[:, :1].astype(np.float64), np.empty(1, np.int64), np.empty((13, 1)), np.zeros((1, 3)), 7,
                  np.zeros(1, np.int64), rest, np.stack([np.eye(4), np.eye(4)]), np.ones(2, bool), 0.3,
                  np.zeros(1, np.int64))
+
+
+def _cross_as_called():
+    """Continuous contact before a whole-strand length pass, over a strand of three points against
+    two tetrahedra that sweep: the argument types a bake passes (its own group: compiled beside
+    the walk's, the longest, by another worker)."""
+    from .collision import kernel_colliders
+    from .kernels.walk import cross_paths
+
+    rest = np.array([[0.3, 0.3, 0.3], [0.3, 0.3, 0.8], [0.3, 0.3, 1.3]], np.float32).T.copy()
+    c = _bound_colliders(rest, (None,))[0]
+    p = rest.copy()
+    p[0, 2] = 0.1
     cross_paths(p, 0, rest, np.stack([np.eye(4), np.eye(4)]), np.ones(2, bool), np.array([False, True, True]),
                 kernel_colliders([c, c]), rest, 0.3, np.empty(3, np.int64))
 
@@ -166,20 +179,23 @@ class Group:
 
 # CPU seconds of each group's cold compile, measured one after another in one process (5.2)
 _SECONDS = {"follow-the-leader": 9.2, "collision grid": 2.9, "collision exact distances": 3.0, "collision depth": 2.1,
-            "collision walk": 39.8, "collision build": 7.3, "compression": 0.8, "collision contacts": 7.1, "hair against hair": 15.0,
+            "collision walk": 39.8, "continuous contact": 8.0, "collision build": 7.3, "compression": 0.8,
+            "collision contacts": 7.1, "hair against hair": 15.0,
             "hair volume": 4.6, "angular rods": 5.3, "strands": 5.8, "springs": 1.5, "magnets": 2.2, "output": 0.8,
             "chain give": 8.4, "force fields": 1.6, "scalp space": 1.1, "wisps": 13.8, "winding numbers": 2.0}
 
 GROUPS: dict[str, Group] = {name: Group(name, call, _SECONDS.get(name, 5.0)) for name, call in (
     kernels.WARM_UPS + (("collision grid", _grid_as_called), ("collision exact distances", _exact_as_called),
                         ("collision depth", _depth_as_called), ("collision walk", _walk_as_called),
+                        ("continuous contact", _cross_as_called),
                         ("collision contacts", _contacts_as_called), ("chain give", _chain_as_called),
                         ("hair against hair", _pairs_as_called)))}
 
 # what every wig's frame runs, whatever its dynamics: magnets, scalp space, the force fields,
 # refinement (compression, follow-the-leader, the collision walk and its chain), the output
 EVERY_WIG = ("magnets", "scalp space", "force fields", "compression", "follow-the-leader", "winding numbers",
-             "collision build", "collision grid", "collision exact distances", "collision depth", "collision walk", "chain give", "output")
+             "collision build", "collision grid", "collision exact distances", "collision depth", "collision walk",
+             "continuous contact", "chain give", "output")
 
 
 def needed(layers=()) -> tuple[str, ...]:

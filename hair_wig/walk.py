@@ -229,7 +229,7 @@ class CollisionWalk:
         view[...] = q.transpose(0, 2, 1)
 
     def _cross_column(self, q, j, at_j, last, maps, sweeps) -> int:
-        """Continuous contact in numpy (``kernels.walk._cross_point`` says what and why): point
+        """Continuous contact in numpy (``kernels.walk._cross_way`` says what and why): point
         ``j`` of every strand (``q`` (3, n, S), the wig's points ``at_j``), just placed, against
         each collider that sweeps in turn: along its path from where it ended the last frame —
         where it crossed, held on the plane its limit off where it met the surface (``_held``)

@@ -527,6 +527,7 @@ def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, 
     (no tuple, no reference counts): the walk's cold compile fell from 108 to 55 s of CPU."""
     ncol = len(cols)
     tries = max(1, iterations)
+    sweeping = last.shape[1] > 0 and sweeps.any()
     stop[s] = -1
     r0 = s * n
     cx, cy, cz = came[0, s], came[1, s], came[2, s]
@@ -546,41 +547,8 @@ def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, 
                                   elasticity, True, _F32_KEEP)
         if moved:
             p[0, i], p[1, i], p[2, i] = np.float32(ox), np.float32(oy), np.float32(oz)
-        if last.shape[1]:
-            # placed across a collider that sweeps since the last frame: back on the side it came
-            # from, at its segment's length on the plane its limit off where it met the surface;
-            # then, where its segment from its leader cuts through that collider, swung round it
-            for k in range(ncol):
-                if not sweeps[k]:
-                    continue
-                if k == 0:
-                    hit, ex, ey, ez, nx, ny, nz, lim = _crossed(p, i, w, last, maps[0], c0, rest)
-                else:
-                    hit, ex, ey, ez, nx, ny, nz, lim = _crossed(p, i, w, last, maps[k], cols[k], rest)
-                if hit:
-                    crossed[s] += 1
-                    ex, ey, ez = ex + nx * lim, ey + ny * lim, ez + nz * lim
-                    bx, by, bz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
-                    beyond, hx, hy, hz = _held(bx, by, bz, ex, ey, ez, nx, ny, nz, friction)
-                    if beyond:
-                        # where it is held, at its segment's length from its leader: then on the
-                        # circle where that sphere meets the plane, nearest it
-                        hx, hy, hz = hx - lx, hy - ly, hz - lz
-                        f = math.sqrt(((bx - lx) ** 2 + (by - ly) ** 2 + (bz - lz) ** 2)
-                                      / max(hx * hx + hy * hy + hz * hz, 1e-300))
-                        sx, sy, sz = _onto_circle(lx, ly, lz, lx + hx * f, ly + hy * f, lz + hz * f,
-                                                  ex, ey, ez, nx, ny, nz)
-                        p[0, i], p[1, i], p[2, i] = np.float32(sx), np.float32(sy), np.float32(sz)
-                if k == 0:
-                    cut = _cuts(p, i, w, c0)
-                    if cut:
-                        _wrap(p, i, w, c0, around, WRAP_HALVINGS)
-                else:
-                    cut = _cuts(p, i, w, cols[k])
-                    if cut:
-                        _wrap(p, i, w, cols[k], around, WRAP_HALVINGS)
-                if cut:
-                    crossed[s] += 1
+        if sweeping:
+            _sweep(p, i, w, s, lx, ly, lz, last, maps, sweeps, cols, rest, friction, around, crossed)
         if elasticity == 0.0:
             seg = length[i]
         else:
@@ -782,37 +750,27 @@ def _clearance(x, y, z, col):
 
 
 @njit(cache=True)
-def _cross_point(p, i, w, ax, ay, az, col):
-    """Continuous contact for point ``i`` of rows ``p`` (the wig's point ``w``) against one
-    collider, along its path from ``a`` (where it was, head-local now) to where it is: whether
-    the path crossed the collider, and if so where it met it and the outward direction there
-    (head-local) and the point's limit (head-local units) — the plane the point is kept on. A
-    plain call (its tuple's references counted): only the points ``_crossed`` cannot clear
-    come here.
+def _cross_way(ax, ay, az, bx, by, bz, w, col, strict):
+    """Continuous contact against one collider along the straight way from ``a`` to ``b``
+    (head-local float64) — a point's path since the last frame, or a segment from its leader —
+    for the wig's point ``w``: whether the way crossed the collider, and if so where it met it
+    and the outward direction there (head-local), the point's limit (head-local units: the
+    plane the point is kept on) and where the way leaves the surface (``b`` where ``b`` is
+    inside).
 
-    The path crossed where it meets the mesh's surface (conservative advancement from ``a``
-    along the clearance, ``CROSS_STEPS`` steps at most: a grazing path that needs more has not
-    gone in) and the point does not end by the face it came through — the surface the path
-    leaves by (found from ``b`` back the same way; ``b``'s nearest where ``b`` is inside) faces
-    more than 60° away from the one it met (``CROSS_TURN``): a thin plate or a hand whose
-    middle passed it, a corner it was carried into from one face and would be pushed out of
-    another. A point that went in and ends nearer
-    the face it came through is the walk's to push out that face; a point that slid over the
-    surface and cut into it by a chord's sag leaves it facing nearly the way it met it, and is
-    left alone. A point that
-    started inside the mesh (a groom inside the head) is the walk's too."""
-    hit, ex, ey, ez, nx, ny, nz, lim, _, _, _ = _cross_way(ax, ay, az, np.float64(p[0, i]), np.float64(p[1, i]),
-                                                           np.float64(p[2, i]), w, col)
-    return hit, ex, ey, ez, nx, ny, nz, lim
-
-
-@njit(cache=True)
-def _cross_way(ax, ay, az, bx, by, bz, w, col, strict=False):
-    """``_cross_point`` along the straight way from ``a`` to ``b`` (head-local float64), for the
-    wig's point ``w`` (its limit): a point's path, or a segment from its leader; and, where it
-    crossed, where it leaves the surface (``b`` where ``b`` is inside). ``strict``: a way that
-    grazes the surface so near that the advancement runs out of steps before it reaches ``b``
-    counts as crossing (a way asked to be clear must be seen clear)."""
+    The way crossed where it meets the mesh's surface (conservative advancement from ``a``
+    along the clearance, ``CROSS_STEPS`` steps at most: a grazing way that needs more has not
+    gone in) and does not end by the face it came through — the surface it leaves by (found
+    from ``b`` back the same way; ``b``'s nearest where ``b`` is inside) faces more than 60°
+    away from the one it met (``CROSS_TURN``): a thin plate or a hand whose middle passed it, a
+    corner it was carried into from one face and would be pushed out of another. A point that
+    went in and ends nearer the face it came through is the walk's to push out that face; a
+    point that slid over the surface and cut into it by a chord's sag leaves it facing nearly
+    the way it met it, and is left alone. A way that starts inside the mesh (a groom inside the
+    head) is the walk's too. ``strict``: a way that grazes the surface so near that the
+    advancement runs out of steps before it reaches ``b`` counts as crossing (a way asked to be
+    clear must be seen clear; no default: an omitted argument is a type of its own, and numba
+    would compile this twice)."""
     dx, dy, dz = bx - ax, by - ay, bz - az
     travel = math.sqrt(dx * dx + dy * dy + dz * dz)
     stretch = np.float64(col[15])
@@ -873,7 +831,7 @@ def _held(bx, by, bz, ex, ey, ez, nx, ny, nz, friction):
 
 @njit(cache=True, inline="always")
 def _crossed(p, i, w, last, m, col, rest):
-    """``_cross_point`` for point ``i`` of rows ``p`` (the wig's point ``w``) against collider
+    """``_cross_way`` for the path of point ``i`` of rows ``p`` (the wig's point ``w``) against collider
     ``col``, from where it ended the last frame (``last``, head-local then; ``m`` the collider's
     head-local → field map then), after the cheap tests that clear most points: no travel, both
     ends in the ball about its rest place that clears the surface (an unmoved collider), or the
@@ -891,7 +849,7 @@ def _crossed(p, i, w, last, m, col, rest):
     near = np.float64(_screen(col, np.float32(ax), np.float32(ay), np.float32(az))) - np.float64(col[12])
     if near / stretch > math.sqrt(dx * dx + dy * dy + dz * dz) + col[14] / stretch:
         return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-    return _cross_point(p, i, w, ax, ay, az, col)
+    return _cross_way(ax, ay, az, bx, by, bz, w, col, False)[:8]
 
 
 @njit(cache=True, inline="always")
@@ -907,7 +865,42 @@ def _cuts(p, i, w, col):
     near = np.float64(_screen(col, p[0, i - 1], p[1, i - 1], p[2, i - 1])) - np.float64(col[12])
     if near / stretch > math.sqrt(dx * dx + dy * dy + dz * dz) + col[14] / stretch:
         return False
-    return _cross_way(ax, ay, az, np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i]), w, col)[0]
+    return _cross_way(ax, ay, az, np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i]), w, col, False)[0]
+
+
+@njit(cache=True)
+def _sweep(p, i, w, s, lx, ly, lz, last, maps, sweeps, cols, rest, friction, around, crossed):
+    """Continuous contact for point ``i`` of rows ``p`` (the wig's point ``w``, of strand ``s``,
+    its leader at ``l``) against every collider that moved relative to the head since the last
+    frame (``walk_strands`` says what each argument is): placed across such a collider from
+    where it ended the last frame (``_crossed``), it goes back to the side it came from, at its
+    segment's length on the plane its limit off where it met the surface (``_held``); then,
+    where its segment from its leader cuts through that collider (``_cuts``), it is swung round
+    it (``_wrap``). A plain call, made only while some collider sweeps: the walk's own
+    compile is the project's longest, and each inlined site of this would be a copy of it (the
+    price here, a collider tuple's reference counts a point, is paid only then)."""
+    for k in range(len(cols)):
+        if not sweeps[k]:
+            continue
+        col = cols[k]
+        hit, ex, ey, ez, nx, ny, nz, lim = _crossed(p, i, w, last, maps[k], col, rest)
+        if hit:
+            crossed[s] += 1
+            ex, ey, ez = ex + nx * lim, ey + ny * lim, ez + nz * lim
+            bx, by, bz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
+            beyond, hx, hy, hz = _held(bx, by, bz, ex, ey, ez, nx, ny, nz, friction)
+            if beyond:
+                # where it is held, at its segment's length from its leader: then on the circle
+                # where that sphere meets the plane, nearest it
+                hx, hy, hz = hx - lx, hy - ly, hz - lz
+                f = math.sqrt(((bx - lx) ** 2 + (by - ly) ** 2 + (bz - lz) ** 2)
+                              / max(hx * hx + hy * hy + hz * hz, 1e-300))
+                sx, sy, sz = _onto_circle(lx, ly, lz, lx + hx * f, ly + hy * f, lz + hz * f,
+                                          ex, ey, ez, nx, ny, nz)
+                p[0, i], p[1, i], p[2, i] = np.float32(sx), np.float32(sy), np.float32(sz)
+        if _cuts(p, i, w, col):
+            _wrap(p, i, w, col, around, WRAP_HALVINGS)
+            crossed[s] += 1
 
 
 @njit(cache=True)
@@ -916,7 +909,7 @@ def _clear(lx, ly, lz, bx, by, bz, d0, d1, d2, length, w, col):
     collider nor puts the point across it from ``b``, where it was held (``_cross_way``)."""
     cx, cy, cz = lx + d0 * length, ly + d1 * length, lz + d2 * length
     return (not _cross_way(lx, ly, lz, cx, cy, cz, w, col, True)[0]
-            and not _cross_way(bx, by, bz, cx, cy, cz, w, col)[0])
+            and not _cross_way(bx, by, bz, cx, cy, cz, w, col, False)[0])
 
 
 @njit(cache=True)
