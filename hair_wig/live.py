@@ -50,7 +50,7 @@ def wig_step(wig, inputs: Callable) -> Callable:
     """The step of a ``LiveStepper`` for ``wig`` fed by ``inputs(frame)`` (a ``FrameInput``):
     ``(frame, state) -> (shown, state, None)``."""
     def step(frame, state):
-        out, state = wig.step(inputs(frame), state)
+        out, state = wig.step(inputs(frame), state, measure=False)
         return out, state, None
     return step
 

@@ -273,10 +273,29 @@ class Wig:
         return scale_of(self.head_rest)
 
     @property
-    def penetration(self) -> float:
+    def penetration(self) -> float | None:
         """The deepest any point was left inside its collision surface in the last step, in
-        world units (SPEC §6.4: measured, not assumed)."""
-        return self.residual * self.head_scale
+        world units (SPEC §6.4: measured, not assumed); None where that step did not measure it
+        (``step(measure=False)``)."""
+        return None if self.residual is None else self.residual * self.head_scale
+
+    def penetration_of(self, out: np.ndarray, inp: FrameInput) -> float:
+        """``penetration`` of the positions ``out`` (P, 3) float32 that a step of this wig wrote
+        for the frame ``inp`` (``step(measure=False)``: a frame played live, taken by a bake),
+        measured as that step would have: the colliders set where they were then, the same
+        points, the same field — the same figure, bit for bit."""
+        if not self.colliders:
+            return 0.0
+        name = self.hair.name
+        head = as_matrix(inp.head_matrix, f"'{name}' head matrix") @ self._shift
+        to_object = np.linalg.solve(as_matrix(inp.hair_matrix, f"'{name}' matrix"), head)
+        if np.allclose(to_object, np.eye(4), rtol=0.0, atol=1e-9):
+            to_object = None
+        self._frame_rest(inp)
+        self._set_colliders(inp, head)
+        if self._rows is None:
+            self._rows = _Rows(self)
+        return self._held_depth(out, to_object) * self.head_scale
 
     def restrict(self, start: int, stop: int) -> None:
         """Step only the strands ``start..stop − 1`` (a part of a split bake): every stage after
@@ -347,7 +366,7 @@ class Wig:
         return head[:3, :3] @ up_in_rest_head
 
     def step(self, inp: FrameInput, state: WigState | None = None, out: np.ndarray | None = None,
-             keep_state: bool = True, timings: dict | None = None):
+             keep_state: bool = True, timings: dict | None = None, measure: bool = True):
         """Deformed positions for one frame, and the state for the next.
 
         The wig orchestrates, in one pass over the points it steps (seed 000, FIG. 2): the
@@ -370,6 +389,11 @@ class Wig:
         timings : dict, optional
             Seconds per phase are added to it: primary, dynamics, compression, length,
             collision, output (wall-clock, whatever numba's thread count).
+        measure : bool
+            Measure how deep the result is held inside the colliders (``penetration``). False:
+            not now (``penetration`` is None) — live playback, which shows the hair and never the
+            figure, and spends a quarter of a frame on a groom combed close over the head on it;
+            ``penetration_of`` measures such a frame when a bake takes it.
 
         Returns
         -------
@@ -427,22 +451,7 @@ class Wig:
         if np.allclose(to_object, np.eye(4), rtol=0.0, atol=1e-9):
             to_object = None
 
-        rest = self.rest_rows
-        if inp.rest_points is not None:
-            # A keyframed hairstyle: this frame's in-between is the pose the wig deforms (seed 002
-            # under seed 000); magnet weights stay those bound on the first key pose.
-            if np.shape(inp.rest_points) != self.hair.points.shape:
-                raise HairWigError(f"'{name}': this frame's rest pose has {len(inp.rest_points)} points, "
-                                   f"the wig {self.hair.num_points}")
-            if self._keyed_rest is None:
-                self._keyed_rest = np.empty_like(self.rest_rows)
-            rest = transform_rows(self.to_local, np.asarray(inp.rest_points, np.float32).T, self._keyed_rest)
-            if self.length is not None:
-                self.length.set_rest_rows(rest)
-            for c in self.colliders:          # this frame's hairstyle is the groom to keep
-                c.bind(rest, self._uniform)
-                self.walk.bind_children(c, rest)
-
+        rest = self._frame_rest(inp)
         self._set_colliders(inp, head)
         if self._rows is None:
             self._rows = _Rows(self)
@@ -463,7 +472,9 @@ class Wig:
             clock.lap("dynamics")
         self._write(p, to_object, out)
         clock.lap("output")
-        self.residual = self._held_depth(out, to_object) if self.colliders else 0.0
+        self.residual = None
+        if measure:
+            self.residual = self._held_depth(out, to_object) if self.colliders else 0.0
         clock.lap("collision")
         return out, state
 
@@ -544,6 +555,28 @@ class Wig:
             rows_copy_to_points(p, block)
         else:
             rows_to_points(p, np.ascontiguousarray(to_object[:3], np.float32), block)
+
+    def _frame_rest(self, inp: FrameInput) -> np.ndarray:
+        """This frame's rest pose, head-local rows (3, P): the bound groom's, or — a keyframed
+        hairstyle — the frame's in-between (seed 002 under seed 000), to which length and the
+        colliders' limits are then bound: this frame's hairstyle is the groom to keep."""
+        name = self.hair.name
+        rest = self.rest_rows
+        if inp.rest_points is not None:
+            # A keyframed hairstyle: this frame's in-between is the pose the wig deforms (seed 002
+            # under seed 000); magnet weights stay those bound on the first key pose.
+            if np.shape(inp.rest_points) != self.hair.points.shape:
+                raise HairWigError(f"'{name}': this frame's rest pose has {len(inp.rest_points)} points, "
+                                   f"the wig {self.hair.num_points}")
+            if self._keyed_rest is None:
+                self._keyed_rest = np.empty_like(self.rest_rows)
+            rest = transform_rows(self.to_local, np.asarray(inp.rest_points, np.float32).T, self._keyed_rest)
+            if self.length is not None:
+                self.length.set_rest_rows(rest)
+            for c in self.colliders:          # this frame's hairstyle is the groom to keep
+                c.bind(rest, self._uniform)
+                self.walk.bind_children(c, rest)
+        return rest
 
     def _set_colliders(self, inp: FrameInput, head: np.ndarray) -> None:
         """Where each collider is this frame, relative to the head (SPEC §6.3): the head's own

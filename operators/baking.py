@@ -6,6 +6,7 @@ leaves the scene as it was."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -97,17 +98,25 @@ def compute_steps(context, ob, first: int, last: int, preroll: int | None = None
         scratch = np.empty_like(wig.hair.points)
         begin = first - preroll
         upto = None
+        measured = {}
         if reused is not None:       # the live cache's frames first..upto, each frame's input read again
             def digest_at(f):
                 scene.frame_set(f)
-                return frames.input_digest(scene_reader.frame_input(context, ob, bound, f))
+                inp = scene_reader.frame_input(context, ob, bound, f)
+                if f >= first and reused.record(f).penetration is None:
+                    # played live, where nothing is measured: how deep it is held, measured now
+                    measured[f] = wig.penetration_of(reused.shown(f), inp)
+                return frames.input_digest(inp)
             upto = reused.verified(digest_at)
         if upto is not None:
             state = reused.state(upto).copy()
             for f in range(first - preroll, upto + 1):
+                record = reused.record(f)
                 if f >= first:
                     cache.frame(f)[...] = reused.shown(f)
-                _keep(cache, ob, wig, f, first, reused.record(f), flat, noted)
+                    if record.penetration is None:
+                        record = dataclasses.replace(record, penetration=measured[f])
+                _keep(cache, ob, wig, f, first, record, flat, noted)
             begin = upto + 1
             yield upto - first + 1 + preroll, total
         for done, f in enumerate(range(begin, last + 1), start=begin - (first - preroll) + 1):

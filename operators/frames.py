@@ -14,10 +14,10 @@ from . import scene_reader
 @dataclass
 class FrameRecord:
     """What a bake keeps of one frame besides its positions: how deep the hair is held inside the
-    colliders, the skin's motion for a stack that carries the hair (None: at rest, or no such
-    stack), the magnets scaled to nothing, the dynamics layer's warnings, each dynamic magnet's
+    colliders (None: not measured, a frame played live), the skin's motion for a stack that
+    carries the hair (None: at rest, or no such stack), the magnets scaled to nothing, the dynamics layer's warnings, each dynamic magnet's
     shown place, and a digest of what the frame read from the scene (``input_digest``)."""
-    penetration: float
+    penetration: float | None
     skin: tuple | None
     flat: list
     notes: list
@@ -52,14 +52,16 @@ def input_digest(inp) -> int:
 
 
 def step_frame(context, ob, bound, f: int, state, out, skin: bool = False, keep_state: bool = False,
-               digest: bool = False):
+               digest: bool = False, measure: bool = True):
     """Step the wig ``bound`` of ``ob`` at frame ``f`` (set and evaluated) from ``state`` (None:
     from rest) into ``out``. ``skin``: record the skin's motion; ``keep_state``: leave ``state``
-    as it was (live dynamics keeps every frame's); ``digest``: checksum the frame's input.
-    Returns the state after the frame and its ``FrameRecord``."""
+    as it was (live dynamics keeps every frame's); ``digest``: checksum the frame's input;
+    ``measure``: measure how deep the hair is held inside the colliders (live dynamics does not:
+    the record's ``penetration`` is None, and a bake that takes the frame measures it then,
+    ``Wig.penetration_of``). Returns the state after the frame and its ``FrameRecord``."""
     wig = bound.wig
     inp = scene_reader.frame_input(context, ob, bound, f)
-    _, state = wig.step(inp, state, out=out, keep_state=keep_state)
+    _, state = wig.step(inp, state, out=out, keep_state=keep_state, measure=measure)
     motion = None
     if skin and not wig.scalp.at_rest(inp.surface_positions, inp.surface_normals):
         rot, o0, o1 = wig.scalp.transforms(inp.surface_positions, inp.surface_normals)

@@ -294,7 +294,7 @@ class Session:
             scene.frame_set(f)
         out = np.empty_like(self.rest)
         state, record = frames.step_frame(context, self._ob, self.bound, f, state, out, skin=self.skin,
-                                          keep_state=True, digest=True)
+                                          keep_state=True, digest=True, measure=False)
         self._last = record
         if f < self.first:
             self.pre[f] = record              # a pre-roll frame: a bake takes its warnings, checks its input

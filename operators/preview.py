@@ -353,7 +353,7 @@ def update(scene, depsgraph=None, edited: bool = False) -> None:
                 out = _live_show(bpy.context, ob, preview, scene.frame_current, edited)
             else:
                 inp = scene_reader.frame_input(bpy.context, ob, preview.bound, scene.frame_current, depsgraph)
-                out = preview.wig.step(inp, None, out=preview.out)[0]
+                out = preview.wig.step(inp, None, out=preview.out, measure=False)[0]
         except Exception as err:             # noqa: BLE001 — never out of a handler: stop and say it
             _fail(ob, preview.name, preview.live is not None, err, scene.frame_current)
             continue

@@ -136,6 +136,37 @@ def test_before_a_whole_strand_length_pass_the_points_are_held_alike():
         assert (out[:, 10:14, 0] >= x + THICK / 2 - tol).all()
 
 
+def test_a_frame_stepped_unmeasured_is_measured_later_as_its_step_would_have():
+    """Live playback steps without measuring how deep the hair is held (``measure=False``: a
+    quarter of its frame on a groom combed close over the head); a bake that takes such a frame
+    measures it then (``Wig.penetration_of``), after later frames were stepped — with the
+    colliders set where they were at that frame: the same figure as a measured step, bit for
+    bit. A point put in the plate's middle at frame 3 reads as deep as its half thickness plus
+    its limit there (and not at frame 4, the plate 15 cm on)."""
+    measured, unmeasured = _plate_wig(), _plate_wig()
+    state_a = state_b = None
+    outs, inputs, figures = [], [], []
+    for f, x in enumerate(PLATE):
+        inp = FrameInput(np.eye(4), np.eye(4), np.array([np.eye(4)]), time=f / 24,
+                         collider_matrices=np.array([_at(x)]))
+        out_a, state_a = measured.step(inp, state_a)
+        figures.append(measured.penetration)
+        out_b, state_b = unmeasured.step(inp, state_b, measure=False)
+        assert unmeasured.penetration is None
+        np.testing.assert_array_equal(out_b, out_a)
+        outs.append(out_b.copy())
+        inputs.append(inp)
+    for out, inp, figure in zip(outs, inputs, figures):
+        assert unmeasured.penetration_of(out, inp) == figure
+    w = 5 * POINTS + 12                              # a point over the plate's face, as combed
+    inside = outs[3].copy()
+    inside[w] = (PLATE[3], inside[w, 1], (TOP + BOTTOM) / 2)
+    plate = unmeasured.colliders[-1]
+    expected = THICK / 2 + float(plate.limit[w])
+    assert abs(unmeasured.penetration_of(inside, inputs[3]) - expected) <= rounding(1.3, 8)
+    assert unmeasured.penetration_of(inside, inputs[4]) < expected / 2
+
+
 def test_hair_lying_on_a_turning_ball_is_not_taken_for_a_crossing(monkeypatch):
     """Hair lying on a ball of radius 0.5 (its points on the sphere, so its collision surface is
     the ball itself) that turns 12° a frame about its centre under it: in the ball's own space

@@ -217,6 +217,27 @@ def test_bake_takes_the_cached_frames_and_equals_a_bake_from_scratch(glue, monke
     np.testing.assert_array_equal(baked, fresh(baking, ob).positions)
 
 
+def test_a_bake_measures_the_live_frames_it_takes_as_it_measures_its_own(glue, monkeypatch):
+    """Live dynamics does not measure how deep the hair is held inside the head (nothing it
+    shows reads it); a bake that takes its frames measures them as it takes them: the same
+    figure as a bake from scratch, bit for bit."""
+    baking, _, frames, preview = glue
+    scene, head, ob, rest = live_wig("SPRINGS")
+    ob.hair_wig.use_live_dynamics = True
+    play(scene, ob, range(1, 11))
+    assert session(preview, ob).cache.extra(5).penetration is None
+    computed = []
+    step = frames.step_frame
+    monkeypatch.setattr(frames, "step_frame", lambda *a, **k: computed.append(a[3]) or step(*a, **k))
+    taken = baking.compute(bpy.context, ob, 1, N)
+    monkeypatch.setattr(frames, "step_frame", step)
+    assert computed == list(range(11, N + 1))                     # 1..10 came from the cache
+    ob.hair_wig.use_live_dynamics = False
+    scratch = fresh(baking, ob)
+    np.testing.assert_array_equal(taken.positions, scratch.positions)
+    assert taken.penetration == scratch.penetration
+
+
 def test_saving_writes_no_cache_and_reopening_shows_the_groom(glue, tmp_path):
     _, _, _, preview = glue
     scene, head, ob, rest = live_wig()
