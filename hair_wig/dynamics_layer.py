@@ -200,6 +200,7 @@ class DynamicsLayer:
     KERNELS = ()          # the groups of kernels it needs besides every wig's (``hair_wig.prepare``)
     SPLITS = False        # strands move independently: a bake may be split by strands
     ABSORBS = True        # what refinement moved is carried back (``absorb``)
+    CONTACTS_ONLY = False  # …only where a collider moved a point (a length pass's set-back is not)
     LIFTS = False         # refinement's walk lifts a chain that meets a head-on contact, as the
                           # layer's own substeps do (``walk.CollisionWalk._lift_steep``)
 

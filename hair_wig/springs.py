@@ -68,7 +68,9 @@ class SpringLayer(DynamicsLayer):
     KEYED = ("dynablend",)
     KERNELS = ("springs",)
     SPLITS = True
-    ABSORBS = False       # a spring is not pushed by refinement: it lags toward the next goal
+    ABSORBS = True        # where a collider pushed a point, its spring is moved out with it (``absorb``)
+    CONTACTS_ONLY = True  # a length pass's set-back is not the spring's: its lag stretches
+    BLEND_FLOOR = 0.05    # a point shown with less of its spring than this is where its goal puts it
 
     def __init__(self, model: HairModel, settings: SpringSettings):
         super().__init__(model, settings)
@@ -108,3 +110,29 @@ class SpringLayer(DynamicsLayer):
             return None
         at = pos.astype(np.float64) + frame.head_rest[:3, 3:]       # the springs' space → world
         return np.ascontiguousarray(accel(at, vel.astype(np.float64)) / self.springs.mass, dtype=np.float32)
+
+    def absorb(self, state: dict, moved: np.ndarray, frame: LayerFrame) -> None:
+        """Where a collider pushed a shown point out by ``moved`` (3, P) head-local (zero
+        elsewhere), its spring moves with it and keeps none of its speed into the surface: the
+        point is shown at ``goal + blend · (spring − target)``, so the spring moves by the push
+        over its blend (in the springs' axes), and the next frame starts the spring where the
+        hair was shown. Left in the head, a spring lags on through it: on Suzanne's fast turn
+        points 12 to 23 of a strand under the ear were shown 30 cm up and back in one frame,
+        the walk folding the strand each frame onto wherever its springs passed through the
+        head. (Seed 000 leaves secondary movement to refinement; SPEC §8 has every layer feel
+        the colliders.) Points shown with less than ``BLEND_FLOOR`` of their spring (the roots'
+        pinned fifth) are where their goal puts them: nothing of the spring to move."""
+        at = np.flatnonzero(np.einsum("kp,kp->p", moved, moved) > 0)
+        blend = self.springs.blend
+        at = at[blend[at] >= self.BLEND_FLOOR]
+        if at.size == 0:
+            return
+        turn = np.asarray(frame.head, np.float64)[:3, :3]               # head-local → the springs' axes
+        push = turn @ moved[:, at]
+        size = np.sqrt(np.einsum("kp,kp->p", push, push))
+        pos, vel = state["pos"], state["vel"]
+        pos[:, at] += (push / blend[at]).astype(np.float32)
+        n = push / size
+        v = vel[:, at].astype(np.float64)
+        into = np.minimum(np.einsum("kp,kp->p", v, n), 0.0)
+        vel[:, at] = (v - into * n).astype(np.float32)

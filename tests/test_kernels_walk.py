@@ -71,7 +71,7 @@ def _frames(count=4):
     return out
 
 
-def _bake(wig, frames, residuals=None, crossed=None):
+def _bake(wig, frames, residuals=None, crossed=None, touched=None):
     state, outs = None, []
     for inp in frames:
         out, state = wig.step(inp, state)
@@ -80,6 +80,8 @@ def _bake(wig, frames, residuals=None, crossed=None):
             residuals.append(wig.residual)
         if crossed is not None:
             crossed.append(wig.crossed)
+        if touched is not None:
+            touched.append(wig.walk.touched.copy())
     return outs
 
 
@@ -99,19 +101,24 @@ def test_the_walk_kernel_meets_the_contacts_the_numpy_walk_meets(monkeypatch, n,
     lifted = [1.0]                       # the worst conditioning of a lift's constraints
     with monkeypatch.context() as m:
         m.setattr(walk_module, "least_motion", _conditioning(lifted))
-        crossed = []
-        kernel = _bake(wig, frames, residuals, crossed)
+        crossed, touched = [], []
+        kernel = _bake(wig, frames, residuals, crossed, touched)
     looked, stops = wig.walk.looked, wig.walk.stops
     assert (wig.walk.children is not None) == (children is not None)
     with monkeypatch.context() as m:
         m.setattr(CollisionWalk, "_walk_kernel",
                   lambda self, p, base, span, first, *last: self._walk(p, base, span, first, *last))
         numpy_wig, _ = _scene(n=n, lifts=lifts, children=children)
-        numpy_crossed = []
-        reference = _bake(numpy_wig, frames, crossed=numpy_crossed)
+        numpy_crossed, numpy_touched = [], []
+        reference = _bake(numpy_wig, frames, crossed=numpy_crossed, touched=numpy_touched)
     # continuous contact meets the shoulder alone (the head keeps still relative to itself), and
     # no path crosses it: it rises slower than it is thick (tests/test_continuous_contact.py)
     assert crossed == numpy_crossed == [0] * len(frames)
+    # the points a collider moved (what Springs takes back): the same but where a point grazes
+    # its surface and one walk's roundings push it and the other's do not
+    assert sum(t.sum() for t in touched) > 0
+    for a, b in zip(touched, numpy_touched):
+        assert (a != b).sum() <= max(2, 0.01 * a.sum())
     assert looked > 0
     if lifts:
         assert stops > 0

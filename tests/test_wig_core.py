@@ -631,3 +631,89 @@ def test_following_and_resting_magnets_share_one_normalisation():
                                    np.broadcast_to(a, ((near_rest & ~near_follow).sum(), 3)), atol=tol)
         np.testing.assert_allclose(out[near_follow & ~near_rest] - h.points[near_follow & ~near_rest],
                                    np.broadcast_to(b, ((near_follow & ~near_rest).sum(), 3)), atol=tol)
+
+
+def _leading_hair(n=24, k=10):
+    """Straight strands 0.5 long growing radially out of the unit sphere's +x side (within 40° of
+    +x), the head ``sphere_mesh`` — what a head jumping +x carries into itself."""
+    a = np.linspace(-0.7, 0.7, n)
+    dirs = np.stack([np.cos(a), np.zeros(n), np.sin(a)], axis=1)
+    pts = dirs[:, None] * (1.0 + np.linspace(0.0, 0.5, k))[None, :, None]
+    return HairSet(pts.reshape(-1, 3).astype(np.float32), np.full(n, k), name="Leading")
+
+
+def _jump(absorb=True):
+    """The leading hair with Springs on a unit sphere that jumps 0.3 along +x in one frame: the
+    springs lag behind it, into the head, and the walk pushes those points out."""
+    from hair_wig.springs import SpringLayer
+    v, tris = sphere_mesh(1.0)
+    wig = Wig(_leading_hair(), np.eye(4), np.eye(4), [Magnet("M", translate(0, 0, 5), radius=0.001)],
+              WigSettings(dynamics=SpringSettings(random=0.0)), head_mesh=(v, tris))
+    if not absorb:
+        wig.layer.absorb = lambda state, moved, frame: None
+    state = None
+    for x in (0.0, 0.3):
+        m = translate(x, 0, 0)
+        out, state = wig.step(FrameInput(m, m, np.array([translate(0, 0, 5)])), state)
+    layer = state.layer
+    # each point as its spring would now show it (``spring_follow``'s y' = pos − T, in head-local
+    # axes, times its blend): where the next frame's springs start from
+    goal = wig.rest_rows.astype(np.float64)
+    head = translate(0.3, 0, 0)
+    target = head[:3, :3] @ goal + head[:3, 3:] - wig.head_rest[:3, 3:]
+    lag = np.linalg.inv(head[:3, :3]) @ (layer["pos"].astype(np.float64) - target)
+    shown = goal + wig.layer.springs.blend[None].astype(np.float64) * lag
+    return wig, shown, layer
+
+
+def test_a_spring_pushed_deep_into_the_head_is_carried_out_with_its_point():
+    """Springs feel the head where it pushes them deep (``SpringLayer.absorb``, ``Wig.
+    _contacts_only``): a unit sphere jumps 0.3 in one frame and the springs of hair on its
+    leading side lag up to 0.3 into it. Each spring whose point a collider pushed out by half
+    its segment or more moves out with it, along the surface's outward direction there: shown
+    as it now lies, its point is outside its limit (the tangential part of the walk's move —
+    along a convex surface, outward — is left out), and it keeps no speed into the head. Left
+    where they lagged, the springs would show their points more than 0.1 m inside."""
+    wig, shown, layer = _jump()
+    _, left, _ = _jump(absorb=False)
+    c = wig.colliders[0]
+    carried = np.flatnonzero(np.abs(shown - left).max(axis=0) > 0)
+    assert carried.size > 10
+    before = c.limit[carried] - c.field.signed_distance(left[:, carried].T)
+    assert before.min() > 0 and before.max() > 0.1                    # every one inside, some deep
+    inside = c.limit[carried] - c.field.signed_distance(shown[:, carried].T)
+    assert inside.max() <= rounding(1.5, 16)
+    normal = c.outward_at(np.ascontiguousarray(shown[:, carried], np.float32))
+    v = np.linalg.inv(translate(0.3, 0, 0)[:3, :3]) @ layer["vel"][:, carried].astype(np.float64)
+    assert (np.einsum("kp,kp->p", v, normal) >= -rounding(magnitude(v), 8)).all()
+
+
+def test_springs_absorb_is_the_push_over_the_blend_and_no_speed_into_the_surface():
+    """``SpringLayer.absorb`` on its own: a push ``Δ`` (head-local) at a point shown with blend
+    ``b`` moves its spring by ``A Δ / b`` (``A`` the head's turn) exactly, takes its speed into
+    the surface out and keeps its speed along it; a point shown with less than the floor of its
+    spring, and a point not pushed, keep their springs bit for bit."""
+    from hair_wig.dynamics_layer import LayerFrame
+    from hair_wig.springs import SpringLayer
+    wig = Wig(_leading_hair(2, 10), np.eye(4), np.eye(4), [Magnet("M", translate(0, 0, 5), radius=0.001)],
+              WigSettings(dynamics=SpringSettings(random=0.0)))
+    layer = wig.layer
+    assert isinstance(layer, SpringLayer)
+    blend = layer.springs.blend
+    head = rotation((0, 0, 1), 0.7)
+    frame = LayerFrame(1 / 24, 0.0, np.zeros(3), [], head, np.linalg.inv(head), np.eye(4), slice(None))
+    pos = np.random.default_rng(0).normal(size=(3, 20)).astype(np.float32)
+    vel = np.zeros((3, 20), np.float32)
+    vel[:, 5] = head[:3, :3] @ np.array([-2.0, 0.5, 0.0])              # into the push (−x), along it (y)
+    state = {"pos": pos.copy(), "vel": vel.copy()}
+    moved = np.zeros((3, 20))
+    moved[0, [0, 5]] = 0.04                                          # point 0: a root, shown where its goal is
+    assert blend[0] < SpringLayer.BLEND_FLOOR <= blend[5]
+    layer.absorb(state, moved, frame)
+    expected = pos[:, 5].astype(np.float64) + head[:3, :3] @ np.array([0.04, 0, 0]) / np.float64(blend[5])
+    np.testing.assert_allclose(state["pos"][:, 5], expected, rtol=0, atol=rounding(magnitude(expected), 2))
+    np.testing.assert_allclose(np.linalg.inv(head[:3, :3]) @ state["vel"][:, 5], [0.0, 0.5, 0.0],
+                               rtol=0, atol=rounding(2.0, 4))
+    keep = np.arange(20) != 5
+    np.testing.assert_array_equal(state["pos"][:, keep], pos[:, keep])
+    np.testing.assert_array_equal(state["vel"][:, keep], vel[:, keep])

@@ -451,7 +451,7 @@ def _swing_out(p, i, j, w, c0, cols, rest, around, rounds):
 @njit(cache=True, parallel=True)
 def walk_strands(p, base, n, start, first_strand, strands, first, length, elasticity, iterations, lifts, settling,
                  threads_cols, kids, rest, margins, came, stop, record, around, rounds, looked, last, maps, sweeps,
-                 friction, crossed):
+                 friction, crossed, touched):
     """Follow-the-leader with collision, root to tip, on ``strands`` (K,) of rows ``p`` (3, C)
     float32 — strands of ``n`` points one after another, strand ``s``'s point ``j`` row
     ``s n + j``, the wig's point ``start + s n + j`` — in place (``walk.CollisionWalk._walk``).
@@ -501,6 +501,10 @@ def walk_strands(p, base, n, start, first_strand, strands, first, length, elasti
         is swung about its leader until it does not (``_wrap``, over ``around``).
     crossed : (S,) int64
         Each strand's count of points held back or swung so, added to.
+    touched : (C,) uint8
+        Set to 1 at each point a collider moved (a contact's push, the children's keep-out, a
+        hold or swing of continuous contact): the pushes a dynamics layer that feels only its
+        contacts takes back (``walk.CollisionWalk.touched``).
     """
     for chunk in prange((strands.shape[0] + CHUNK - 1) // CHUNK):
         mine = threads_cols[get_thread_id()]
@@ -508,13 +512,13 @@ def walk_strands(p, base, n, start, first_strand, strands, first, length, elasti
         for kk in range(chunk * CHUNK, min((chunk + 1) * CHUNK, strands.shape[0])):
             _walk_strand(p, base, n, start, first_strand, strands[kk], first, length, elasticity, iterations, lifts,
                          settling, c0, mine, kids, rest, margins, came, stop, record, around, rounds, looked, last,
-                         maps, sweeps, friction, crossed)
+                         maps, sweeps, friction, crossed, touched)
 
 
 @njit(cache=True, inline="always")
 def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, iterations, lifts, settling, c0,
                  cols, kids, rest, margins, came, stop, record, around, rounds, looked, last, maps, sweeps, friction,
-                 crossed):
+                 crossed, touched):
     """``walk_strands`` for strand ``s``; ``c0``: the first collider, read from the list once per
     chunk of strands. Inlined, as ``_round``, ``_project`` and ``_project_to`` are: a call that
     passes a collider's tuple counts a reference to each of its ~40 arrays, atomically, and takes
@@ -548,7 +552,10 @@ def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, 
         if moved:
             p[0, i], p[1, i], p[2, i] = np.float32(ox), np.float32(oy), np.float32(oz)
         if sweeping:
+            held = crossed[s]
             _sweep(p, i, w, s, lx, ly, lz, last, maps, sweeps, cols, rest, friction, around, crossed)
+            if crossed[s] != held:
+                touched[i] = 1
         if elasticity == 0.0:
             seg = length[i]
         else:
@@ -574,6 +581,8 @@ def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, 
         while True:
             if r < tries or after:
                 got = _round(p, i, j, w, s, r, c0, cols, rest, lifts, settling, stop, record)
+                if got:
+                    touched[i] = 1
                 if after:
                     pushed = pushed or got
                     break
@@ -584,6 +593,7 @@ def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, 
             if stop[s] < 0 and kids[0].shape[0] and _children_out(p, i, j, first_strand + s, c0, cols, kids, tries):
                 for k in range(ncol):        # moved: no bound for the next point
                     margins[k, s] = -_INF32
+                touched[i] = 1
                 after, r = True, tries
                 continue
             break
