@@ -27,10 +27,9 @@ from .refinement import LengthControl, compensate_compression_rows, compression_
 from .scalp import ScalpSpace
 from .spaces import as_matrix, scale_of, transform_points, transform_rows
 
-# The pushes a layer that feels only its contacts (Springs) takes back: out by at least this share
-# of the point's segment — a spring carried through the head in a fast turn. Taking back every
-# push (resting contact too) kept more of the springs' swing after the turn: tips snapped more
-# often then (``Wig._contacts_only``)
+# The pushes a layer that feels only its contacts (Springs) takes back: all of a push out by this
+# share of the point's segment or more (a spring carried through the head in a fast turn), none
+# under half of it (resting contact), a share between (``Wig._contacts_only``)
 DEEP_PUSH = 0.5
 
 
@@ -550,42 +549,30 @@ class Wig:
         moved[:, frame.points] = np.subtract(p, rows.shown, out=rows.work)
         moved[:, np.einsum("kp,kp->p", moved, moved) <= self._contact_tolerance] = 0.0
         if self.layer.CONTACTS_ONLY:
-            self._contacts_only(moved[:, frame.points], p)
+            self._contacts_only(moved[:, frame.points])
         self.layer.absorb(state.layer, moved, frame)
 
-    def _contacts_only(self, moved: np.ndarray, p: np.ndarray) -> None:
-        """What refinement moved ``moved`` (3, C) the refined rows ``p`` (3, C) by, cut in place
-        to the colliders' deep pushes (a layer that feels only its contacts: Springs): zero where
-        no collider moved a point (the walk's ``touched``) or moved it by less than ``DEEP_PUSH``
-        of its segment, and elsewhere only the part along the way out of the nearest collider's
-        surface where it ended (``Collider.outward_at``). Resting contact, a length pass's
-        set-backs and a point its leader carried out stay the shown pose's own: taking those
-        back too kept more of the springs' swing after a fast turn."""
-        touched = self.walk.touched if self.colliders else None
+    def _contacts_only(self, moved: np.ndarray) -> None:
+        """What refinement moved ``moved`` (3, C) the wig's points by, cut in place to the
+        colliders' deep pushes (a layer that feels only its contacts: Springs): at each point a
+        contact pushed, its move along that push's direction (``CollisionWalk.pushes``), outward
+        — all of it from ``DEEP_PUSH`` of the point's segment, none under half that, a share
+        growing with it between (a push growing through a line would throw the spring at once);
+        zero elsewhere. Resting contact, a length pass's set-backs and a point its leader carried
+        out stay the shown pose's own: taking those back too kept more of the springs' swing
+        after a fast turn, and tips snapped more."""
+        pushes = self.walk.pushes if self.colliders else None
+        if pushes is None:
+            moved[...] = 0.0
+            return
+        out = np.einsum("kp,kp->p", moved, pushes)
+        at = np.flatnonzero(out > 0.0)
         start = self._points().start
-        at = np.flatnonzero(touched) if touched is not None else np.zeros(0, np.int64)
         seg = self.rest_rows[:, at + start] - self.rest_rows[:, at + start - 1]
         reach = DEEP_PUSH * np.sqrt(np.einsum("kp,kp->p", seg, seg))
-        d = moved[:, at]
-        deep = np.einsum("kp,kp->p", d, d) >= reach * reach           # |d| bounds its part outward
-        at, reach, d = at[deep], reach[deep], d[:, deep]
+        share = out[at] * np.clip(2.0 * out[at] / np.maximum(reach, 1e-30) - 1.0, 0.0, 1.0)
         moved[...] = 0.0
-        if at.size == 0:
-            return
-        q = np.ascontiguousarray(p[:, at])
-        best = normal = None
-        for c in self.colliders:
-            room = c.fast_distance(q.astype(np.float64)) - c.limit[at + start]
-            n = c.outward_at(q)
-            if best is None:
-                best, normal = room, n
-            else:
-                nearer = room < best
-                best = np.where(nearer, room, best)
-                normal = np.where(nearer[None], n, normal)
-        out = np.einsum("kp,kp->p", d, normal)
-        out[out < reach] = 0.0
-        moved[:, at] = normal * out
+        moved[:, at] = pushes[:, at] * share
 
     def _write(self, p: np.ndarray, to_object: np.ndarray | None, out: np.ndarray) -> None:
         """The refined rows ``p`` (3, C), head-local, into the points this wig steps of ``out``

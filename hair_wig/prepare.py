@@ -102,7 +102,7 @@ def _walk_as_called():
                  0.0, 3, True, 0.05, kernel_colliders([c, c]), NO_KIDS, rest, np.full((2, 1), -np.inf, np.float32),
                  p[:, :1].astype(np.float64), np.empty(1, np.int64), np.empty((13, 1)), np.zeros((1, 3)), 7,
                  np.zeros(1, np.int64), rest, np.stack([np.eye(4), np.eye(4)]), np.ones(2, bool), 0.3,
-                 np.zeros(1, np.int64), np.zeros(3, np.uint8))
+                 np.zeros(1, np.int64), np.zeros((3, 3), np.float32))
 
 
 def _cross_as_called():

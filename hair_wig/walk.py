@@ -57,10 +57,11 @@ class CollisionWalk:
         # stopped for a lift, since set to 0
         self.looked = self.stops = 0
         self.crossed = 0              # points continuous contact held back, last run
-        # (C,) bool, last run: the points a collider moved — a contact's push, the children's
-        # keep-out, continuous contact's hold — the pushes a layer that feels only its contacts
-        # takes back (``Wig._contacts_only``)
-        self.touched = None
+        # (3, C) float32, last run: at each point a contact pushed, the unit direction of its
+        # last push (zero elsewhere) — what a layer that feels only its contacts takes back
+        # (``Wig._contacts_only``)
+        self.pushes = None
+        self._start = 0
         # Coulomb friction of continuous contact's hold (the layer's Friction where it has one)
         self.friction = CROSS_FRICTION
 
@@ -137,7 +138,6 @@ class CollisionWalk:
                     self.colliders[0].rest_rows, float(self.friction), moved)
         if rows is not p:
             p[...] = rows
-        self.touched |= moved.astype(bool)
         return int(moved.sum())
 
     def run(self, p, base, span, first_strand, last=None, maps=None) -> None:
@@ -152,7 +152,8 @@ class CollisionWalk:
         each point, else before the points are collided (``cross``)."""
         length = self.length
         self.crossed = 0
-        self.touched = np.zeros(p.shape[1], bool)
+        self.pushes = np.zeros((3, p.shape[1]), np.float32)
+        self._start = span.start or 0
         sweeps = self.sweeps(maps)
         fields = all(isinstance(c.field, MeshField) for c in self.colliders)
         if not sweeps.any() or not fields:
@@ -168,7 +169,6 @@ class CollisionWalk:
             not_root = self.not_root[span]
             strand = self.strand_of_point[span] - first_strand
             moved = self._collide(p, span, not_root)
-            self.touched[moved] = True
             if moved.size == 0:
                 return
             touched = np.unique(strand[moved])
@@ -179,7 +179,6 @@ class CollisionWalk:
                 for _ in range(max(1, self.iterations)):
                     length.apply_rows(p, touched, first_strand, base=base)
                     moved = self._collide(p, span, mask)
-                    self.touched[moved] = True
                     if moved.size == 0:
                         break
                 else:
@@ -212,7 +211,6 @@ class CollisionWalk:
                 d = q[:, j] - q[:, j - 1]
                 np.sqrt(np.einsum("ks,ks->s", d, d), out=seg)
             at_j = index + j
-            placed = q[:, j].copy()
             if last is not None:
                 self.crossed += self._cross_column(q, j, at_j, last, maps, sweeps)
             near = [c.near_step(q[:, j], j, strands, at_j, m, rest[j] if seg is None else seg)
@@ -235,7 +233,6 @@ class CollisionWalk:
             if at.size:
                 # still unresolved after the last tangent-plane step (a crease or a pocket)
                 self._swing_out(q, j, at_j, at)
-            self.touched[at_j[(q[:, j] != placed).any(axis=0)] - span.start] = True
         view[...] = q.transpose(0, 2, 1)
 
     def _cross_column(self, q, j, at_j, last, maps, sweeps) -> int:
@@ -415,7 +412,6 @@ class CollisionWalk:
         iterations = max(1, self.iterations)
         looked = np.zeros(count, np.int64)
         crossed = np.zeros(count, np.int64)
-        touched = self.touched.view(np.uint8)
         if last is None:
             last, maps = _NO_LAST, np.zeros((len(self.colliders), 4, 4))
             sweeps = np.zeros(len(self.colliders), bool)
@@ -427,12 +423,11 @@ class CollisionWalk:
             walk_strands(rows, base, n, span.start, first_strand, strands, first, length,
                          float(self.length.elasticity), iterations, bool(self.lifts), SETTLING, cols, kids, rest,
                          margins, came, stop, record, _AROUND, 7, looked, last, maps, sweeps, float(self.friction),
-                         crossed, touched)
+                         crossed, self.pushes)
             stopped = strands[stop[strands] >= 0]
             if stopped.size == 0:
                 break
             stops += stopped.size
-            touched[stopped * n + stop[stopped]] = 1
             self._lifted(rows, n, count, span, first_strand, stopped, stop, record, iterations)
             first[stopped] = stop[stopped] + 1
             strands = stopped[first[stopped] < n]
@@ -487,6 +482,7 @@ class CollisionWalk:
         if at.size:
             before = q[:, j, at]
             after, n = qa[:, pushed], normal[:, pushed]
+            self.pushes[:, at_j[at] - self._start] = n
             swung = _onto_circle(q[:, j - 1, at], before, after, n)
             q[:, j, at] = swung
             if j >= 2 and lift and self.lifts:
@@ -700,7 +696,7 @@ class CollisionWalk:
         return (self._depth(rows, np.tile(at, m)) <= 0).reshape(m, k)
 
     def _collide(self, p, span, mask) -> np.ndarray:
-        moved = [c.project_rows(p, span, mask) for c in self.colliders]
+        moved = [c.project_rows(p, span, mask, self.pushes) for c in self.colliders]
         return moved[0] if len(moved) == 1 else np.unique(np.concatenate(moved))
 
 

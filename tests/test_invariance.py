@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
-from invariance import EPS32, bake, make_groom, similarity
+from invariance import EPS32, FRAMES, bake, make_groom, similarity
 
 EXAMPLES = int(os.environ.get("HAIR_WIG_PROPERTY_EXAMPLES", "5"))
 # no shrinking: a failing case is reported as drawn (shrinking one bake after another takes minutes)
@@ -80,6 +80,26 @@ FREE = [("SEGMENT", False), ("STRAND", False)]
 ULP8 = 8          # the issue's bound: 8 ulp of the coordinates compared (derivations below)
 
 
+def carried(wig, frames: int = FRAMES) -> float:
+    """How many frames' worth of one frame's push rounding a frame can show at most, with
+    collision on: the Springs layer takes a deep push back into its spring
+    (``SpringLayer.absorb``), so a push's rounding reappears in the frames after it, carried by
+    the spring's exact step ``(y, v) → M (y, v)`` (``spring_follow``'s e11, e12, e21, e22; the
+    shown point is ``b y``, the spring moved by the push over b): the frame's own push plus, for
+    each earlier one, ``|(Mᵏ)₀₀|`` (k = 1 … frames − 1) times the most the share taken back
+    changes with the push (``Wig._contacts_only``: ``out · clip(2 out / reach − 1, 0, 1)``,
+    whose slope is at most 1 + 2 = 3) — the largest over the ``wig``'s springs at 24 frames a
+    second. The push's direction is the walk's own, taken from where the point lay deep in the
+    head: its rounding is of that depth's conditioning, within the push's."""
+    e11, e12, e21, e22 = (np.asarray(c, np.float64) for c in wig.layer.springs.coefficients(1.0 / 24.0)[:4])
+    m = np.array([[e11, e12], [e21, e22]]).transpose(2, 0, 1)              # (P, 2, 2)
+    later, power = np.zeros(len(e11)), np.repeat(np.eye(2)[None], len(e11), axis=0)
+    for _ in range(frames - 1):
+        power = power @ m
+        later += np.abs(power[:, 0, 0])
+    return float(1.0 + 3.0 * later.max())
+
+
 @pytest.mark.parametrize("mode, collide", MODES)
 @PROPERTY
 @given(transforms)
@@ -98,13 +118,16 @@ def test_moved_turned_and_scaled_objects_bake_the_same_hair(groom, mode, collide
     With collision, a point pushed out of the head lands where its closest surface point is, a
     map whose slope is rho / (rho − depth) inside a concave fold of radius rho: this groom's
     pushes reach 1 cm in Suzanne's eye sockets and brow, folds of about 2 cm, so at most twice:
-    16 ulp (3-6 measured, 9 the worst hypothesis found)."""
+    16 ulp (3-6 measured, 9 the worst hypothesis found) — carried into the frames after it by
+    the springs where a push is deep (``carried``: 16 ulp times about 10 over these 8 frames;
+    the largest seen: 102 ulp, a scene far out at 1/20 scale)."""
     x = similarity(*xf)
-    got, _ = bake(groom, x, mode, collide, rounded=False)
+    got, wig = bake(groom, x, mode, collide, rounded=False)
     want = base(groom, mode, collide)
     magnitude = np.abs(want).max()
     err = np.abs(got - want).max()
-    assert err <= (2 if collide else 1) * ULP8 * EPS32 * magnitude, (err / (EPS32 * magnitude), xf)
+    bound = 2 * ULP8 * carried(wig) if collide else ULP8
+    assert err <= bound * EPS32 * magnitude, (err / (EPS32 * magnitude), bound, xf)
 
 
 @pytest.mark.parametrize("mode, collide", FREE)
@@ -153,13 +176,13 @@ def test_a_scene_far_out_bakes_with_collision_what_its_held_input_gives(groom, m
     same held matrices, carried back to the origin by X⁻¹ (float64), give there. The wig reads
     only relative placement (head-local = hair⁻¹ · head, which X⁻¹ carries away to float64
     rounding), so what is left is the springs' world axes turned and scaled with X, as for the
-    exact placement above: 16 ulp of the hair's coordinates."""
+    exact placement above: 16 ulp of the hair's coordinates, ``carried`` by the springs."""
     x = similarity(*xf)
-    got, _ = bake(groom, x, mode, True, rounded=True)
+    got, wig = bake(groom, x, mode, True, rounded=True)
     want, _ = bake(groom, x, mode, True, rounded=True, back=True)
     magnitude = np.abs(want).max()
     err = np.abs(got - want).max()
-    assert err <= 2 * ULP8 * EPS32 * magnitude, (err / (EPS32 * magnitude), xf)
+    assert err <= 2 * ULP8 * carried(wig) * EPS32 * magnitude, (err / (EPS32 * magnitude), xf)
 
 
 @PROPERTY
@@ -170,14 +193,14 @@ def test_a_groom_far_out_bakes_with_collision_what_its_data_gives_at_the_origin(
     The bake runs in a head-local frame turned with the data and moved to an exact origin among
     the hair, so its own rounding is of the hair's size and differs from the origin's only in
     order: as for the exact placement (16 ulp of the hair's coordinates, each at most an ulp of
-    the world's). Whole-strand mode is left out: its push-and-rescale leaves points deep in
+    the world's, ``carried`` by the springs). Whole-strand mode is left out: its push-and-rescale leaves points deep in
     Suzanne's brow (the residual it reports) where a rounding of the turned frame moves them up
     to ~100 ulp (scripts/invariance.py); issue 34's contacts."""
     x = similarity(*xf)
     t, _, _, s = xf
-    got, _ = bake(groom, x, "SEGMENT", True, rounded=True, data=True)
+    got, wig = bake(groom, x, "SEGMENT", True, rounded=True, data=True)
     got = (got - x[:3, 3]) @ np.linalg.inv(x[:3, :3]).T
     want, _ = bake(groom, x, "SEGMENT", True, rounded=True, data=True, back=True)
     world = np.abs(t).max() + s * np.abs(want).max()
     err = np.abs(got - want).max()
-    assert err <= 2 * ULP8 * EPS32 * world / s, (err * s / (EPS32 * world), xf)
+    assert err <= 2 * ULP8 * carried(wig) * EPS32 * world / s, (err * s / (EPS32 * world), xf)

@@ -71,7 +71,7 @@ def _frames(count=4):
     return out
 
 
-def _bake(wig, frames, residuals=None, crossed=None, touched=None):
+def _bake(wig, frames, residuals=None, crossed=None, pushes=None):
     state, outs = None, []
     for inp in frames:
         out, state = wig.step(inp, state)
@@ -80,8 +80,8 @@ def _bake(wig, frames, residuals=None, crossed=None, touched=None):
             residuals.append(wig.residual)
         if crossed is not None:
             crossed.append(wig.crossed)
-        if touched is not None:
-            touched.append(wig.walk.touched.copy())
+        if pushes is not None:
+            pushes.append(wig.walk.pushes.copy())
     return outs
 
 
@@ -101,24 +101,29 @@ def test_the_walk_kernel_meets_the_contacts_the_numpy_walk_meets(monkeypatch, n,
     lifted = [1.0]                       # the worst conditioning of a lift's constraints
     with monkeypatch.context() as m:
         m.setattr(walk_module, "least_motion", _conditioning(lifted))
-        crossed, touched = [], []
-        kernel = _bake(wig, frames, residuals, crossed, touched)
+        crossed, pushes = [], []
+        kernel = _bake(wig, frames, residuals, crossed, pushes)
     looked, stops = wig.walk.looked, wig.walk.stops
     assert (wig.walk.children is not None) == (children is not None)
     with monkeypatch.context() as m:
         m.setattr(CollisionWalk, "_walk_kernel",
                   lambda self, p, base, span, first, *last: self._walk(p, base, span, first, *last))
         numpy_wig, _ = _scene(n=n, lifts=lifts, children=children)
-        numpy_crossed, numpy_touched = [], []
-        reference = _bake(numpy_wig, frames, crossed=numpy_crossed, touched=numpy_touched)
+        numpy_crossed, numpy_pushes = [], []
+        reference = _bake(numpy_wig, frames, crossed=numpy_crossed, pushes=numpy_pushes)
     # continuous contact meets the shoulder alone (the head keeps still relative to itself), and
     # no path crosses it: it rises slower than it is thick (tests/test_continuous_contact.py)
     assert crossed == numpy_crossed == [0] * len(frames)
-    # the points a collider moved (what Springs takes back): the same but where a point grazes
-    # its surface and one walk's roundings push it and the other's do not
-    assert sum(t.sum() for t in touched) > 0
-    for a, b in zip(touched, numpy_touched):
-        assert (a != b).sum() <= max(2, 0.01 * a.sum())
+    # the points a contact pushed and the way it pushed them (what Springs takes back): the same
+    # but where a point grazes its surface and one walk's roundings push it and the other's do
+    # not, and there the same contact's direction (the same closest point, to the roundings
+    # above over a depth of at least a few of them: within a degree)
+    assert sum((a != 0).any(axis=0).sum() for a in pushes) > 0
+    for a, b in zip(pushes, numpy_pushes):
+        on_a, on_b = (a != 0).any(axis=0), (b != 0).any(axis=0)
+        assert (on_a != on_b).sum() <= max(2, 0.01 * on_a.sum())
+        both = on_a & on_b
+        assert (np.einsum("kp,kp->p", a[:, both], b[:, both]) >= np.cos(np.radians(1))).all()
     assert looked > 0
     if lifts:
         assert stops > 0

@@ -456,16 +456,20 @@ class Collider:
         g *= np.divide(1.0, norm, out=np.zeros_like(norm), where=norm > 1e-12)
         return d, g
 
-    def project_rows(self, p: np.ndarray, span: slice, mask: np.ndarray | None = None) -> np.ndarray:
+    def project_rows(self, p: np.ndarray, span: slice, mask: np.ndarray | None = None,
+                     pushes: np.ndarray | None = None) -> np.ndarray:
         """``project_at`` on a block of points (3, C), the wig's points ``span``, only where
         ``mask`` (C,) is set: the grid's screen first (``near_at``). Returns the block positions
-        moved."""
+        moved; ``pushes`` (3, C): where given, each moved point's push direction written."""
         near = self._near_rows(p, span, mask)
         if near.size == 0:
             return near
         qn = _take_rows(p, near)
-        moved = self.project_at(qn, near + span.start)
+        normal = None if pushes is None else np.zeros((3, near.size))
+        moved = self.project_at(qn, near + span.start, normal)
         p[:, near[moved]] = _take_rows(qn, moved)
+        if pushes is not None:
+            pushes[:, near[moved]] = normal[:, moved]
         return near[moved]
 
     def _near_rows(self, p: np.ndarray, span: slice, mask: np.ndarray | None) -> np.ndarray:

@@ -451,7 +451,7 @@ def _swing_out(p, i, j, w, c0, cols, rest, around, rounds):
 @njit(cache=True, parallel=True)
 def walk_strands(p, base, n, start, first_strand, strands, first, length, elasticity, iterations, lifts, settling,
                  threads_cols, kids, rest, margins, came, stop, record, around, rounds, looked, last, maps, sweeps,
-                 friction, crossed, touched):
+                 friction, crossed, pushes):
     """Follow-the-leader with collision, root to tip, on ``strands`` (K,) of rows ``p`` (3, C)
     float32 — strands of ``n`` points one after another, strand ``s``'s point ``j`` row
     ``s n + j``, the wig's point ``start + s n + j`` — in place (``walk.CollisionWalk._walk``).
@@ -501,10 +501,10 @@ def walk_strands(p, base, n, start, first_strand, strands, first, length, elasti
         is swung about its leader until it does not (``_wrap``, over ``around``).
     crossed : (S,) int64
         Each strand's count of points held back or swung so, added to.
-    touched : (C,) uint8
-        Set to 1 at each point a collider moved (a contact's push, the children's keep-out, a
-        hold or swing of continuous contact): the pushes a dynamics layer that feels only its
-        contacts takes back (``walk.CollisionWalk.touched``).
+    pushes : (3, C) float32
+        Written at each point a contact pushed: the unit direction of its last push (from where
+        it was pushed out: as well conditioned as its depth), head-local — what a dynamics layer
+        that feels only its contacts takes back (``walk.CollisionWalk.pushes``); elsewhere left.
     """
     for chunk in prange((strands.shape[0] + CHUNK - 1) // CHUNK):
         mine = threads_cols[get_thread_id()]
@@ -512,13 +512,13 @@ def walk_strands(p, base, n, start, first_strand, strands, first, length, elasti
         for kk in range(chunk * CHUNK, min((chunk + 1) * CHUNK, strands.shape[0])):
             _walk_strand(p, base, n, start, first_strand, strands[kk], first, length, elasticity, iterations, lifts,
                          settling, c0, mine, kids, rest, margins, came, stop, record, around, rounds, looked, last,
-                         maps, sweeps, friction, crossed, touched)
+                         maps, sweeps, friction, crossed, pushes)
 
 
 @njit(cache=True, inline="always")
 def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, iterations, lifts, settling, c0,
                  cols, kids, rest, margins, came, stop, record, around, rounds, looked, last, maps, sweeps, friction,
-                 crossed, touched):
+                 crossed, pushes):
     """``walk_strands`` for strand ``s``; ``c0``: the first collider, read from the list once per
     chunk of strands. Inlined, as ``_round``, ``_project`` and ``_project_to`` are: a call that
     passes a collider's tuple counts a reference to each of its ~40 arrays, atomically, and takes
@@ -552,10 +552,7 @@ def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, 
         if moved:
             p[0, i], p[1, i], p[2, i] = np.float32(ox), np.float32(oy), np.float32(oz)
         if sweeping:
-            held = crossed[s]
             _sweep(p, i, w, s, lx, ly, lz, last, maps, sweeps, cols, rest, friction, around, crossed)
-            if crossed[s] != held:
-                touched[i] = 1
         if elasticity == 0.0:
             seg = length[i]
         else:
@@ -580,9 +577,7 @@ def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, 
         after = False
         while True:
             if r < tries or after:
-                got = _round(p, i, j, w, s, r, c0, cols, rest, lifts, settling, stop, record)
-                if got:
-                    touched[i] = 1
+                got = _round(p, i, j, w, s, r, c0, cols, rest, lifts, settling, stop, record, pushes)
                 if after:
                     pushed = pushed or got
                     break
@@ -593,7 +588,6 @@ def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, 
             if stop[s] < 0 and kids[0].shape[0] and _children_out(p, i, j, first_strand + s, c0, cols, kids, tries):
                 for k in range(ncol):        # moved: no bound for the next point
                     margins[k, s] = -_INF32
-                touched[i] = 1
                 after, r = True, tries
                 continue
             break
@@ -605,7 +599,7 @@ def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, 
 
 
 @njit(cache=True, inline="always")
-def _round(p, i, j, w, s, r, c0, cols, rest, lifts, settling, stop, record):
+def _round(p, i, j, w, s, r, c0, cols, rest, lifts, settling, stop, record, pushes):
     """One round of contacts for point ``i`` (its strand's point ``j``, the wig's point ``w``;
     ``walk.CollisionWalk._push_round``): pushed out of every collider, then set back on its
     segment's length on the contact's tangent plane (``_onto_circle``). Where the swing moved it
@@ -621,6 +615,7 @@ def _round(p, i, j, w, s, r, c0, cols, rest, lifts, settling, stop, record):
             qx, qy, qz, nx, ny, nz, hit = hx, hy, hz, ax, ay, az, True
     if not hit:
         return False
+    pushes[0, i], pushes[1, i], pushes[2, i] = np.float32(nx), np.float32(ny), np.float32(nz)
     bx, by, bz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
     lx, ly, lz = np.float64(p[0, i - 1]), np.float64(p[1, i - 1]), np.float64(p[2, i - 1])
     sx, sy, sz = _onto_circle(lx, ly, lz, bx, by, bz, qx, qy, qz, nx, ny, nz)
