@@ -290,11 +290,7 @@ class Wig:
         points, the same field — the same figure, bit for bit."""
         if not self.colliders:
             return 0.0
-        name = self.hair.name
-        head = as_matrix(inp.head_matrix, f"'{name}' head matrix") @ self._shift
-        to_object = np.linalg.solve(as_matrix(inp.hair_matrix, f"'{name}' matrix"), head)
-        if np.allclose(to_object, np.eye(4), rtol=0.0, atol=1e-9):
-            to_object = None
+        head, to_object = self._placement(inp)
         self._frame_rest(inp)
         self._set_colliders(inp, head)
         if self._rows is None:
@@ -405,8 +401,7 @@ class Wig:
         state : WigState for the next frame
         """
         name = self.hair.name
-        head = as_matrix(inp.head_matrix, f"'{name}' head matrix") @ self._shift
-        hair_now = as_matrix(inp.hair_matrix, f"'{name}' matrix")
+        head, to_object = self._placement(inp)
         head_inv = np.linalg.inv(head)
         first = state is None
         state = self.initial_state(inp) if first else (state.copy() if keep_state else state)
@@ -451,9 +446,6 @@ class Wig:
                     follow = centres, eye + (trail - eye) * strength[self.follow.index, None, None]
         if self.layer is not None and inp.keyed:
             self.layer.key(inp.keyed)
-        to_object = np.linalg.solve(hair_now, head)       # head-local -> hair object now: H_f⁻¹ · L_f
-        if np.allclose(to_object, np.eye(4), rtol=0.0, atol=1e-9):
-            to_object = None
 
         rest = self._frame_rest(inp)
         self._set_colliders(inp, head)
@@ -583,6 +575,16 @@ class Wig:
             rows_copy_to_points(p, block)
         else:
             rows_to_points(p, np.ascontiguousarray(to_object[:3], np.float32), block)
+
+    def _placement(self, inp: FrameInput) -> tuple[np.ndarray, np.ndarray | None]:
+        """This frame's head-local → world map (the head's, the wig's shift applied) and
+        head-local → the hair object now, ``H_f⁻¹ · L_f`` (None where that is the identity)."""
+        name = self.hair.name
+        head = as_matrix(inp.head_matrix, f"'{name}' head matrix") @ self._shift
+        to_object = np.linalg.solve(as_matrix(inp.hair_matrix, f"'{name}' matrix"), head)
+        if np.allclose(to_object, np.eye(4), rtol=0.0, atol=1e-9):
+            to_object = None
+        return head, to_object
 
     def _frame_rest(self, inp: FrameInput) -> np.ndarray:
         """This frame's rest pose, head-local rows (3, P): the bound groom's, or — a keyframed
