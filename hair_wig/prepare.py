@@ -182,7 +182,7 @@ _SECONDS = {"follow-the-leader": 9.2, "collision grid": 2.9, "collision exact di
             "collision walk": 39.8, "continuous contact": 8.0, "collision build": 7.3, "compression": 0.8,
             "collision contacts": 7.1, "hair against hair": 15.0,
             "hair volume": 4.6, "angular rods": 5.3, "strands": 5.8, "springs": 1.5, "magnets": 2.2, "output": 0.8,
-            "chain give": 8.4, "force fields": 1.6, "scalp space": 1.1, "wisps": 13.8, "winding numbers": 2.0}
+            "chain give": 8.4, "contact response": 3.0, "force fields": 1.6, "scalp space": 1.1, "wisps": 13.8, "winding numbers": 2.0}
 
 GROUPS: dict[str, Group] = {name: Group(name, call, _SECONDS.get(name, 5.0)) for name, call in (
     kernels.WARM_UPS + (("collision grid", _grid_as_called), ("collision exact distances", _exact_as_called),
@@ -195,7 +195,7 @@ GROUPS: dict[str, Group] = {name: Group(name, call, _SECONDS.get(name, 5.0)) for
 # refinement (compression, follow-the-leader, the collision walk and its chain), the output
 EVERY_WIG = ("magnets", "scalp space", "force fields", "compression", "follow-the-leader", "winding numbers",
              "collision build", "collision grid", "collision exact distances", "collision depth", "collision walk",
-             "continuous contact", "chain give", "output")
+             "continuous contact", "chain give", "contact response", "output")
 
 
 def needed(layers=()) -> tuple[str, ...]:

@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .collision.contacts import SurfaceContacts
+from .collision.contacts import SurfaceContacts, respond
 from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, profile, setting
 from .errors import FROM_ZERO, HairWigError
 from .kernels import rod_angles, rod_build, rod_moments, rod_substeps
+from .kernels.response import slowed_rows
 from .profiles import Profile
 from .spaces import rotation_of, transform_rows
 
@@ -63,7 +64,7 @@ def _no_faster(last: np.ndarray, angles: np.ndarray, turned: np.ndarray) -> np.n
     contact, no faster than it turned before it, ``turned`` (S, m, 2) (seed 003, eq. 4: a
     joint's kinetic energy is its rate squared over β, the joints' inertias independent): a
     contact takes motion away and gives none. Velocities met point by point
-    (``VerletStrands.collide``) and read back by inverse kinematics would: stopping one point
+    (``collision.contacts.respond``) and read back by inverse kinematics would: stopping one point
     of a strand that swings as a whole turns the two joints beside it against each other by
     the swing times the lever over a segment. Measured on long hair over Suzanne (Rods
     defaults, the head still after a turn): refinement's push absorbed so multiplied the touched
@@ -172,7 +173,7 @@ class RodSettings:
         "√(Stiffness × Response); past the limit the stiffness is softened (the bake says so) so it stays "
         "stable", min=1, max=1024))
     # as a wig's dynamics layer: how much of the rods' motion shows (0: the goal exactly), and
-    # the Coulomb friction of their contacts (``VerletStrands.collide``)
+    # the Coulomb friction of their contacts (``kernels.response``)
     dynablend: float = field(default=1.0, metadata=setting(
         "rods_dynablend", "Dynablend", "How much of the rods' own motion shows: 0 none (exactly the "
         "magnets' pose), 1 all of it. Key it per shot", keyed=True, min=0.0, max=1.0, subtype="FACTOR"))
@@ -311,9 +312,9 @@ class AngularRods:
     def meet(self, push, pts, ax1, ax2, angles, last, goal, root_dir, e1, friction: float):
         """A contact inside a substep (the colliders as the Strands layer meets them): the
         points move by ``push`` (S, n, 3), less, on each pushed point, the substep's slide
-        along the surface up to ``friction`` times the push (Coulomb's friction in positions: a
-        strand pressed on a collider slides only where its pull along the surface beats
-        friction times its pressure); each segment is set back to its length root to tip by the
+        along the surface up to ``friction`` times the push (``kernels.response``'s Coulomb
+        law in positions, the push its pressure: a strand pressed on a collider slides only where
+        its pull along the surface beats friction times its pressure); each segment is set back to its length root to tip by the
         one follow-the-leader (``_relength``, guided by where the segment was a
         substep ago, as in the Strands layer's substeps), and inverse kinematics turns the
         points back into angles.
@@ -346,9 +347,10 @@ class AngularRods:
         normal = push / np.sqrt(np.where(r2 > 0, r2, 1.0))
         slid = pos - prev                                 # the substep's move, along the surface
         slid -= np.einsum("kns,kns->ns", slid, normal) * normal
-        size = np.sqrt(np.einsum("kns,kns->ns", slid, slid))
+        kept = slid.reshape(3, -1).copy()
+        slowed_rows(kept, np.sqrt(r2).ravel(), float(friction))       # the slide friction leaves
         pos += push
-        pos -= slid * (np.minimum(friction * np.sqrt(r2), size) / np.where(size > 0, size, 1.0))
+        pos -= slid - kept.reshape(slid.shape)
         _relength(pos, seg, was, along)
         now = angles_of(pos.transpose(2, 1, 0), rd, frame)
         angles, last = angles.copy(), last.copy()
@@ -379,7 +381,7 @@ class RodLayer(DynamicsLayer):
     clearances, then ``AngularRods.meet``), so a joint's spring, which settles within a
     substep or two, cannot swing a strand a frame's way into a head or a shoulder between
     contacts; the wig's refinement after the layer places the points by exact distances, and
-    ``absorb`` carries what it did back into the angles (a contact, as ``VerletStrands.collide``
+    ``absorb`` carries what it did back into the angles (a contact, as ``collision.contacts.respond``
     treats it, setting no joint turning faster), so strands resting on the scalp stay on it and
     slide with friction."""
 
@@ -407,7 +409,7 @@ class RodLayer(DynamicsLayer):
                 continue                   # a lone point has nothing to bend: it shows the goal
             rest = rest_rows[:, index].transpose(2, 1, 0)                       # (S, n, 3)
             self.groups.append((int(n), index, AngularRods(rest, settings, strands)))
-        self._h = None                     # each group's last substep (s), for contacts
+        self._stepped = False              # whether a step has run: ``absorb`` has a state to move
         self.contacts = None
 
     def bind_colliders(self, colliders) -> None:
@@ -490,7 +492,7 @@ class RodLayer(DynamicsLayer):
         gravity = np.asarray(gravity, np.float64)
         blend = self.dynablend
         now = None if head_inv is None else np.asarray(head_inv, np.float64)
-        self._h = []
+        self._stepped = True
         for g, (n, index, rods) in enumerate(self.groups):
             goal = goal_rows[:, index].transpose(2, 1, 0)
             root, was = goal[:, 0], state[f"{n}:root"]
@@ -509,7 +511,6 @@ class RodLayer(DynamicsLayer):
             if blend < 1:
                 shown = goal + blend * (shown - goal)
             out[:, index] = shown.transpose(2, 1, 0)
-            self._h.append(dt / rods.substeps(dt)[0])
         state["turn"] = turn.copy()
         state["head"] = np.stack([state["head"][1], head])
         return out
@@ -579,14 +580,13 @@ class RodLayer(DynamicsLayer):
     def _absorb_world(self, state: dict, delta_rows: np.ndarray, friction: float) -> None:
         """Carry what refinement did to the shown pose (``delta_rows`` (3, P) world: a
         collider's push) into the rods: the touched strands' points now and a substep ago, as
-        built from their angles, meet the push as a contact (``VerletStrands.collide``: no
+        built from their angles, meet the push as a contact (``collision.contacts.respond``: no
         bounce, Coulomb friction), and inverse kinematics turns both back into angles (lengths
         stay exact: only directions are read), no joint turning faster than it did
         (``_no_faster``). Strands not touched keep their state exactly."""
-        from .strands import VerletStrands
-        if self._h is None:
+        if not self._stepped:
             return
-        for (n, index, rods), h in zip(self.groups, self._h):
+        for n, index, rods in self.groups:
             delta = delta_rows[:, index].transpose(2, 1, 0)                     # (S, n, 3)
             hit = np.flatnonzero(np.abs(delta).max(axis=(1, 2)) > 0)
             if hit.size == 0:
@@ -599,7 +599,7 @@ class RodLayer(DynamicsLayer):
             now = build(root, root_dir, e1, angles, seg)[0]
             before = build(root, root_dir, e1, last, seg)[0]
             pos, prev = now.transpose(2, 1, 0).copy(), before.transpose(2, 1, 0).copy()
-            VerletStrands.collide(pos, prev, delta[hit].transpose(2, 1, 0).copy(), h, friction)
+            respond(pos, prev, delta[hit].transpose(2, 1, 0).copy(), friction)
             now = angles_of(pos.transpose(2, 1, 0), root_dir, e1)
             state[f"{n}:angles"][hit] = now
             state[f"{n}:last"][hit] = now - _no_faster(angles_of(prev.transpose(2, 1, 0), root_dir, e1), now,

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .collision import _dot
-from .collision.contacts import SurfaceContacts
+from .collision.contacts import SurfaceContacts, respond
 from .chain import give
 from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, profile, setting
 from .errors import HairWigError
@@ -258,7 +258,7 @@ class VerletStrands:
         turns with it); ``accel(x, v)`` → (3, n, S): the scene's force fields as accelerations;
         ``contact(x, f)`` → (3, n, S) or None: how far the colliders push the points ``x`` out
         at the fraction ``f`` of the frame (``SurfaceContacts``), taken after the lengths at
-        every substep with ``collide``;
+        every substep with ``collision.contacts.respond``;
         ``frame`` (4, 4): a rigid map from the world into the head's frame now, where the
         hair–hair broadphase measures how far points moved (a head turning carries every pair
         along unchanged).
@@ -313,19 +313,19 @@ class VerletStrands:
                 # turning as a whole is not touched
                 self._bend(new, prev, target, bend)
             self._constrain(new, prev, target)
-            self._meet(contact, new, prev, i / m, h)
+            self._meet(contact, new, prev, i / m)
             pos[...] = new
 
-    def _meet(self, contact, new, prev, f: float, h: float) -> bool:
+    def _meet(self, contact, new, prev, f: float) -> bool:
         """The colliders' contacts at the fraction ``f`` of the frame on the substep's positions
-        ``new`` (with ``prev``, in place): pushed out (``collide``), the chain given where a
+        ``new`` (with ``prev``, in place): pushed out (``collision.contacts.respond``), the chain given where a
         push meets it head-on (``_give``). Whether anything was pushed."""
         if contact is None:
             return False
         push = contact(new, f)
         if push is None:
             return False
-        self.collide(new, prev, push, h, self.settings.friction)
+        respond(new, prev, push, self.settings.friction)
         self._give(new, prev, push)
         return True
 
@@ -353,40 +353,13 @@ class VerletStrands:
                     extra += self.interaction(pos, frame, prev)
             verlet_substeps(pos, prev, new, g0, step, i, m if whole else 1, h, keep, toward, base, extra, kh2,
                             bend, length, bool(s.pinned), bool(s.root_direction), float(s.ftl_damping), tiny)
-            if self._meet(contact, new, prev, i / m, h):
+            if self._meet(contact, new, prev, i / m):
                 pos[...] = new
 
     def absorb(self, state: dict, delta: np.ndarray, friction: float) -> None:
         """Move the strands' state by ``delta`` (3, n, S), what refinement did to the shown pose
-        (a collider's push, a length set back), as a contact does (``collide``)."""
-        self.collide(state["pos"], state["prev"], delta, self._h, friction)
-
-    @staticmethod
-    def collide(pos: np.ndarray, prev: np.ndarray, delta: np.ndarray, h: float, friction: float) -> None:
-        """A contact's push ``delta`` (3, n, S) on positions ``pos`` with last positions ``prev``
-        (both in place, a substep ``h`` apart): the points move by it, their velocity loses the
-        part that went into the push (no bounce), and Coulomb friction takes
-        ``friction · |that part|`` off the sliding part (no more than it has), so a strand pressed
-        on the scalp by gravity slides as ``friction · g`` slows it, whatever the substeps. Points
-        not pushed keep their state exactly."""
-        r2 = np.einsum("kns,kns->ns", delta, delta)
-        at = np.flatnonzero(r2 > 0)
-        if at.size == 0:
-            return
-        # only the pushed points, as rows (3, K): a contact touches few of them
-        flat_pos, flat_prev = pos.reshape(3, -1), prev.reshape(3, -1)
-        x, x_prev, push = flat_pos[:, at], flat_prev[:, at], delta.reshape(3, -1)[:, at]
-        v = (x - x_prev) / h
-        n = push / np.sqrt(r2.ravel()[at])
-        into = np.minimum(np.einsum("kp,kp->p", v, n), 0.0)              # towards the collider
-        v -= into * n
-        slide = v - np.einsum("kp,kp->p", v, n) * n
-        speed = np.sqrt(np.einsum("kp,kp->p", slide, slide))
-        slow = np.minimum(friction * -into, speed) / np.where(speed > 0, speed, 1.0)
-        v -= slow * slide
-        x += push
-        flat_pos[:, at] = x
-        flat_prev[:, at] = x - v * h
+        (a collider's push, a length set back), as a contact does (``collision.contacts.respond``)."""
+        respond(state["pos"], state["prev"], delta, friction)
 
     def _give(self, x: np.ndarray, prev: np.ndarray, push: np.ndarray) -> None:
         """Where a contact's push ``push`` (3, n, S) left a segment of ``x`` short — it met the

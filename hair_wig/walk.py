@@ -755,13 +755,13 @@ def _unit(v: np.ndarray, axis: int = 0) -> np.ndarray:
 
 
 def _held(b: np.ndarray, e: np.ndarray, n: np.ndarray, friction: float):
-    """``kernels.walk._held`` of points ``b`` (3, K) against planes through ``e`` (3, K) of
+    """``kernels.response.held`` of points ``b`` (3, K) against planes through ``e`` (3, K) of
     normals ``n`` (3, K): whether each was beyond its plane, and where it is held."""
-    into = np.sum((b - e) * n, axis=0)
-    t = b - into * n - e
-    slide = np.sqrt(np.sum(t * t, axis=0))
-    keep = np.where(slide > 0, np.maximum(0.0, 1.0 + friction * into / np.where(slide > 0, slide, 1.0)), 0.0)
-    return into < 0, e + t * keep
+    from .kernels.response import held_rows
+
+    beyond, out = np.empty(b.shape[1], np.bool_), np.empty(b.shape)
+    held_rows(*(np.ascontiguousarray(a, np.float64) for a in (b, e, n)), float(friction), beyond, out)
+    return beyond, out
 
 
 def _onto_circle(c: np.ndarray, before: np.ndarray, after: np.ndarray, n: np.ndarray) -> np.ndarray:

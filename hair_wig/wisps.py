@@ -64,6 +64,7 @@ import numpy as np
 from .collision import groom_limits
 from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, setting
 from .errors import HairWigError
+from .kernels.response import met_rows
 from .kernels.wisps import (ENVELOPE_MASS, wisp_carry, wisp_frames, wisp_gather, wisp_interact, wisp_place, wisp_positions,
                             wisp_velocities)
 from .spaces import rotation_of, scale_of
@@ -655,8 +656,8 @@ class WispLayer(DynamicsLayer):
     def _slide(self, x, v, r, rd, frames, f0, df, h, heads):
         """Sliding contact (§4.3.1): a point within Contact Distance of its collision surface loses
         the part of its velocity (relative to the surface's) going in, and Coulomb friction slows
-        its sliding by Friction times that part (no more than it has). Envelope points take it
-        along their half-lines."""
+        its sliding by Friction times that part, no more than it has (``kernels.response.met``).
+        Envelope points take it along their half-lines."""
         s, ws = self.settings, self.set
         pts, axes = self._points(x, r, frames)
         found, q, back = self._query(pts, f0, heads)
@@ -673,13 +674,10 @@ class WispLayer(DynamicsLayer):
             if near.size == 0:
                 continue
             self.touched += near.size
-            rel = vel[:, near] + change[:, near] - surface[:, near]
-            nn = n[:, near]
-            into = np.minimum((rel * nn).sum(axis=0), 0.0)
-            slide = rel - (rel * nn).sum(axis=0) * nn
-            speed = np.linalg.norm(slide, axis=0)
-            slow = np.minimum(s.friction * -into, speed) / np.where(speed > 0, speed, 1.0)
-            change[:, near] += -into * nn - slow * slide
+            rel = np.ascontiguousarray(vel[:, near] + change[:, near] - surface[:, near], np.float64)
+            after = np.empty_like(rel)
+            met_rows(rel, np.ascontiguousarray(n[:, near], np.float64), float(s.friction), after)
+            change[:, near] += after - rel
         skel = change[:, :num].T.reshape(v.shape)
         v += skel
         rd += np.einsum("wnqk,wnqk->wnq", change[:, num:].T.reshape(axes.shape), axes)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import contacts as contact_kernels
+from ..kernels.response import met_rows
 from ..spaces import transform_rows
 from .colliders import groom_limits, kernel_colliders
 from .field import MeshField
@@ -275,3 +276,24 @@ class SurfaceContacts:
             return None
         q -= start
         return transform_rows(back, q.reshape(3, -1), np.empty((3, n * num)), translate=False).reshape(shape)
+
+
+def respond(pos: np.ndarray, prev: np.ndarray, delta: np.ndarray, friction: float) -> None:
+    """A contact's push ``delta`` (3, n, S) on positions ``pos`` with last positions ``prev``
+    (both in place): the points move by it, and their motion since ``prev`` meets the
+    contact (``kernels.response.met``: the part that went into the push taken out, no
+    bounce, and Coulomb friction taking ``friction · |that part|`` off the sliding part, no
+    more than it has), so a strand pressed on the scalp by gravity slides as ``friction · g``
+    slows it, whatever the substeps. Points not pushed keep their state exactly."""
+    r2 = np.einsum("kns,kns->ns", delta, delta)
+    at = np.flatnonzero(r2 > 0)
+    if at.size == 0:
+        return
+    # only the pushed points, as rows (3, K): a contact touches few of them
+    flat_pos, flat_prev = pos.reshape(3, -1), prev.reshape(3, -1)
+    x, push = flat_pos[:, at], delta.reshape(3, -1)[:, at]
+    moved = x - flat_prev[:, at]
+    met_rows(moved, push / np.sqrt(r2.ravel()[at]), float(friction), moved)
+    x += push
+    flat_pos[:, at] = x
+    flat_prev[:, at] = x - moved

@@ -40,6 +40,7 @@ from numba.typed import List
 from .field import (_INF32, _exact_point, _grid_error, _list_cell, _lookup64, _node_value, _signed_point,
                     _trilinear32)
 from .leader import place
+from .response import held
 
 # the parts of a collider's tuple other kernels read by name (the contacts)
 _GRID32, _GRID64, _TO_FIELD, _FROM_FIELD, _TOLERANCE, _TRANSFORMED = 1, 2, 9, 10, 14, 16
@@ -496,7 +497,7 @@ def walk_strands(p, base, n, start, first_strand, strands, first, length, elasti
         (head-local then), each collider's head-local → field map then, and whether it moved
         relative to the head since (only those are met so); ``last`` of no points: none (the
         first frame). A point placed across a collider from there goes back
-        to the side it came from, on the plane its limit off where it met the surface (``_held``,
+        to the side it came from, on the plane its limit off where it met the surface (``response.held``,
         with Coulomb ``friction``); a segment that then cuts through such a collider (``_cuts``)
         is swung about its leader until it does not (``_wrap``, over ``around``).
     crossed : (S,) int64
@@ -815,25 +816,6 @@ def _cross_way(ax, ay, az, bx, by, bz, w, col, strict):
     return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
 
 
-@njit(cache=True)
-def _held(bx, by, bz, ex, ey, ez, nx, ny, nz, friction):
-    """Where a point that crossed a collider is held (continuous contact's response): ``b``, where
-    it would be, brought back onto the plane through ``e`` (its limit off where it met the
-    surface) with normal ``n`` — the part of its motion into the surface taken out — and its
-    slide along the plane from ``e`` slowed by Coulomb friction: by ``friction`` times the depth
-    taken out, to a stop where that is more than the slide (SPEC §6.3: at the surface, sliding
-    with friction). Whether it was beyond the plane, and the point."""
-    into = (bx - ex) * nx + (by - ey) * ny + (bz - ez) * nz
-    if into >= 0.0:
-        return False, bx, by, bz
-    tx, ty, tz = bx - into * nx - ex, by - into * ny - ey, bz - into * nz - ez
-    slide = math.sqrt(tx * tx + ty * ty + tz * tz)
-    keep = 0.0
-    if slide > 0.0:
-        keep = max(0.0, 1.0 + friction * into / slide)
-    return True, ex + tx * keep, ey + ty * keep, ez + tz * keep
-
-
 @njit(cache=True, inline="always")
 def _crossed(p, i, w, last, m, col, rest):
     """``_cross_way`` for the path of point ``i`` of rows ``p`` (the wig's point ``w``) against collider
@@ -879,7 +861,7 @@ def _sweep(p, i, w, s, lx, ly, lz, last, maps, sweeps, cols, rest, friction, aro
     its leader at ``l``) against every collider that moved relative to the head since the last
     frame (``walk_strands`` says what each argument is): placed across such a collider from
     where it ended the last frame (``_crossed``), it goes back to the side it came from, at its
-    segment's length on the plane its limit off where it met the surface (``_held``); then,
+    segment's length on the plane its limit off where it met the surface (``response.held``); then,
     where its segment from its leader cuts through that collider (``_cuts``), it is swung round
     it (``_wrap``). A plain call, made only while some collider sweeps: the walk's own
     compile is the project's longest, and each inlined site of this would be a copy of it (the
@@ -893,7 +875,7 @@ def _sweep(p, i, w, s, lx, ly, lz, last, maps, sweeps, cols, rest, friction, aro
             crossed[s] += 1
             ex, ey, ez = ex + nx * lim, ey + ny * lim, ez + nz * lim
             bx, by, bz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
-            beyond, hx, hy, hz = _held(bx, by, bz, ex, ey, ez, nx, ny, nz, friction)
+            beyond, hx, hy, hz = held(bx, by, bz, ex, ey, ez, nx, ny, nz, friction)
             if beyond:
                 # where it is held, at its segment's length from its leader: then on the circle
                 # where that sphere meets the plane, nearest it
@@ -972,7 +954,7 @@ def cross_paths(p, start, last, maps, sweeps, not_root, threads_cols, rest, fric
     along its path in the collider's own space from where it ended the last frame (``last``
     (3, P) float32, head-local then; ``maps`` (K, 4, 4) float64 each collider's head-local →
     field map then) to where it is now (``_crossed``). A point whose path crossed
-    a collider is held on the plane its limit off the surface where it met it (``_held``, with
+    a collider is held on the plane its limit off the surface where it met it (``response.held``, with
     Coulomb ``friction``): it stays on the side it came from. ``moved`` (C,) int64: written, 1 where a point slid.
     Roots (``not_root`` False) stay. Each point is its own iteration: the same bits on any
     thread count."""
@@ -993,7 +975,7 @@ def cross_paths(p, start, last, maps, sweeps, not_root, threads_cols, rest, fric
                     continue
                 hit, ex, ey, ez, nx, ny, nz, lim = _crossed(p, i, w, last, m, col, rest)
                 if hit:              # onto the plane its limit off where it met the surface
-                    beyond, hx, hy, hz = _held(np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i]),
+                    beyond, hx, hy, hz = held(np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i]),
                                                ex + nx * lim, ey + ny * lim, ez + nz * lim, nx, ny, nz, friction)
                     if beyond:
                         p[0, i], p[1, i], p[2, i] = np.float32(hx), np.float32(hy), np.float32(hz)
