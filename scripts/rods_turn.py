@@ -1,8 +1,8 @@
-"""Issue 34 part 1's scene, measured frame by frame: long hair combed over a 2 m subdivided Suzanne
-onto the shoulders (``grooms.long_hair``), the head turning 90° over frames 1–21 and holding
+"""Long hair while Suzanne turns her head, measured frame by frame: the hair combed over a 2 m
+subdivided Suzanne onto the shoulders (``grooms.long_hair``), the head turning 90° over frames 1–21 and holding
 still to 48, baked with a dynamics solver at its defaults (Rods unless told).
 
-    .venv-5.2/bin/python scripts/rods_turn.py [--strands 784] [--points 24] [--solver RODS]
+    .venv-5.2/bin/python scripts/rods_turn.py [--strands 784] [--points 24] [--solver RODS] [--set NAME=VALUE ...]
 
 Per frame: the segments under half their rest length, the deepest point inside a collider beyond
 the groom's own clearance there (exact distances from Blender's BVH tree and the mesh's
@@ -152,10 +152,15 @@ def main(argv=None) -> int:
     p.add_argument("--last", type=int, default=LAST)
     p.add_argument("--render", default="", help="a contact sheet of the bake, written to this .png")
     p.add_argument("--frames", type=int, nargs="*", default=[], help="the frames the contact sheet shows")
+    p.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE",
+                   help="wig settings to change from their defaults, e.g. rods_response=0.3")
     args = p.parse_args(argv)
     addon.ensure_registered()
     turn = (TURN[0], TURN[0] + args.turn)
     g = build(args.strands, args.points, args.solver, args.last, turn, args.closed)
+    for item in args.set:
+        name, _, value = item.partition("=")
+        setattr(g.hair.hair_wig, name, type(getattr(g.hair.hair_wig, name))(value))
     cache, seconds, reported = bake_reporting(g)
     rows = per_frame(g, cache, reported)
     print(f"{args.strands} strands x {args.points}, {args.solver}, frames {g.frames[0]}-{g.frames[1]}, "
