@@ -71,13 +71,26 @@ def test_the_winding_numbers_are_the_same_bits_on_one_and_two_threads():
 
 def test_clusters_hold_every_triangle_once_in_a_ball_about_their_centre():
     v, t = sphere(1.0, 24, 48)
-    (sorted_t, starts, centres, normals, radii), order = clusters(v, t.astype(np.int64))
+    (sorted_t, starts, centres, normals, radii, groups), order = clusters(v, t.astype(np.int64))
     assert np.array_equal(np.sort(order), np.arange(len(t)))
     assert np.array_equal(sorted_t, t[order])
     assert starts[0] == 0 and starts[-1] == len(t) and np.all(np.diff(starts) > 0)
-    for k in range(len(radii)):
+    top = len(groups) - 1
+    leaves = len(starts) - 1
+    assert top >= 2 and len(radii) == top + leaves
+    # the groups take every leaf once, in order
+    assert groups[0] == top and groups[-1] == top + leaves and np.all(np.diff(groups) > 0)
+    for g in range(top):
+        held = sorted_t[starts[groups[g] - top]:starts[groups[g + 1] - top]]
+        corners = v[held].reshape(-1, 3)
+        assert np.linalg.norm(corners - centres[g], axis=1).max() <= radii[g] * (1 + 1e-12)
+    for k in range(leaves):
         corners = v[sorted_t[starts[k]:starts[k + 1]]].reshape(-1, 3)
-        assert np.linalg.norm(corners - centres[k], axis=1).max() <= radii[k] * (1 + 1e-12)
+        assert np.linalg.norm(corners - centres[top + k], axis=1).max() <= radii[top + k] * (1 + 1e-12)
+    # a cluster's normal is its triangles' area-weighted normals summed
+    a, b, c = (v[sorted_t[:, i]] for i in range(3))
+    halves = 0.5 * np.cross(b - a, c - a)
+    np.testing.assert_allclose(normals[top:], np.add.reduceat(halves, starts[:-1]), atol=1e-12)
     # the area-weighted normals of a closed surface sum to nothing
     assert np.abs(normals.sum(axis=0)).max() < 1e-12 * len(t)
 

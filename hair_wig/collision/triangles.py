@@ -21,7 +21,7 @@ from .rows import _dot, _rows64, _take_rows
 
 # no open edge asks the winding number (``TriangleIndex.wind``, empty)
 _NO_WIND = (np.zeros((0, 7), bool), np.zeros((0, 3)), np.zeros((0, 3), np.int64), np.zeros(1, np.int64),
-            np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
+            np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(1, np.int64))
 
 # Feature codes of a closest point on a triangle (a, b, c): which pseudo-normal signs it.
 FACE, VERT_A, VERT_B, VERT_C, EDGE_AB, EDGE_BC, EDGE_CA = range(7)

@@ -345,7 +345,7 @@ def _exact_point(qx, qy, qz, cell, tris):
     sd, ox, oy, oz = signed_closest(qx, qy, qz, best, bx, by, bz, normals[pick, feat], floor)
     if opened.shape[0] and opened[pick, feat] and math.sqrt(best) > floor:
         # beside an open edge the pseudo-normal has no side: the whole mesh's winding number
-        w = winding_point(qx, qy, qz, tris[8], tris[9], tris[10], tris[11], tris[12], tris[13], -1)
+        w = winding_point(qx, qy, qz, tris[8], tris[9], tris[10], tris[11], tris[12], tris[13], tris[14], -1)
         if (w > 0.5) != (sd < 0.0):
             sd, ox, oy, oz = -sd, -ox, -oy, -oz
     return True, sd, bx, by, bz, ox, oy, oz
