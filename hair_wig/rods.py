@@ -33,6 +33,7 @@ from .collision.contacts import SurfaceContacts, respond
 from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, profile, setting
 from .errors import FROM_ZERO, HairWigError
 from .kernels import rod_angles, rod_build, rod_moments, rod_substeps
+from .kernels.field import launch
 from .kernels.response import slowed_rows
 from .profiles import Profile
 from .spaces import rotation_of, transform_rows
@@ -348,7 +349,7 @@ class AngularRods:
         slid = pos - prev                                 # the substep's move, along the surface
         slid -= np.einsum("kns,kns->ns", slid, normal) * normal
         kept = slid.reshape(3, -1).copy()
-        slowed_rows(kept, np.sqrt(r2).ravel(), float(friction))       # the slide friction leaves
+        launch(slowed_rows, kept.shape[1], kept, np.sqrt(r2).ravel(), float(friction))   # the slide friction leaves
         pos += push
         pos -= slid - kept.reshape(slid.shape)
         _relength(pos, seg, was, along)

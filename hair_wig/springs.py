@@ -18,6 +18,8 @@ import numpy as np
 from .dynamics import SecondarySprings
 from .dynamics_layer import DynamicsLayer, HairModel, LayerFrame, profile, setting
 from .kernels import spring_follow
+from .kernels.field import launch
+from .kernels.response import met_rows
 from .profiles import Profile
 from .spaces import transform_rows
 
@@ -132,7 +134,7 @@ class SpringLayer(DynamicsLayer):
         size = np.sqrt(np.einsum("kp,kp->p", push, push))
         pos, vel = state["pos"], state["vel"]
         pos[:, at] += (push / blend[at]).astype(np.float32)
-        n = push / size
+        # its velocity meets the push as a contact does, without friction: a spring keeps its slide
         v = vel[:, at].astype(np.float64)
-        into = np.minimum(np.einsum("kp,kp->p", v, n), 0.0)
-        vel[:, at] = (v - into * n).astype(np.float32)
+        launch(met_rows, at.size, v, push / size, 0.0, v)
+        vel[:, at] = v.astype(np.float32)

@@ -15,6 +15,8 @@ import numpy as np
 from .chain import SETTLING, least_motion, settled
 from .children import Children, neighbourhood, sag, transplant, turns
 from .collision import Collider, MeshField, kernel_colliders
+from .kernels.field import launch
+from .kernels.response import held_rows
 from .kernels.walk import (CROSS_FRICTION, CROSS_STEPS, CROSS_TURN, NO_KIDS, WRAP_HALVINGS, cross_paths,
                            walk_strands)
 from .spaces import transform_points
@@ -757,10 +759,9 @@ def _unit(v: np.ndarray, axis: int = 0) -> np.ndarray:
 def _held(b: np.ndarray, e: np.ndarray, n: np.ndarray, friction: float):
     """``kernels.response.held`` of points ``b`` (3, K) against planes through ``e`` (3, K) of
     normals ``n`` (3, K): whether each was beyond its plane, and where it is held."""
-    from .kernels.response import held_rows
-
     beyond, out = np.empty(b.shape[1], np.bool_), np.empty(b.shape)
-    held_rows(*(np.ascontiguousarray(a, np.float64) for a in (b, e, n)), float(friction), beyond, out)
+    launch(held_rows, b.shape[1], *(np.ascontiguousarray(a, np.float64) for a in (b, e, n)), float(friction),
+           beyond, out)
     return beyond, out
 
 

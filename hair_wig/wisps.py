@@ -64,6 +64,7 @@ import numpy as np
 from .collision import groom_limits
 from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, setting
 from .errors import HairWigError
+from .kernels.field import launch
 from .kernels.response import met_rows
 from .kernels.wisps import (ENVELOPE_MASS, wisp_carry, wisp_frames, wisp_gather, wisp_interact, wisp_place, wisp_positions,
                             wisp_velocities)
@@ -676,7 +677,7 @@ class WispLayer(DynamicsLayer):
             self.touched += near.size
             rel = np.ascontiguousarray(vel[:, near] + change[:, near] - surface[:, near], np.float64)
             after = np.empty_like(rel)
-            met_rows(rel, np.ascontiguousarray(n[:, near], np.float64), float(s.friction), after)
+            launch(met_rows, near.size, rel, np.ascontiguousarray(n[:, near], np.float64), float(s.friction), after)
             change[:, near] += after - rel
         skel = change[:, :num].T.reshape(v.shape)
         v += skel

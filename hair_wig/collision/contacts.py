@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import contacts as contact_kernels
+from ..kernels.field import launch
 from ..kernels.response import met_rows
 from ..spaces import transform_rows
 from .colliders import groom_limits, kernel_colliders
@@ -293,7 +294,7 @@ def respond(pos: np.ndarray, prev: np.ndarray, delta: np.ndarray, friction: floa
     flat_pos, flat_prev = pos.reshape(3, -1), prev.reshape(3, -1)
     x, push = flat_pos[:, at], delta.reshape(3, -1)[:, at]
     moved = x - flat_prev[:, at]
-    met_rows(moved, push / np.sqrt(r2.ravel()[at]), float(friction), moved)
+    launch(met_rows, at.size, moved, push / np.sqrt(r2.ravel()[at]), float(friction), moved)    # few: one thread
     x += push
     flat_pos[:, at] = x
     flat_prev[:, at] = x - moved
