@@ -37,6 +37,7 @@ import numpy as np
 from numba import get_thread_id, njit, prange
 from numba.typed import List
 
+from .borrow import borrowed
 from .field import (_INF32, _exact_point, _grid_error, _list_cell, _lookup64, _node_value, _signed_point,
                     _trilinear32)
 from .leader import place
@@ -70,38 +71,56 @@ def _own(item):
 def threads_colliders(tuples):
     """The colliders' tuples (``collision.Collider.kernel_view``) as a kernel's threads read them:
     a typed List of one typed List of them a thread of numba's pool, indexed by
-    ``get_thread_id()``, every array a view of its own. A kernel counts references to the
-    arrays it reads, atomically, many times a point; on one shared count every thread waits
-    for the others (perf, the walk at 5000 × 16: 30 % of its time in those counts on two threads,
-    and no faster than on one; with a list a thread, 1.6x faster on two). Views share the data
-    and count apart."""
+    ``get_thread_id()``, each tuple ``borrow.borrowed`` (its arrays' references not counted:
+    the List keeps the arrays they borrow from, ``_owned``). Before they were borrowed, a list a
+    thread kept the threads from fighting over one shared count (perf, the walk at 5000 × 16: 30 %
+    of its time in those counts on two threads, and no faster than on one; with a list a thread,
+    1.6x faster on two); the lists stay, so that a kernel's thread reads what it owns."""
+    owned = []
 
     def one():
-        out = first_collider(_own(tuples[0]))
-        for t in tuples[1:]:
-            add_collider(out, _own(t))
+        mine = [_own(t) for t in tuples]
+        owned.append(mine)
+        out = first_collider(mine[0])
+        for t in mine[1:]:
+            add_collider(out, t)
         return out
 
-    out = first_collider(one())              # a List of Lists: another compile of the same kernels
+    out = thread_lists(one())
     # two at least, so that preparing the kernels on one thread compiles what every pool calls
     for _ in range(1, max(2, numba.config.NUMBA_NUM_THREADS)):
-        add_collider(out, one())
+        add_thread_list(out, one())
+    out._owned = owned
     return out
 
 
 @njit(cache=True)
 def first_collider(col):
-    """A typed List of collider tuples holding ``col`` (every client's colliders: the walk's, the
-    contacts'), made by a cached kernel."""
+    """A typed List of collider tuples holding ``col`` borrowed (``borrow.borrowed``: the caller
+    keeps ``col``'s arrays alive as long as the List), made by a cached kernel."""
     out = List()
-    out.append(col)
+    out.append(borrowed(col))
     return out
 
 
 @njit(cache=True)
 def add_collider(cols, col):
-    """``col`` appended to the typed List ``cols`` (``first_collider``'s)."""
-    cols.append(col)
+    """``col`` appended, borrowed, to the typed List ``cols`` (``first_collider``'s)."""
+    cols.append(borrowed(col))
+
+
+@njit(cache=True)
+def thread_lists(cols):
+    """A typed List of the threads' collider Lists, holding ``cols``."""
+    out = List()
+    out.append(cols)
+    return out
+
+
+@njit(cache=True)
+def add_thread_list(lists, cols):
+    """``cols`` appended to ``thread_lists``' List."""
+    lists.append(cols)
 
 
 # ---------------------------------------------------------------- one point against a collider
