@@ -429,7 +429,38 @@ def field_build(triangles: int) -> dict:
     query = time.perf_counter() - t0
     return {"triangles": int(len(tri)), "s": float(np.median(times)), "solid_s": float(np.median(solid)),
             "mb": f.nbytes / 2**20,
-            "dims": [int(d) for d in f.dims], "query_us": 1e6 * query / len(q)}
+            "dims": [int(d) for d in f.dims], "query_us": 1e6 * query / len(q), **_deforming(v, tri, q)}
+
+
+def _deforming(v, tri, q) -> dict:
+    """The same head as a collider that breathes (a bump on its side rising and falling, up to
+    0.9 of its give): ms a frame to follow it, refitted (``MeshField.refit``) and built anew
+    each frame (give 0), the first deformed frame's build of the refit's rest field, and exact
+    queries of ``q`` on each."""
+    from hair_wig.collision import Collider, ColliderMesh
+
+    out, was = {}, Collider.GIVE
+    for key, give in (("refit", was), ("built", 0.0)):
+        Collider.GIVE = give
+        c = Collider(ColliderMesh("Head", v, tri), np.eye(4), 0.0)
+        cell = c.bound_field.cell
+        r = np.linalg.norm(v - (0.0, 1.0, 0.0), axis=1)
+        bump = np.exp(-(r / 0.5) ** 2)[:, None] * v
+        t0 = time.perf_counter()
+        c.set_frame(None, v + 0.1 * was * cell * bump)
+        first = time.perf_counter() - t0
+        times = []
+        for k in range(4):
+            t0 = time.perf_counter()
+            c.set_frame(None, v + (0.3 + 0.2 * k) * was * cell * bump)
+            times.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        c.field.signed_distance(q)
+        out[f"{key}_query_us"] = 1e6 * (time.perf_counter() - t0) / len(q)
+        out[f"{key}_ms"] = 1e3 * float(np.median(times))
+        out[f"{key}_first_ms"] = 1e3 * first
+    Collider.GIVE = was
+    return out
 
 
 def _strands_groom(strands: int, points: int) -> np.ndarray:
@@ -1032,6 +1063,10 @@ def main(argv=None) -> int:
           f"inner shells dropped by the winding number) {r['solid_s']:.2f} s more (target: both <= 1 s), "
           f"{r['mb']:.0f} MB, grid {'x'.join(map(str, r['dims']))}; exact signed distance of points within "
           f"5 mm of it: {r['query_us']:.1f} us per point")
+    print(f"   the same head deforming (a bump rising and falling within its give): its field followed in "
+          f"{r['refit_ms']:.0f} ms a frame (refitted; {r['refit_first_ms']:.0f} ms the first deformed frame) against "
+          f"{r['built_ms']:.0f} ms built anew (target: refitted <= 1/4 of built); exact queries "
+          f"{r['refit_query_us']:.1f} us a point refitted, {r['built_query_us']:.1f} built")
     if args.strands:
         strands_section(args, env, blender)
     if args.style:

@@ -7,7 +7,12 @@ before, the 99th percentile of tip moves, and the strand of the largest; a pop i
 largest move is well above the ordinary motion.
 
     python scripts/breathing.py [--strands 784] [--points 24] [--frames 48] [--solver STRANDS]
-                                [--render sheet.png]
+                                [--breath SCALE | SHAPE] [--give CELLS] [--render sheet.png]
+
+``--breath SHAPE`` breathes by a shape key instead of the object's scale (the top raised 2 % of
+the height, the bottom kept): the collider then deforms, and its field follows the skin
+(refitted within ``--give`` cells of its rest pose, the default the add-on's; 0: built anew each
+frame). It prints the bake's ms a frame and how many frames were refitted.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import grooms  # noqa: E402
 import numpy as np  # noqa: E402
 
 
-def build(strands=784, points=24, frames=48, solver="STRANDS", friction=None):
+def build(strands=784, points=24, frames=48, solver="STRANDS", friction=None, breath="SCALE"):
     g = grooms.long_hair(strands, points)
     g.head.animation_data_clear()
     s = g.hair.hair_wig
@@ -39,9 +44,22 @@ def build(strands=784, points=24, frames=48, solver="STRANDS", friction=None):
     bpy.context.view_layer.objects.active = body
     bpy.ops.object.origin_set(type="ORIGIN_GEOMETRY", center="BOUNDS")
     bpy.context.view_layer.objects.active = g.hair
-    for f in range(1, frames + 2, 12):
-        body.scale = (1.0, 1.0, 1.02 if (f // 12) % 2 else 1.0)
-        body.keyframe_insert("scale", frame=f)
+    if breath == "SHAPE":
+        body.shape_key_add(name="Basis")
+        key = body.shape_key_add(name="Breath")
+        co = np.empty(len(body.data.vertices) * 3, np.float32)
+        body.data.vertices.foreach_get("co", co)
+        co = co.reshape(-1, 3)
+        z = co[:, 2]
+        co[:, 2] += 0.02 * (z - z.min())
+        key.data.foreach_set("co", co.ravel())
+        for f in range(1, frames + 2, 12):
+            key.value = 1.0 if (f // 12) % 2 else 0.0
+            key.keyframe_insert("value", frame=f)
+    else:
+        for f in range(1, frames + 2, 12):
+            body.scale = (1.0, 1.0, 1.02 if (f // 12) % 2 else 1.0)
+            body.keyframe_insert("scale", frame=f)
     g.frames = (1, frames)
     grooms.use_solver(g, solver)
     if friction is not None:
@@ -85,10 +103,25 @@ def main(argv=None) -> int:
     ap.add_argument("--frames", type=int, default=48)
     ap.add_argument("--solver", default="STRANDS")
     ap.add_argument("--friction", type=float)
+    ap.add_argument("--breath", default="SCALE", choices=("SCALE", "SHAPE"))
+    ap.add_argument("--give", type=float, help="cells a deforming collider may move with its field refitted")
     ap.add_argument("--render", default="", help="a contact sheet of the bake, written to this .png")
     args = ap.parse_args(argv)
     addon.ensure_registered()
-    g = build(args.strands, args.points, args.frames, args.solver, args.friction)
+    from hair_wig_addon.hair_wig.collision import Collider, MeshField
+
+    if args.give is not None:
+        Collider.GIVE = args.give
+    refits = [0, 0]
+    refit = MeshField.refit
+
+    def counted(self, *a, **kw):
+        out = refit(self, *a, **kw)
+        refits[out is None] += 1
+        return out
+
+    MeshField.refit = counted
+    g = build(args.strands, args.points, args.frames, args.solver, args.friction, args.breath)
     cache, seconds = grooms.bake(g)
     steps = tip_steps(g, cache)
     moves = tip_moves(g, cache, steps)
@@ -105,6 +138,8 @@ def main(argv=None) -> int:
         # from behind and to the left, where the hair rests on the shoulders
         grooms.frame_sheet(g, Path(args.render), (1, 4, 5, 6, 12, 13, 14, 24), view=(-0.7, 1.0, 0.35))
         print(f"wrote {args.render}")
+    print(f"the body's field refitted {refits[0]} times ({refits[1]} refused); bake "
+          f"{1e3 * seconds / (g.frames[1] - g.frames[0] + 1):.0f} ms a frame")
     print(f"bake {seconds:.1f} s; largest {1e3 * big.max():.2f} mm at frame {moves[int(big.argmax())][0]}, "
           f"median of the frames' largest {1e3 * np.median(big):.2f} mm")
     return 0

@@ -120,6 +120,7 @@ class Collider:
     """
 
     SOLID = True          # built on the surface of the collider's solid (``solid``), not the mesh as modelled
+    GIVE = 1.0            # cells a deforming collider's vertices may move from rest with its field refitted
 
     def __init__(self, mesh: ColliderMesh, rest_to_field: np.ndarray, offset: float, rides: tuple | None = None):
         self.name = mesh.name
@@ -153,6 +154,7 @@ class Collider:
             v = self.solid.vertices(v)
 
         self.bound_field = self.field
+        self._deforming = None
         self.offset = float(offset)
         self.to_field = None
         self.from_field = None
@@ -252,8 +254,24 @@ class Collider:
         v = np.asarray(vertices, np.float64) @ self.rest_to_field[:3, :3].T + self.rest_to_field[:3, 3]
         v = self.solid.vertices(v)
         f = self.bound_field
-        self.field = MeshField(v, f.triangles, cell=f.cell, margin=self.margin, name=self.name,
-                               winding=self.solid.winding(v))
+        # within GIVE cells of its rest pose the rest field follows the skin (``MeshField.refit``:
+        # its grid kept, the triangles measured where they are); beyond, a field of this frame's
+        # own. Either way a frame's field depends on that frame's mesh alone, not on the frames
+        # stepped before it (a split bake's part, a scrub, meet the same field).
+        field = None
+        if f.deformation(v) <= self.GIVE * f.cell:
+            field = self._deforming_field().refit(v, self.solid.winding(v))
+        self.field = field if field is not None else MeshField(v, f.triangles, cell=f.cell, margin=self.margin,
+                                                               name=self.name, winding=self.solid.winding(v))
+
+    def _deforming_field(self) -> MeshField:
+        """The rest pose's field with GIVE cells of give (``MeshField.refit``), built the first
+        time the collider deforms."""
+        if self._deforming is None:
+            f = self.bound_field
+            self._deforming = MeshField(f.vertices, f.triangles, cell=f.cell, margin=self.margin, name=self.name,
+                                        winding=self.solid.winding(f.vertices), give=self.GIVE * f.cell)
+        return self._deforming
 
     def candidates(self, q: np.ndarray, index: np.ndarray, row: np.ndarray | None = None) -> np.ndarray:
         """Which of the points ``q`` (3, S) — wig points ``index`` (S,) — may be within their

@@ -41,6 +41,9 @@ class MeshField:
     winding : ((V', 3), (T', 3)) or None
         What decides the side beside an open edge: the whole mesh's winding number
         (``solid.Solid.winding``); None: the nearest feature's pseudo-normal everywhere.
+    give : float
+        How far (field units) every vertex may yet move with the field following by ``refit``
+        (a deforming collider's), not by a new build.
 
     Its parts: ``grid`` (``DistanceGrid``) and ``index`` (``TriangleIndex``). Which of them
     answers where is decided here: the grid's nearest node screens (``screen``,
@@ -52,10 +55,11 @@ class MeshField:
     LIST_BAND = DistanceGrid.LIST_BAND     # the lists are exact this many cells out (at least)
 
     def __init__(self, vertices, triangles, resolution: int | None = None, margin: float = 0.0,
-                 name: str = "collider", cell: float | None = None, winding=None):
+                 name: str = "collider", cell: float | None = None, winding=None, give: float = 0.0):
         v, tri = usable_triangles(vertices, triangles, name)
         self.name = name
-        used = v[np.unique(tri)]
+        self._used = np.unique(tri)                  # the vertices the triangles use
+        used = v[self._used]
         lo, hi = used.min(axis=0), used.max(axis=0)
         self.size = float(max((hi - lo).max(), 1e-12))
         # the mesh's diameter about its centroid, to within a factor 2: unlike the box it does not
@@ -64,9 +68,49 @@ class MeshField:
         self.box = (lo, hi)
         h, origin, dims = place_grid(v, tri, lo, hi, self.size, resolution, margin, cell)
         self.index = TriangleIndex(v, tri, origin, self.size, self.extent, winding)
-        self.grid = DistanceGrid(self.index, h, dims)
+        self.grid = DistanceGrid(self.index, h, dims, give)
         self.index.use_lists(self.grid)
         self._k_box = (np.array(lo, np.float64), np.array(hi, np.float64), np.float32(self.exact_reach))
+        self.moved_by = 0.0
+
+    def deformation(self, vertices: np.ndarray) -> float:
+        """How far the farthest vertex of ``vertices`` (V, 3), field space, is from this field's
+        own (inf when they are not as many)."""
+        v = np.asarray(vertices, np.float64)
+        if v.shape != self.vertices.shape:
+            return np.inf
+        d = v[self._used] - self.vertices[self._used]
+        return float(np.sqrt(np.einsum("ij,ij->i", d, d).max()))
+
+    def refit(self, vertices: np.ndarray, winding=None) -> "MeshField | None":
+        """This field's mesh deformed to ``vertices`` (V, 3) (field space, the same triangles),
+        where no vertex moved farther than the grid's ``give``: the lists are kept, the grid's
+        nodes near the surface carried with it (``DistanceGrid.deformed``: every bound twice
+        ``moved`` wider), the triangles measured where they are now — exact distances and sides
+        are the deformed mesh's, as a new build's, and the fast distance where hair touches
+        follows the skin. A refit costs the triangles' numbers (and the winding number's
+        clusters, ``winding``: the deformed solid's), not the lists or the grid. None where the
+        mesh moved beyond the give or a triangle lost its area (a new build then)."""
+        moved = self.deformation(vertices)
+        if not moved <= self.grid.give:
+            return None
+        v = np.asarray(vertices, np.float64)
+        tri = self.triangles
+        a, b, c = v[tri[:, 0]], v[tri[:, 1]], v[tri[:, 2]]
+        area2 = np.linalg.norm(np.cross(b - a, c - a), axis=1)
+        if not (area2 > 1e-12 * max(float(area2.max()), 1e-300)).all():
+            return None
+        out = object.__new__(MeshField)
+        out.name, out.size, out.extent, out._used = self.name, self.size, self.extent, self._used
+        used = v[self._used]
+        lo, hi = used.min(axis=0), used.max(axis=0)
+        out.box = (lo, hi)
+        out.index = TriangleIndex(v, tri, self.origin, self.size, self.extent, winding)
+        out.grid = self.grid.deformed(tri, v - self.vertices, moved)
+        out.index.use_lists(out.grid)
+        out._k_box = (np.array(lo, np.float64), np.array(hi, np.float64), np.float32(out.exact_reach))
+        out.moved_by = moved
+        return out
 
     @classmethod
     def of_solid(cls, vertices, triangles, solid=None, resolution: int | None = None, **kw) -> "MeshField":

@@ -11,6 +11,8 @@ is in doubt, so the lists decide there."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from ..kernels import grid_build
@@ -53,6 +55,11 @@ class DistanceGrid:
     ``dims`` nodes per axis from the triangles' origin (``place_grid``), its error bounds and
     its cell lists, built once.
 
+    ``give`` (field units): how far the mesh may yet deform from these triangles, every vertex, and
+    its lists still hold the nearest triangle of every point within their reach (``deformed``):
+    a triangle whose vertices moved no more than ``give`` is within ``give`` of where it was, so
+    lists that take in every triangle ``give`` farther keep it.
+
     ``distance_grid`` (N,) float32, the nodes' signed distances (x-major); ``grid_error`` per
     list cell, how far the trilinear distance may be off there; ``untrusted`` per node (None
     when there is no seam), the cells that have no bound; ``list_start``, ``list_tri`` the
@@ -62,6 +69,8 @@ class DistanceGrid:
     """
 
     NODE_BAND = 1.0      # nodes whose distance is computed exactly: within this many cells
+    REFIT_BAND = 2.0     # nodes a deformed mesh carries with it (``deformed``): a cell's corners
+                         # are within its diagonal, √3, of a point near the surface
     LIST_CELL = 2        # grid cells per side of the cells that keep triangle lists
     LIST_BAND = 1.5      # a cell keeps the triangles within this many grid cells of it
     COHERENT = 0.8       # a list cell whose unit normals sum to less than this per triangle is folded
@@ -71,8 +80,9 @@ class DistanceGrid:
                          # cells is a seam (swept nodes are off by up to ~0.13 cell on a sphere)
     SEAM_BAND = 3.5      # a list cell holding part of a seam lists the triangles this many cells out
 
-    def __init__(self, tris: TriangleIndex, cell: float, dims: np.ndarray):
+    def __init__(self, tris: TriangleIndex, cell: float, dims: np.ndarray, give: float = 0.0):
         self.cell = cell
+        self.give = float(give)
         self.origin = tris.origin
         self.dims = np.asarray(dims, np.int64)
         corners = tris.corners
@@ -86,6 +96,7 @@ class DistanceGrid:
         self._mark_seams()
         self._widen_lists(tris)
         self._kernel_tuples()
+        self._skin = self._skin_nodes(tris) if self.give else None
 
     def _build_lists(self, tris: TriangleIndex):
         """Triangles per list cell (CSR): those whose box, grown by LIST_BAND cells, meets the
@@ -99,7 +110,7 @@ class DistanceGrid:
         Suzanne's eye); where it folds back within the cell's reach (an ear, an eyelid, a thin
         brim: faces whose normals disagree), the grid cannot see the inside, and up to two."""
         h = self.cell * self.LIST_CELL
-        grow = self.LIST_BAND * self.cell
+        grow = self.LIST_BAND * self.cell + self.give
         self.list_dims = np.floor((self.dims - 1) / self.LIST_CELL).astype(np.int64) + 1
         reach = grow + 0.5 * np.sqrt(3.0) * h
         self.list_start, self.list_tri = grid_build.plane_lists(tris.corners, self._faces, self.list_dims, h, grow,
@@ -113,15 +124,27 @@ class DistanceGrid:
         """Signed distance at every node: exact for the nodes within NODE_BAND cells of the
         surface, then closest points swept to every other node, each signed by the pseudo-normal
         of its closest point's feature (beside an open edge, by the winding number)."""
+        cp, src, feature = self._band(tris, self._faces)
+        self.band_nodes = int(np.count_nonzero(src >= 0))
+        grid_build.sweep(cp, src, feature, self.dims, float(self.cell), 2)
+        self.distance_grid = self._signed(tris, cp, src, feature)
+
+    def _band(self, tris: TriangleIndex, faces: np.ndarray, band: float | None = None):
+        """The exact closest point (3, N) float32, its triangle (N,) int32 (−1: none) and feature
+        (N,) int8 of every node within ``band`` cells (NODE_BAND) of ``tris`` (``faces`` their unit
+        normals)."""
         total = int(np.prod(self.dims))
         cp = np.full((3, total), 1e18, np.float32)        # "none yet"; its square still fits
         src = np.full(total, -1, np.int32)
         feature = np.zeros(total, np.int8)
-        grid_build.band_nodes(tris.corners, self._faces, tris._tri_cols, self.dims, float(self.cell),
-                              float(self.NODE_BAND * self.cell), cp, src, feature)
-        self.band_nodes = int(np.count_nonzero(src >= 0))
-        grid_build.sweep(cp, src, feature, self.dims, float(self.cell), 2)
-        dist = np.empty(total, np.float32)
+        grid_build.band_nodes(tris.corners, faces, tris._tri_cols, self.dims, float(self.cell),
+                              float((self.NODE_BAND if band is None else band) * self.cell), cp, src, feature)
+        return cp, src, feature
+
+    def _signed(self, tris: TriangleIndex, cp, src, feature) -> np.ndarray:
+        """Each node's signed distance (N,) float32 to its closest point (``_band``'s, swept or
+        not), by the pseudo-normal of its feature, beside an open edge by the winding number."""
+        dist = np.empty(int(np.prod(self.dims)), np.float32)
         grid_build.signed_nodes(cp, src, feature, tris.normals, self.dims, float(self.cell), dist)
         if tris.boundary.shape[0]:
             # a node whose closest point lies on an open edge: its side by the winding number
@@ -132,7 +155,7 @@ class DistanceGrid:
                 ijk = np.stack(np.unravel_index(at, tuple(int(d) for d in self.dims)), axis=1)
                 x = ijk.astype(np.float32).astype(np.float64) * np.float64(np.float32(self.cell))
                 tris.wound(x, dist, at)
-        self.distance_grid = dist
+        return dist
 
     def _mark_seams(self):
         """Where the grid cannot be trusted at all: cells across which the sign jumps. The
@@ -158,11 +181,18 @@ class DistanceGrid:
         del hi, lo
         self.seam_cells = int(seam.sum())
         self.untrusted = None
+        self._seam_corners = None
         if self.seam_cells:
             touched = np.zeros(d.shape, bool)            # the corners of seam cells
             for a, b, c in corners:
                 touched[a:a + d.shape[0] - 1, b:b + d.shape[1] - 1, c:c + d.shape[2] - 1] |= seam
             d[touched] = -np.abs(d[touched])
+            # a mesh that may deform moves its seams with it (an open rim's side flips across
+            # its winding number's half level, which follows the rim): the cells they may reach
+            # are in doubt too, whatever their corners read now — deformed, their corners keep
+            # a lower bound only (``deformed``)
+            touched = _grown(touched, int(np.ceil(self.give / self.cell)))
+            self._seam_corners = np.flatnonzero(touched.ravel()) if self.give else None
             # every cell with a touched corner, flagged at its low corner's node
             cell = np.zeros(d.shape, bool)
             for a, b, c in corners:
@@ -192,8 +222,65 @@ class DistanceGrid:
             return
         h = self.cell * self.LIST_CELL
         start, listed = grid_build.sphere_lists(tris.corners, tris.centres, tris.radii, self.list_dims, h,
-                                                self.SEAM_BAND * self.cell, wide, self.list_reach)
+                                                self.SEAM_BAND * self.cell + self.give, wide,
+                                                self.list_reach + np.float32(self.give))
         self.list_start, self.list_tri = grid_build.merge_lists(self.list_start, self.list_tri, start, listed, wide)
+
+    def _skin_nodes(self, tris: TriangleIndex):
+        """The nodes within REFIT_BAND cells and the give of the surface — those within REFIT_BAND
+        of it however it deforms — their closest point's triangle, its barycentric weights there
+        (n, 3), the direction (n, 3) in which the signed distance grows, and the exact signed
+        distance (n,): what ``deformed`` moves with the skin (float32, as the grid holds it)."""
+        cp, src, feature = self._band(tris, self._faces, self.REFIT_BAND + self.give / self.cell)
+        nodes = np.flatnonzero(src >= 0)
+        t = src[nodes].astype(np.int64)
+        ijk = np.stack(np.unravel_index(nodes, tuple(int(d) for d in self.dims)), axis=1)
+        x = ijk.astype(np.float32).astype(np.float64) * np.float64(np.float32(self.cell))
+        c = tris.vertices[tris.triangles[t]] - tris.origin                     # (n, 3, 3)
+        foot = cp[:, nodes].T.astype(np.float64)
+        e1, e2, w = c[:, 1] - c[:, 0], c[:, 2] - c[:, 0], foot - c[:, 0]
+        d00, d01, d11 = (np.einsum("ij,ij->i", a, b) for a, b in ((e1, e1), (e1, e2), (e2, e2)))
+        d20, d21 = np.einsum("ij,ij->i", w, e1), np.einsum("ij,ij->i", w, e2)
+        den = np.maximum(d00 * d11 - d01 * d01, 1e-300)
+        bv, bw = (d11 * d20 - d01 * d21) / den, (d00 * d21 - d01 * d20) / den
+        bary = np.stack([1 - bv - bw, bv, bw], 1)
+        sign = np.where(self.distance_grid[nodes] < 0, -1.0, 1.0)
+        off = x - foot
+        dist = np.sqrt(np.einsum("ij,ij->i", off, off))
+        normal = tris.normals[t, feature[nodes]].astype(np.float64)
+        grow = np.where((dist > 1e-9 * tris.extent)[:, None], sign[:, None] * off / np.maximum(dist, 1e-300)[:, None],
+                        normal / np.maximum(np.linalg.norm(normal, axis=1, keepdims=True), 1e-300))
+        return (nodes.astype(np.int32 if nodes.size and nodes[-1] < 2**31 else np.int64), t.astype(np.int32),
+                bary.astype(np.float32), grow.astype(np.float32), (sign * dist).astype(np.float32))
+
+    def deformed(self, triangles: np.ndarray, shift: np.ndarray, moved: float) -> "DistanceGrid":
+        """This grid for its mesh deformed by ``shift`` (V, 3) (each vertex's move, none farther
+        than ``moved`` ≤ ``give``; ``triangles`` the mesh's): the same lists; the nodes within
+        REFIT_BAND cells of the surface carried with it — each one's signed distance less its
+        closest point's move along the direction the distance grows there (a surface that
+        shifts moves its distance so, to first order: what the substeps' fast distance reads
+        where hair touches is the skin as it is now, not as it was) — the others as they were.
+        A signed distance changes by no more than the surface moves, and the carried one by no
+        more than that again, so every error bound (and the screen's slack) is 2 ``moved``
+        larger; no give left."""
+        if not moved <= self.give:
+            raise ValueError(f"a deformation of {moved:.6g} is beyond the grid's give of {self.give:.6g}")
+        out = copy.copy(self)
+        more = _up32(2 * moved)
+        out.give = 0.0
+        out.grid_error = self.grid_error + more
+        out._slack = _up32(float(self._slack) + float(more))
+        nodes, t, bary, grow, dist = self._skin
+        corner = triangles[t]                                                  # (n, 3)
+        move = np.einsum("nk,nkj->nj", bary, shift[corner])
+        d = self.distance_grid.copy()
+        d[nodes] = dist - np.einsum("ij,ij->i", grow, move).astype(np.float32)
+        if self._seam_corners is not None:     # where a seam may be: a lower bound only
+            d[self._seam_corners] = -np.abs(d[self._seam_corners])
+        out.distance_grid = d
+        out._skin = None
+        out._kernel_tuples()
+        return out
 
     def _kernel_tuples(self) -> None:
         """The grid as the query kernels read it (``kernels.field``'s tuples), built once."""
@@ -219,3 +306,24 @@ class DistanceGrid:
     def nbytes(self) -> int:
         seams = 0 if self.untrusted is None else self.untrusted.nbytes
         return int(self.distance_grid.nbytes + self.list_start.nbytes + self.list_tri.nbytes + seams)
+
+
+def _up32(x: float) -> np.float32:
+    """``x`` as float32, rounded up: a bound stays a bound."""
+    y = np.float32(x)
+    return y if float(y) >= x else np.nextafter(y, np.float32(np.inf))
+
+
+def _grown(cells: np.ndarray, k: int) -> np.ndarray:
+    """The boolean grid ``cells`` grown by ``k`` cells along each axis (a cube about each)."""
+    out = cells
+    for axis in range(out.ndim):
+        for _ in range(k):
+            g = out.copy()
+            lo = [slice(None)] * out.ndim
+            hi = [slice(None)] * out.ndim
+            lo[axis], hi[axis] = slice(0, -1), slice(1, None)
+            g[tuple(lo)] |= out[tuple(hi)]
+            g[tuple(hi)] |= out[tuple(lo)]
+            out = g
+    return out

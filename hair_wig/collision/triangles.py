@@ -292,7 +292,10 @@ class TriangleIndex:
             from .solid import boundary_features, clusters
 
             wv, wt = winding
-            self.boundary = boundary_features(tri)
+            open_features = boundary_features(tri)
+            if not open_features.any():       # closed: no side is the winding number's to decide
+                return
+            self.boundary = open_features
             wrel = np.ascontiguousarray(np.asarray(wv, np.float64) - origin)
             parts, _ = clusters(wrel, np.asarray(wt, np.int64))
             self.wind = (self.boundary, wrel) + tuple(parts)
