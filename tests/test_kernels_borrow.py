@@ -33,8 +33,17 @@ def _tuple(seed):
     return (rng.normal(size=40), (rng.normal(size=7).astype(np.float32), rng.normal(size=(3, 4))), 2.5)
 
 
+@njit(cache=False)
+def _first(t):
+    return borrowed(t)[0]
+
+
 def test_a_borrowed_tuple_reads_what_its_arrays_hold():
     t = _tuple(1)
+    # borrowed: its arrays have no owner (boxed back, as here only while ``t`` lives, they own
+    # nothing), the same data
+    a = _first(t)
+    assert a is not t[0] and a.base is None and np.array_equal(a, t[0])
     got = _sums(t)
     assert got[0] == pytest.approx(t[0].sum(), rel=1e-15)
     assert got[1] == pytest.approx(float(t[1][0].sum()), rel=1e-6)

@@ -100,7 +100,8 @@ class Collider:
     is in head-local units and the collider's own scale does not matter. ``set_frame`` gives this
     frame's map from head-local points into field space — the identity for the head itself and
     for anything that moves with it, so the common case transforms nothing — and, for a
-    collider that deforms, its current vertices (the field is then rebuilt on them).
+    collider that deforms, its current vertices (the field then follows them: refitted within
+    GIVE cells of the rest pose, built on them beyond).
 
     At bind every vertex records its rest clearance ``d0``; its collision surface is
     ``limit = min(offset, d0)`` (the groom is sacred: ``groom_limits``). A point that has moved
@@ -259,7 +260,7 @@ class Collider:
         # own. Either way a frame's field depends on that frame's mesh alone, not on the frames
         # stepped before it (a split bake's part, a scrub, meet the same field).
         field = None
-        if f.deformation(v) <= self.GIVE * f.cell:
+        if self.GIVE > 0 and f.deformation(v) <= self.GIVE * f.cell:
             field = self._deforming_field().refit(v, self.solid.winding(v))
         self.field = field if field is not None else MeshField(v, f.triangles, cell=f.cell, margin=self.margin,
                                                                name=self.name, winding=self.solid.winding(v))

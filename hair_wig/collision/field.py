@@ -92,7 +92,7 @@ class MeshField:
         clusters, ``winding``: the deformed solid's), not the lists or the grid. None where the
         mesh moved beyond the give or a triangle lost its area (a new build then)."""
         moved = self.deformation(vertices)
-        if not moved <= self.grid.give:
+        if not moved <= self.grid.give or self.grid._skin is None:
             return None
         v = np.asarray(vertices, np.float64)
         tri = self.triangles

@@ -58,7 +58,9 @@ class DistanceGrid:
     ``give`` (field units): how far the mesh may yet deform from these triangles, every vertex, and
     its lists still hold the nearest triangle of every point within their reach (``deformed``):
     a triangle whose vertices moved no more than ``give`` is within ``give`` of where it was, so
-    lists that take in every triangle ``give`` farther keep it.
+    lists that take in every triangle three gives farther keep it for every point within their
+    reach and two gives — the reach a refit's bounds (twice its move wider) need, so that a
+    point the grid cannot clear is never sent to a search of every triangle.
 
     ``distance_grid`` (N,) float32, the nodes' signed distances (x-major); ``grid_error`` per
     list cell, how far the trilinear distance may be off there; ``untrusted`` per node (None
@@ -110,7 +112,7 @@ class DistanceGrid:
         Suzanne's eye); where it folds back within the cell's reach (an ear, an eyelid, a thin
         brim: faces whose normals disagree), the grid cannot see the inside, and up to two."""
         h = self.cell * self.LIST_CELL
-        grow = self.LIST_BAND * self.cell + self.give
+        grow = self.LIST_BAND * self.cell + 3 * self.give
         self.list_dims = np.floor((self.dims - 1) / self.LIST_CELL).astype(np.int64) + 1
         reach = grow + 0.5 * np.sqrt(3.0) * h
         self.list_start, self.list_tri = grid_build.plane_lists(tris.corners, self._faces, self.list_dims, h, grow,
@@ -216,21 +218,23 @@ class DistanceGrid:
         if self.untrusted is not None:
             g = np.unravel_index(np.flatnonzero(self.untrusted), tuple(int(x) for x in self.dims))
             band[np.ravel_multi_index(tuple(x // self.LIST_CELL for x in g), tuple(self.list_dims))] = self.SEAM_BAND
-        self.list_reach = band * np.float32(self.cell)
+        # with give, exact twice the give farther: a refit's bounds grow by twice its move
+        # (``deformed``) and must stay within the reach its lists are exact to
+        self.list_reach = band * np.float32(self.cell) + np.float32(2 * self.give)
         wide = band > self.LIST_BAND
         if not wide.any():
             return
         h = self.cell * self.LIST_CELL
         start, listed = grid_build.sphere_lists(tris.corners, tris.centres, tris.radii, self.list_dims, h,
-                                                self.SEAM_BAND * self.cell + self.give, wide,
+                                                self.SEAM_BAND * self.cell + 3 * self.give, wide,
                                                 self.list_reach + np.float32(self.give))
         self.list_start, self.list_tri = grid_build.merge_lists(self.list_start, self.list_tri, start, listed, wide)
 
     def _skin_nodes(self, tris: TriangleIndex):
         """The nodes within REFIT_BAND cells and the give of the surface — those within REFIT_BAND
         of it however it deforms — their closest point's triangle, its barycentric weights there
-        (n, 3), the direction (n, 3) in which the signed distance grows, and the exact signed
-        distance (n,): what ``deformed`` moves with the skin (float32, as the grid holds it)."""
+        (n, 3), the direction (n, 3) in which the signed distance grows, and the grid's value
+        there (n,): what ``deformed`` moves with the skin (float32, as the grid holds it)."""
         cp, src, feature = self._band(tris, self._faces, self.REFIT_BAND + self.give / self.cell)
         nodes = np.flatnonzero(src >= 0)
         t = src[nodes].astype(np.int64)
@@ -244,14 +248,16 @@ class DistanceGrid:
         den = np.maximum(d00 * d11 - d01 * d01, 1e-300)
         bv, bw = (d11 * d20 - d01 * d21) / den, (d00 * d21 - d01 * d20) / den
         bary = np.stack([1 - bv - bw, bv, bw], 1)
-        sign = np.where(self.distance_grid[nodes] < 0, -1.0, 1.0)
+        value = self.distance_grid[nodes]
+        sign = np.where(value < 0, -1.0, 1.0)
         off = x - foot
         dist = np.sqrt(np.einsum("ij,ij->i", off, off))
         normal = tris.normals[t, feature[nodes]].astype(np.float64)
         grow = np.where((dist > 1e-9 * tris.extent)[:, None], sign[:, None] * off / np.maximum(dist, 1e-300)[:, None],
                         normal / np.maximum(np.linalg.norm(normal, axis=1, keepdims=True), 1e-300))
+        # carried from the grid's own value: a mesh that did not move reads the rest grid's bits
         return (nodes.astype(np.int32 if nodes.size and nodes[-1] < 2**31 else np.int64), t.astype(np.int32),
-                bary.astype(np.float32), grow.astype(np.float32), (sign * dist).astype(np.float32))
+                bary.astype(np.float32), grow.astype(np.float32), value.copy())
 
     def deformed(self, triangles: np.ndarray, shift: np.ndarray, moved: float) -> "DistanceGrid":
         """This grid for its mesh deformed by ``shift`` (V, 3) (each vertex's move, none farther
@@ -268,14 +274,17 @@ class DistanceGrid:
         out = copy.copy(self)
         more = _up32(2 * moved)
         out.give = 0.0
-        out.grid_error = self.grid_error + more
+        wide = self.grid_error.astype(np.float64) + 2 * moved
+        out.grid_error = wide.astype(np.float32)
+        low = out.grid_error < wide                                                   # rounded down: up
+        out.grid_error[low] = np.nextafter(out.grid_error[low], np.float32(np.inf))
         out._slack = _up32(float(self._slack) + float(more))
         nodes, t, bary, grow, dist = self._skin
         corner = triangles[t]                                                  # (n, 3)
         move = np.einsum("nk,nkj->nj", bary, shift[corner])
         d = self.distance_grid.copy()
         d[nodes] = dist - np.einsum("ij,ij->i", grow, move).astype(np.float32)
-        if self._seam_corners is not None:     # where a seam may be: a lower bound only
+        if self._seam_corners is not None and moved > 0:     # where a seam may be: a lower bound only
             d[self._seam_corners] = -np.abs(d[self._seam_corners])
         out.distance_grid = d
         out._skin = None

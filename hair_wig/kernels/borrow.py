@@ -10,7 +10,8 @@ two atomic instructions, and on two threads they fight over the counts.
 cleared: numba's reference counting skips a null owner, so a borrowed array costs a compare. The
 data stays owned by the arrays the tuple was made from; whoever holds the borrowed tuple (a typed
 List of them, ``walk.threads_colliders``) must keep those alive as long, and never hand a
-borrowed array back to Python (it has no object to box into).
+borrowed array back to Python: numba would box it as an array with no owner, which outlives the
+data it shows (``walk.threads_colliders``' List refuses to be read from Python).
 """
 
 from __future__ import annotations

@@ -90,6 +90,9 @@ def threads_colliders(tuples):
     # two at least, so that preparing the kernels on one thread compiles what every pool calls
     for _ in range(1, max(2, numba.config.NUMBA_NUM_THREADS)):
         add_thread_list(out, one())
+    # kernels alone read it: an item read from Python holds borrowed arrays, which numba boxes
+    # with no owner (they outlive the List that keeps their data). A subclass refusing to be read
+    # cannot be passed to a kernel (numba unboxes a List of its own class only).
     out._owned = owned
     return out
 
