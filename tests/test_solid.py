@@ -95,6 +95,36 @@ def test_clusters_hold_every_triangle_once_in_a_ball_about_their_centre():
     assert np.abs(normals.sum(axis=0)).max() < 1e-12 * len(t)
 
 
+def test_clusters_kept_from_another_pose_hold_their_triangles_and_wind_alike():
+    """A deforming mesh keeps its rest pose's grouping (``clusters(..., keep=...)``): the same
+    triangles in the same order and leaves, every cluster's ball about its new centre holding
+    its triangles where they are now, and the winding numbers those clusters give agree with a
+    grouping made on the new pose to within the clusters' far-field error (both are sums of the
+    same triangles' solid angles; their dipoles differ only in which triangles they lump)."""
+    v, t = sphere(1.0, 24, 48)
+    t = t.astype(np.int64)
+    rest = clusters(v, t)
+    w = v * (1.0 + 0.05 * np.sin(3 * v[:, :1]))                    # a wobble of 5 %
+    (sorted_t, starts, centres, normals, radii, groups), order = clusters(w, t, keep=rest)
+    assert np.array_equal(order, rest[1]) and np.array_equal(sorted_t, rest[0][0])
+    assert np.array_equal(starts, rest[0][1]) and np.array_equal(groups, rest[0][5])
+    top = len(groups) - 1
+    for g in range(top):
+        held = sorted_t[starts[groups[g] - top]:starts[groups[g + 1] - top]]
+        assert np.linalg.norm(w[held].reshape(-1, 3) - centres[g], axis=1).max() <= radii[g] * (1 + 1e-12)
+    for k in range(len(starts) - 1):
+        corners = w[sorted_t[starts[k]:starts[k + 1]]].reshape(-1, 3)
+        assert np.linalg.norm(corners - centres[top + k], axis=1).max() <= radii[top + k] * (1 + 1e-12)
+    from hair_wig.kernels.winding import winding_numbers as wind
+
+    q = np.random.default_rng(5).uniform(-1.3, 1.3, (2000, 3))
+    kept, fresh = np.empty(len(q)), np.empty(len(q))
+    wind(q, w, sorted_t, starts, centres, normals, radii, groups, np.zeros(0, np.int64), kept)
+    wind(q, w, *clusters(w, t)[0], np.zeros(0, np.int64), fresh)
+    assert np.abs(kept - fresh).max() < 0.05
+    assert np.array_equal(kept > 0.5, fresh > 0.5)
+
+
 def test_two_spheres_pushed_into_each_other_keep_only_the_surface_of_their_union():
     a, ta = sphere(1.0, 24, 48)
     b = a + [1.2, 0.0, 0.0]

@@ -105,7 +105,7 @@ class MeshField:
         used = v[self._used]
         lo, hi = used.min(axis=0), used.max(axis=0)
         out.box = (lo, hi)
-        out.index = TriangleIndex(v, tri, self.origin, self.size, self.extent, winding)
+        out.index = TriangleIndex(v, tri, self.origin, self.size, self.extent, winding, like=self.index)
         out.grid = self.grid.deformed(tri, v - self.vertices, moved)
         out.index.use_lists(out.grid)
         out._k_box = (np.array(lo, np.float64), np.array(hi, np.float64), np.float32(out.exact_reach))

@@ -188,7 +188,7 @@ class Solid:
         return out
 
 
-def clusters(v: np.ndarray, t: np.ndarray, leaf: int = 6, side: int | None = None):
+def clusters(v: np.ndarray, t: np.ndarray, leaf: int = 6, side: int | None = None, keep=None):
     """The triangles ``t`` grouped for ``kernels.winding.winding_numbers`` in two levels: leaves,
     the triangles whose centres lie in one cell of a grid (about ``leaf`` triangles a cell on a
     surface), and groups, the leaves of ``side``³ such cells (by default 4, growing as the fourth
@@ -200,7 +200,12 @@ def clusters(v: np.ndarray, t: np.ndarray, leaf: int = 6, side: int | None = Non
     each cluster's area-weighted centre and normal and the radius of a ball about that centre
     holding its triangles, the groups' first. Returns ``(t sorted, leaf starts, centres, normals,
     radii, groups)`` — group ``g``'s leaves numbered ``groups[g] … groups[g + 1] − 1`` after the
-    groups — and the order (T,) sorted by."""
+    groups — and the order (T,) sorted by. ``keep``: an earlier call's ``(parts, order)`` on the
+    same triangles (a mesh that deforms a little): its grouping kept, only the clusters' shapes
+    measured again (any grouping is exact: a cluster's ball holds its triangles wherever they
+    are; a grouping of the rest pose stays a good one)."""
+    if keep is not None:
+        return _regrouped(v, t, *keep)
     a, b, c = v[t[:, 0]], v[t[:, 1]], v[t[:, 2]]
     mid = (a + b + c) / 3.0
     lo, hi = mid.min(axis=0), mid.max(axis=0)
@@ -227,6 +232,24 @@ def clusters(v: np.ndarray, t: np.ndarray, leaf: int = 6, side: int | None = Non
     level_g = _cluster_shapes(leaf_group[leaf_of], a, b, c, mid, n)
     centres, normals, radii = (np.ascontiguousarray(np.concatenate([g, l])) for g, l in zip(level_g, level_l))
     groups = (groups_of + (len(groups_of) - 1)).astype(np.int64)
+    return (np.ascontiguousarray(t), starts, centres, normals, radii, groups), order
+
+
+def _regrouped(v: np.ndarray, t: np.ndarray, parts: tuple, order: np.ndarray):
+    """``clusters`` of triangles ``t`` at vertices ``v`` grouped as ``parts`` (an earlier call's,
+    sorted by ``order``)."""
+    starts, groups = parts[1], parts[5]
+    t = t[order]
+    a, b, c = v[t[:, 0]], v[t[:, 1]], v[t[:, 2]]
+    mid = (a + b + c) / 3.0
+    n = 0.5 * np.cross(b - a, c - a)
+    leaves = len(starts) - 1
+    leaf_of = np.repeat(np.arange(leaves), np.diff(starts))
+    first_leaf = len(groups) - 1                       # leaves are numbered after the groups
+    leaf_group = np.searchsorted(groups, first_leaf + np.arange(leaves), side="right") - 1
+    level_l = _cluster_shapes(leaf_of, a, b, c, mid, n)
+    level_g = _cluster_shapes(leaf_group[leaf_of], a, b, c, mid, n)
+    centres, normals, radii = (np.ascontiguousarray(np.concatenate([g, l])) for g, l in zip(level_g, level_l))
     return (np.ascontiguousarray(t), starts, centres, normals, radii, groups), order
 
 

@@ -258,14 +258,16 @@ class TriangleIndex:
     TIGHT_PAIRS = 4096   # exact queries of more (point, triangle) pairs measure a first triangle
 
     def __init__(self, vertices: np.ndarray, triangles: np.ndarray, origin: np.ndarray, size: float,
-                 extent: float, winding=None):
+                 extent: float, winding=None, like: "TriangleIndex | None" = None):
         v, tri = vertices, triangles
         self.vertices = v
         self.triangles = tri
         self.origin = origin
         self.size = size
         self.extent = extent
-        self.closed = is_closed(tri)
+        # ``like``: an index of the same triangles elsewhere (a deforming mesh's rest pose), whose
+        # topology — closed or not, its open edges, its winding clusters' grouping — is kept
+        self.closed = is_closed(tri) if like is None else like.closed
         normals = pseudo_normals(v, tri)
         # A closed mesh modelled inside out: its inside is still its inside.
         self.flipped = self.closed and _signed_volume(v, tri) < 0
@@ -288,16 +290,18 @@ class TriangleIndex:
         # winding number decides there, as the kernels' ``wind`` part
         self.boundary = np.zeros((0, 7), bool)
         self.wind = _NO_WIND
+        self._grouping = None
         if winding is not None:
             from .solid import boundary_features, clusters
 
             wv, wt = winding
-            open_features = boundary_features(tri)
+            open_features = boundary_features(tri) if like is None else like.boundary
             if not open_features.any():       # closed: no side is the winding number's to decide
                 return
             self.boundary = open_features
             wrel = np.ascontiguousarray(np.asarray(wv, np.float64) - origin)
-            parts, _ = clusters(wrel, np.asarray(wt, np.int64))
+            self._grouping = clusters(wrel, np.asarray(wt, np.int64), keep=None if like is None else like._grouping)
+            parts = self._grouping[0]
             self.wind = (self.boundary, wrel) + tuple(parts)
 
     def wound_sides(self, x: np.ndarray, sd: np.ndarray, outward: np.ndarray, t: np.ndarray, feat: np.ndarray,

@@ -316,11 +316,13 @@ def _exact_point(qx, qy, qz, cell, tris):
     if e <= s:
         return False, np.inf, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
     x32, y32, z32 = np.float32(qx), np.float32(qy), np.float32(qz)
+    # squared distances: no root per listed triangle (the nearest is measured whichever centre
+    # comes first, and the pick below is the first nearest in list order either way)
     near, first = _INF32, s
     for m in range(s, e):
         t = listed[m]
         dx, dy, dz = x32 - spheres[t, 0], y32 - spheres[t, 1], z32 - spheres[t, 2]
-        dc = np.sqrt(dx * dx + dy * dy + dz * dz)
+        dc = dx * dx + dy * dy + dz * dz
         if dc < near:
             near, first = dc, m
     fx, fy, fz, ff = closest_on_row(qx, qy, qz, rows, listed[first])
@@ -335,7 +337,10 @@ def _exact_point(qx, qy, qz, cell, tris):
             cx, cy, cz, f, d2 = fx, fy, fz, ff, first_d2
         else:
             dx32, dy32, dz32 = x32 - spheres[t, 0], y32 - spheres[t, 1], z32 - spheres[t, 2]
-            if not (np.sqrt(dx32 * dx32 + dy32 * dy32 + dz32 * dz32) - spheres[t, 3] <= upper):
+            # |centre − q| − r ≤ upper, squared (both sides ≥ 0); its float32 rounding is far
+            # inside the prune's slack, as the root's was
+            reach = np.float64(spheres[t, 3]) + upper
+            if not (np.float64(dx32 * dx32 + dy32 * dy32 + dz32 * dz32) <= reach * reach):
                 continue
             cx, cy, cz, f = closest_on_row(qx, qy, qz, rows, t)
             dx, dy, dz = qx - cx, qy - cy, qz - cz
