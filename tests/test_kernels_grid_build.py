@@ -297,3 +297,33 @@ def test_two_meshes_of_one_shape_keep_their_own_edges():
     assert sorted(count.tolist()) == [1, 1, 1, 1, 2, 2, 2, 2]
     assert not inverse.flags.writeable and not count.flags.writeable
     assert np.all(edges(closed)[1] == 2)
+
+
+def test_carried_nodes_are_the_numpy_reference_on_one_and_two_threads():
+    """``carry_nodes`` (a deforming collider's refit: each node near the surface less its
+    closest point's move along the distance's growth) against its numpy form (``collision.grid.
+    carried``) on a sphere's rest field with give, deformed by a wobble: equal to one float32
+    rounding of the carried amount and one of the result (the float64 sums round in another
+    order, far below a float32 ulp, but can tip one rounding), and the same bits on one and two
+    threads."""
+    from hair_wig.collision.grid import carried
+
+    v, t = sphere(1.0, 24, 48)
+    cell = MeshField(v, t).cell
+    rest = MeshField(v, t, cell=cell, give=cell)
+    shift = 0.5 * cell * np.sin(3 * v[:, [1, 2, 0]])
+    skin = rest.grid._skin
+    tri = np.ascontiguousarray(rest.triangles, np.int64)
+
+    def run():
+        d = rest.grid.distance_grid.copy()
+        grid_build.carry_nodes(d, *skin, tri, shift)
+        return (d,)
+
+    one, two = both_thread_counts(run)
+    assert_same_bits(one, two)
+    want = carried(rest.grid.distance_grid, skin, tri, shift)
+    moved = np.abs(want - rest.grid.distance_grid)
+    assert moved.max() > 0.1 * cell                                  # the nodes were carried
+    size = np.maximum(np.abs(want), moved)
+    assert (np.abs(one[0] - want) <= 2 * F32 * size).all()

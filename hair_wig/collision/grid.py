@@ -279,11 +279,9 @@ class DistanceGrid:
         low = out.grid_error < wide                                                   # rounded down: up
         out.grid_error[low] = np.nextafter(out.grid_error[low], np.float32(np.inf))
         out._slack = _up32(float(self._slack) + float(more))
-        nodes, t, bary, grow, dist = self._skin
-        corner = triangles[t]                                                  # (n, 3)
-        move = np.einsum("nk,nkj->nj", bary, shift[corner])
         d = self.distance_grid.copy()
-        d[nodes] = dist - np.einsum("ij,ij->i", grow, move).astype(np.float32)
+        grid_build.carry_nodes(d, *self._skin, np.ascontiguousarray(triangles, np.int64),
+                               np.ascontiguousarray(shift, np.float64))
         if self._seam_corners is not None and moved > 0:     # where a seam may be: a lower bound only
             d[self._seam_corners] = -np.abs(d[self._seam_corners])
         out.distance_grid = d
@@ -335,4 +333,13 @@ def _grown(cells: np.ndarray, k: int) -> np.ndarray:
             g[tuple(lo)] |= out[tuple(hi)]
             g[tuple(hi)] |= out[tuple(lo)]
             out = g
+    return out
+
+
+def carried(dist: np.ndarray, skin: tuple, triangles: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """``kernels.grid_build.carry_nodes`` in numpy: the plain reference its test holds it to."""
+    nodes, t, bary, grow, value = skin
+    move = np.einsum("nk,nkj->nj", bary.astype(np.float64), shift[triangles[t]])
+    out = dist.copy()
+    out[nodes] = value - np.einsum("ij,ij->i", grow.astype(np.float64), move).astype(np.float32)
     return out

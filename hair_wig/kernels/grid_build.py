@@ -284,6 +284,25 @@ def signed_nodes(cp, src, feature, normals, dims, h, out):
                 out[node] = d
 
 
+@njit(cache=True, parallel=True)
+def carry_nodes(dist, nodes, tri_of, bary, grow, value, triangles, shift):
+    """The nodes ``nodes`` of the grid ``dist`` (N,) float32 carried with a deforming mesh, in
+    place (``collision.grid.DistanceGrid.deformed``): each one's ``value`` less its closest
+    point's move along ``grow`` (n, 3) float32 — the move of triangle ``tri_of`` at its
+    barycentric weights ``bary`` (n, 3) float32, from its corners' ``shift`` (V, 3) float64
+    (``triangles`` (T, 3) int64) — in float64, rounded to float32 once, subtracted in float32.
+    Each node is written by its own iteration: the same bits on any number of threads."""
+    for k in prange(nodes.shape[0]):
+        t = tri_of[k]
+        a, b, c = triangles[t, 0], triangles[t, 1], triangles[t, 2]
+        wa, wb, wc = np.float64(bary[k, 0]), np.float64(bary[k, 1]), np.float64(bary[k, 2])
+        mx = wa * shift[a, 0] + wb * shift[b, 0] + wc * shift[c, 0]
+        my = wa * shift[a, 1] + wb * shift[b, 1] + wc * shift[c, 1]
+        mz = wa * shift[a, 2] + wb * shift[b, 2] + wc * shift[c, 2]
+        along = np.float64(grow[k, 0]) * mx + np.float64(grow[k, 1]) * my + np.float64(grow[k, 2]) * mz
+        dist[nodes[k]] = value[k] - np.float32(along)
+
+
 def _as_called():
     """The argument types ``collision.grid.DistanceGrid`` passes: a tetrahedron's grid."""
     v = np.array([[0.1, 0.1, 0.1], [1, 0.1, 0.1], [0.1, 1, 0.1], [0.1, 0.1, 1]], np.float64)
@@ -309,6 +328,9 @@ def _as_called():
     sweep(cp, src, feature, dims, 0.2, 2)
     out = np.empty(216, np.float32)
     signed_nodes(cp, src, feature, np.ones((4, 7, 3), np.float32), dims, 0.2, out)
+    for index in (np.int32, np.int64):                # nodes as a small grid or a large one has them
+        carry_nodes(out, np.arange(3, dtype=index), np.zeros(3, np.int32), np.ones((3, 3), np.float32),
+                    np.ones((3, 3), np.float32), np.zeros(3, np.float32), t, np.zeros((4, 3)))
 
 
 WARM_UPS = (("collision build", _as_called),)
