@@ -94,11 +94,9 @@ class MeshField:
         moved = self.deformation(vertices)
         if not moved <= self.grid.give or self.grid._skin is None:
             return None
-        v = np.asarray(vertices, np.float64)
         tri = self.triangles
-        a, b, c = v[tri[:, 0]], v[tri[:, 1]], v[tri[:, 2]]
-        area2 = np.linalg.norm(np.cross(b - a, c - a), axis=1)
-        if not (area2 > 1e-12 * max(float(area2.max()), 1e-300)).all():
+        v, usable = usable_triangles(vertices, tri, self.name)
+        if len(usable) != len(tri):
             return None
         out = object.__new__(MeshField)
         out.name, out.size, out.extent, out._used = self.name, self.size, self.extent, self._used

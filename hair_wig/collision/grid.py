@@ -272,13 +272,9 @@ class DistanceGrid:
         if not moved <= self.give:
             raise ValueError(f"a deformation of {moved:.6g} is beyond the grid's give of {self.give:.6g}")
         out = copy.copy(self)
-        more = _up32(2 * moved)
         out.give = 0.0
-        wide = self.grid_error.astype(np.float64) + 2 * moved
-        out.grid_error = wide.astype(np.float32)
-        low = out.grid_error < wide                                                   # rounded down: up
-        out.grid_error[low] = np.nextafter(out.grid_error[low], np.float32(np.inf))
-        out._slack = _up32(float(self._slack) + float(more))
+        out.grid_error = _up32(self.grid_error.astype(np.float64) + 2 * moved)
+        out._slack = np.float32(_up32(float(self._slack) + 2 * moved))
         d = self.distance_grid.copy()
         grid_build.carry_nodes(d, *self._skin, np.ascontiguousarray(triangles, np.int64),
                                np.ascontiguousarray(shift, np.float64))
@@ -315,10 +311,11 @@ class DistanceGrid:
         return int(self.distance_grid.nbytes + self.list_start.nbytes + self.list_tri.nbytes + seams)
 
 
-def _up32(x: float) -> np.float32:
-    """``x`` as float32, rounded up: a bound stays a bound."""
-    y = np.float32(x)
-    return y if float(y) >= x else np.nextafter(y, np.float32(np.inf))
+def _up32(x):
+    """``x`` (a float or float64 array) as float32, rounded up: a bound stays a bound."""
+    x = np.asarray(x, np.float64)
+    y = x.astype(np.float32)
+    return np.where(y < x, np.nextafter(y, np.float32(np.inf)), y)
 
 
 def _grown(cells: np.ndarray, k: int) -> np.ndarray:

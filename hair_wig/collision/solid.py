@@ -220,37 +220,37 @@ def clusters(v: np.ndarray, t: np.ndarray, leaf: int = 6, side: int | None = Non
     gdims = gijk.max(axis=0) + 1
     gkey = (gijk[:, 0] * gdims[1] + gijk[:, 1]) * gdims[2] + gijk[:, 2]
     order = np.lexsort((lkey, gkey))
-    lkey, gkey, t = lkey[order], gkey[order], t[order]
-    a, b, c, mid = a[order], b[order], c[order], mid[order]
+    lkey, gkey = lkey[order], gkey[order]
     starts = np.r_[np.flatnonzero(np.r_[True, lkey[1:] != lkey[:-1]]), len(t)].astype(np.int64)
     first = starts[:-1]
     leaf_group = np.r_[0, np.cumsum(gkey[first][1:] != gkey[first][:-1])]     # each leaf's group
     groups_of = np.r_[np.flatnonzero(np.r_[True, leaf_group[1:] != leaf_group[:-1]]), len(first)]
-    n = 0.5 * np.cross(b - a, c - a)
-    leaf_of = np.repeat(np.arange(len(first)), np.diff(starts))
-    level_l = _cluster_shapes(leaf_of, a, b, c, mid, n)
-    level_g = _cluster_shapes(leaf_group[leaf_of], a, b, c, mid, n)
-    centres, normals, radii = (np.ascontiguousarray(np.concatenate([g, l])) for g, l in zip(level_g, level_l))
     groups = (groups_of + (len(groups_of) - 1)).astype(np.int64)
-    return (np.ascontiguousarray(t), starts, centres, normals, radii, groups), order
+    return _shaped(v, t[order], starts, leaf_group, groups), order
 
 
 def _regrouped(v: np.ndarray, t: np.ndarray, parts: tuple, order: np.ndarray):
     """``clusters`` of triangles ``t`` at vertices ``v`` grouped as ``parts`` (an earlier call's,
     sorted by ``order``)."""
     starts, groups = parts[1], parts[5]
-    t = t[order]
+    leaves = len(starts) - 1
+    first_leaf = len(groups) - 1                       # leaves are numbered after the groups
+    leaf_group = np.searchsorted(groups, first_leaf + np.arange(leaves), side="right") - 1
+    return _shaped(v, t[order], starts, leaf_group, groups), order
+
+
+def _shaped(v: np.ndarray, t: np.ndarray, starts: np.ndarray, leaf_group: np.ndarray, groups: np.ndarray):
+    """``clusters``' parts of triangles ``t`` (sorted by leaf) at vertices ``v``, leaf ``k``
+    being ``t[starts[k]:starts[k + 1]]`` in group ``leaf_group[k]``: each cluster's shape
+    measured, the groups' first."""
     a, b, c = v[t[:, 0]], v[t[:, 1]], v[t[:, 2]]
     mid = (a + b + c) / 3.0
     n = 0.5 * np.cross(b - a, c - a)
-    leaves = len(starts) - 1
-    leaf_of = np.repeat(np.arange(leaves), np.diff(starts))
-    first_leaf = len(groups) - 1                       # leaves are numbered after the groups
-    leaf_group = np.searchsorted(groups, first_leaf + np.arange(leaves), side="right") - 1
+    leaf_of = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
     level_l = _cluster_shapes(leaf_of, a, b, c, mid, n)
     level_g = _cluster_shapes(leaf_group[leaf_of], a, b, c, mid, n)
     centres, normals, radii = (np.ascontiguousarray(np.concatenate([g, l])) for g, l in zip(level_g, level_l))
-    return (np.ascontiguousarray(t), starts, centres, normals, radii, groups), order
+    return np.ascontiguousarray(t), starts, centres, normals, radii, groups
 
 
 def _cluster_shapes(member: np.ndarray, a, b, c, mid, n):

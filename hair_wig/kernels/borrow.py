@@ -11,7 +11,8 @@ cleared: numba's reference counting skips a null owner, so a borrowed array cost
 data stays owned by the arrays the tuple was made from; whoever holds the borrowed tuple (a typed
 List of them, ``walk.threads_colliders``) must keep those alive as long, and never hand a
 borrowed array back to Python: numba would box it as an array with no owner, which outlives the
-data it shows (``walk.threads_colliders``' List refuses to be read from Python).
+data it shows. Nothing reads ``walk.threads_colliders``' Lists from Python (a List that refused
+to be read could not be passed to a kernel: numba unboxes a List of its own class only).
 """
 
 from __future__ import annotations
