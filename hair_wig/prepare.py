@@ -135,6 +135,23 @@ def _contacts_as_called():
         contacts(x, 1.0)
 
 
+def _strands_met_as_called():
+    """The Strands substeps meeting their colliders inside their kernel (``kernels.verlet.
+    verlet_substeps_met``): a strand of three points pulled into a tetrahedron, one collider
+    moving with the head and one not, a frame as the layer steps it."""
+    from .collision.contacts import SurfaceContacts
+    from .strands import StrandSettings, VerletStrands
+
+    rest = np.ascontiguousarray(np.array([[0.3, 0.3, 0.6], [0.3, 0.3, 0.9], [0.3, 0.3, 1.2]]).T.reshape(3, 3, 1))
+    contacts = SurfaceContacts(_bound_colliders(rest.reshape(3, -1), (None, True)), np.arange(3).reshape(3, 1), 2)
+    strands = VerletStrands(rest, StrandSettings())
+    gravity = np.array([0.0, 0.0, -9.81])
+    state = strands.initial_state(rest, gravity)
+    contacts.move(np.eye(4), np.eye(4))
+    contacts.begin()
+    strands.step(state, rest - 0.2, 1 / 24, gravity, contact=contacts)
+
+
 def _chain_as_called():
     """The kernels with the argument types ``chain.least_motion`` and ``chain.give`` pass
     (C-ordered float64 arrays, int64 picks, Python ints and floats): a strand of three points
@@ -180,7 +197,7 @@ class Group:
 # CPU seconds of each group's cold compile, measured one after another in one process (5.2)
 _SECONDS = {"follow-the-leader": 9.2, "collision grid": 2.9, "collision exact distances": 3.0, "collision depth": 2.1,
             "collision walk": 39.8, "continuous contact": 8.0, "collision build": 7.3, "compression": 0.8,
-            "collision contacts": 7.1, "hair against hair": 15.0,
+            "collision contacts": 7.1, "hair against hair": 15.0, "strands meeting colliders": 12.0,
             "hair volume": 4.6, "angular rods": 5.3, "strands": 5.8, "springs": 1.5, "magnets": 2.2, "output": 0.8,
             "chain give": 8.4, "contact response": 3.0, "force fields": 1.6, "scalp space": 1.1, "wisps": 13.8, "winding numbers": 2.0}
 
@@ -189,6 +206,7 @@ GROUPS: dict[str, Group] = {name: Group(name, call, _SECONDS.get(name, 5.0)) for
                         ("collision depth", _depth_as_called), ("collision walk", _walk_as_called),
                         ("continuous contact", _cross_as_called),
                         ("collision contacts", _contacts_as_called), ("chain give", _chain_as_called),
+                        ("strands meeting colliders", _strands_met_as_called),
                         ("hair against hair", _pairs_as_called)))}
 
 # what every wig's frame runs, whatever its dynamics: magnets, scalp space, the force fields,

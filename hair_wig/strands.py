@@ -28,11 +28,11 @@ import numpy as np
 
 from .collision import _dot
 from .collision.contacts import SurfaceContacts, respond
-from .chain import give
+from .chain import GIVE, HEAD_ON, KEPT, RIDGE, ROUNDS, SETTLING, give
 from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, profile, setting
 from .errors import HairWigError
 from .interaction import Contacts, Volume, link_forces, repulsion, segment_rows, static_links
-from .kernels import verlet_substeps
+from .kernels import verlet_substeps, verlet_substeps_met
 from .leader import follow_the_leader
 from .profiles import Profile
 from .spaces import rotation_of, transform_rows
@@ -331,15 +331,19 @@ class VerletStrands:
 
     def _substeps(self, pos, prev, g0, step, v_goal, m, h, keep, toward, base, kh2, bend, accel, contact, frame):
         """The frame's substeps by the one kernel (``kernels.verlet_substeps``: the prediction, the
-        bend and follow-the-leader, strand by strand): all ``m`` in one launch where nothing
-        between them needs every strand; else one a launch, with the force fields' and hair–hair
-        accelerations before it and the colliders' contacts after it (as ``step`` does them)."""
+        bend and follow-the-leader, strand by strand; ``verlet_substeps_met`` meets the colliders
+        inside it, as ``_meet`` does): all ``m`` in one launch where nothing between them needs
+        every strand; else one a launch, with the force fields' and hair–hair accelerations
+        before it (and the colliders' contacts after it, where the kernel cannot meet them:
+        ``SurfaceContacts.substep_parts``)."""
         s = self.settings
         new = np.empty_like(pos)
         length = self.length
         tiny = 4 * float(np.finfo(np.float64).eps)
-        whole = accel is None and contact is None and not (s.hair_hair or self.link_a.size)
+        parts = contact.substep_parts(pos.shape, m) if isinstance(contact, SurfaceContacts) else None
+        whole = accel is None and (contact is None or parts is not None) and not (s.hair_hair or self.link_a.size)
         none = np.zeros((0, 0, 0))
+        gives = (1 + bool(s.pinned and s.root_direction), GIVE, SETTLING, HEAD_ON, ROUNDS, RIDGE, KEPT)
         for i in ([1] if whole else range(1, m + 1)):
             extra = none
             if accel is not None or s.hair_hair or self.link_a.size:
@@ -351,8 +355,13 @@ class VerletStrands:
                     extra += accel(pos, v)
                 if s.hair_hair or self.link_a.size:
                     extra += self.interaction(pos, frame, prev)
-            verlet_substeps(pos, prev, new, g0, step, i, m if whole else 1, h, keep, toward, base, extra, kh2,
-                            bend, length, bool(s.pinned), bool(s.root_direction), float(s.ftl_damping), tiny)
+            verlet = (pos, prev, new, g0, step, i, m if whole else 1, h, keep, toward, base, extra, kh2, bend, length,
+                      bool(s.pinned), bool(s.root_direction), float(s.ftl_damping), tiny)
+            if parts is not None:
+                verlet_substeps_met(*verlet, *contact.launch_parts(parts), float(s.friction), *gives)
+                contact.counted()
+                continue
+            verlet_substeps(*verlet)
             if self._meet(contact, new, prev, i / m):
                 pos[...] = new
 
@@ -518,7 +527,7 @@ class StrandLayer(DynamicsLayer):
                    "back to the groom; strands can push each other apart: long hair")
     SETTINGS = StrandSettings
     KEYED = ("dynablend", "goal_stiffness")
-    KERNELS = ("strands", "collision contacts", "hair against hair", "hair volume")
+    KERNELS = ("strands", "collision contacts", "strands meeting colliders", "hair against hair", "hair volume")
     LIFTS = True          # refinement's walk lifts a chain at a head-on contact as ``_give`` does
 
     def __init__(self, model: HairModel, settings: StrandSettings):

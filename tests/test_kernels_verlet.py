@@ -14,8 +14,13 @@ roundings: a few eps64 of |x| per point placed, carried root to tip (FOLLOW per 
 import numpy as np
 import pytest
 
+from hair_wig.collision.contacts import SurfaceContacts
+from hair_wig import strands as strands_module
 from hair_wig.strands import StrandSettings, VerletStrands
-from tolerance import EPS64, FOLLOW, magnitude, rounding
+from test_kernels_contacts import _colliders as _contact_colliders
+from test_kernels_contacts import _rest as _contact_rest
+from test_kernels_contacts import _turn
+from tolerance import AFFINE, EPS64, FOLLOW, NORM, magnitude, rounding
 
 G = np.array([0.0, 0.0, -9.81])
 
@@ -88,3 +93,141 @@ def test_the_substep_kernel_gives_the_same_bits_on_one_and_two_threads():
     finally:
         numba.set_num_threads(was)
     assert all(np.array_equal(a, b) for a, b in zip(*runs))
+
+
+# ---------------------------------------------------------------- the colliders met inside the kernel
+class _Between(SurfaceContacts):
+    """The contacts met between one-substep launches (``VerletStrands._meet``: the contacts'
+    own kernel, ``collision.contacts.respond``, ``chain.give``), as the layer met them before
+    its kernel met them itself; counts every point and segment it pushed."""
+
+    pushed = 0
+
+    def substep_parts(self, shape, substeps):
+        return None
+
+    def __call__(self, x, f=1.0):
+        out = super().__call__(x, f)
+        self.pushed += self.touched
+        return out
+
+
+def _sweeping_head(hand, turn, frames=5):
+    """Strands on a unit-sphere head that moves through them (the contacts' test's groom and
+    colliders, with a hand beside it), pulled onto it by gravity: per frame the head's world →
+    head-local maps (was, now) and the goal (3, N, S) world; the colliders, their strands' wig
+    points and the rest (head-local). ``turn``: the head turns 0.15 rad a frame as it moves;
+    else it only moves, by steps a power of two, so that its maps through the substeps
+    (``SurfaceContacts._head_at``) are exact and every way of applying them gives the same
+    bits."""
+    rest = _contact_rest()
+    cs, index = _contact_colliders(rest, hand)
+    out = []
+    was = np.eye(4)
+    for f in range(1, frames + 1):
+        head = _turn(0.15 * f, (0.03 * f, 0.0, -0.02 * f)) if turn else _turn(0.0, (2.0 ** -5 * f, 0.0, -2.0 ** -6 * f))
+        goal = np.einsum("ij,jns->ins", head[:3, :3], rest) + head[:3, 3, None, None]
+        now = np.linalg.inv(head)
+        out.append((was, now, np.ascontiguousarray(goal)))
+        was = now
+    return rest, cs, index, out
+
+
+def _fixed(settings):
+    return (1 + bool(settings.root_direction)) if settings.pinned else 0
+
+
+def _met_both_ways(hand, turn, settings, tol):
+    """Every frame of ``_sweeping_head`` stepped from the same state by the substeps that meet
+    the colliders inside their kernel and by launches with the contacts between them, compared
+    at ``tol``; returns the reference's contacts."""
+    rest, cs, index, frames = _sweeping_head(hand, turn)
+    fused, between = SurfaceContacts(cs, index, _fixed(settings)), _Between(cs, index, _fixed(settings))
+    kernel, reference = VerletStrands(rest, settings), VerletStrands(rest, settings)
+    state = reference.initial_state(rest, G)
+    for was, now, goal in frames:
+        mine = {k: v.copy() for k, v in state.items()}
+        for c in (fused, between):
+            c.move(was, now)
+            c.begin()
+        got = kernel.step(mine, goal, 1 / 24, G, contact=fused)
+        want = reference.step(state, goal, 1 / 24, G, contact=between)
+        for a, b in ((got, want), (mine["pos"], state["pos"]), (mine["prev"], state["prev"])):
+            np.testing.assert_allclose(a, b, rtol=0, atol=tol)
+    assert np.abs(want - goal).max() > 0.01                    # the strands did move
+    assert fused.looked == between.looked
+    return between
+
+
+@pytest.mark.parametrize("hand", [False, True])
+def test_the_substep_kernel_meets_the_colliders_as_the_launches_between_them_did(hand, monkeypatch):
+    """The substeps that meet the colliders inside their kernel (``verlet_substeps_met``) against
+    the same substeps launched one at a time with the contacts, their response and the chain's
+    give between them, the head moving through strands gravity presses on it (and a hand beside
+    it, reached through its own map). The head's maps are exact, so the two differ only in the
+    response's normal (numpy's einsum against x² + y² + z²): a float64 rounding, carried as the
+    substep kernel's own test carries it (8 substeps of n follow-the-leader steps, and the give's
+    condition n more); each frame starts from the reference's state."""
+    gave = []
+    give = strands_module.give
+
+    def counting(*args, **kwargs):
+        at, moved = give(*args, **kwargs)
+        gave.append(at.size)
+        return at, moved
+
+    monkeypatch.setattr(strands_module, "give", counting)
+    settings = StrandSettings()
+    rest = _contact_rest()
+    n = rest.shape[1]
+    tol = rounding(magnitude(rest, at_least=1.0), settings.substeps * FOLLOW * n, eps=EPS64) * n
+    between = _met_both_ways(hand, False, settings, tol)
+    assert between.pushed > 500                                 # the head met the strands, often
+    if hand:
+        assert sum(gave) > 50                                   # and chains gave
+
+
+def test_the_substep_kernel_meets_a_turning_head_as_the_launches_between_them_did():
+    """As above, the head turning: its maps at the substeps are not exact, and numpy applies them
+    by a matrix product (BLAS, which may fuse a product and a sum) where the kernel multiplies
+    and adds — a float64 rounding of the head-local points, which reaches the float32 field's
+    value where a coordinate lies at a float32 rounding's edge. A push is then off by the
+    field's rounding (AFFINE + NORM in float32 of coordinates up to the hair's), up to twice at
+    a segment's end, three pushes a point and collider — or by up to the collider's tolerance
+    where a rounding decides whether a point counts as inside — and the give's condition (n)
+    multiplies it. One substep a frame: a substep's offset becomes the next one's velocity, and
+    over 8 the worst case grows 36 times past what a wrong turn of the push would show."""
+    settings = StrandSettings(substeps=1)
+    rest = _contact_rest()
+    cs, _ = _contact_colliders(rest, True)
+    n = rest.shape[1]
+    mag = magnitude(rest, at_least=1.0)
+    push = 2 * 3 * len(cs) * (rounding(mag, AFFINE + NORM) + max(c.tolerance for c in cs))
+    tol = n * push + rounding(mag, FOLLOW * n, eps=EPS64) * n
+    assert tol < 1e-3                          # a push turned the wrong way is millimetres off
+    between = _met_both_ways(True, True, settings, tol)
+    assert between.pushed > 200
+
+
+def test_the_substep_kernel_meeting_colliders_gives_the_same_bits_on_one_and_two_threads():
+    import numba
+
+    rest, cs, index, frames = _sweeping_head(True, True)
+    settings = StrandSettings()
+    runs = []
+    was_threads = numba.get_num_threads()
+    try:
+        for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+            numba.set_num_threads(threads)
+            contacts = SurfaceContacts(cs, index, _fixed(settings))
+            strands = VerletStrands(rest, settings)
+            state = strands.initial_state(rest, G)
+            for was, now, goal in frames:
+                contacts.move(was, now)
+                contacts.begin()
+                out = strands.step(state, goal, 1 / 24, G, contact=contacts)
+            runs.append((out, state["pos"].copy(), state["prev"].copy(), contacts.looked))
+    finally:
+        numba.set_num_threads(was_threads)
+    assert all(np.array_equal(a, b) for a, b in zip(runs[0][:3], runs[1][:3]))
+    assert runs[0][3] == runs[1][3]

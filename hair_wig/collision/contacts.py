@@ -159,24 +159,63 @@ class SurfaceContacts:
         shape = x.shape
         n, num = shape[1], shape[2]
         m, back = self._head_at(f)
-        if self._buffers is None or self._buffers[0].shape != shape:
-            # kept from call to call: fresh memory a call costs its pages' first touches
-            self._buffers = (np.empty(shape), np.empty(shape), np.empty(num, np.int64), np.empty(num, np.int64))
-        q, push, touched, looked = self._buffers
+        q, push, touched, looked = self._scratch(shape)
         transform_rows(m, x.reshape(3, -1), q.reshape(3, -1))                          # head-local
         cols, lim_p, lim_s = self._kernel_colliders()
-        # each segment's ends' shares (n − 1,), as the numpy code broadcasts them
-        w_a, w_b = (np.ascontiguousarray(np.broadcast_to(w, (n - 1, 1))[:, 0], np.float64)
-                    for w in (self.w_a, self.w_b))
         seen = self._kernel_records(lim_p.shape, lim_s.shape)
-        contact_kernels.meet(q, self.fixed, cols, lim_p, lim_s, w_a, w_b, self._fresh, self.every, self.LIPSCHITZ,
-                             seen, push, touched, looked)
+        contact_kernels.meet(q, self.fixed, cols, lim_p, lim_s, *self._shares(n), self._fresh, self.every,
+                             self.LIPSCHITZ, seen, push, touched, looked)
         self._fresh = False
         self.touched = int(touched.sum())
         self.looked += int(looked.sum())
         if not self.touched:
             return None
         return transform_rows(back, push.reshape(3, -1), np.empty((3, n * num)), translate=False).reshape(shape)
+
+    def substep_parts(self, shape: tuple, substeps: int):
+        """What a solver's substep kernel needs to meet the colliders itself inside a frame's
+        ``substeps`` substeps of points shaped ``shape`` (3, n, S) float64 (``kernels.verlet.
+        verlet_substeps_met``), or None where only ``__call__`` can (a RAY collider): the head's
+        world → head-local maps and back at each substep's end (``_head_at``), scratch, and the
+        kernel's colliders, limits and the segments' ends' shares. ``launch_parts`` adds a
+        launch's own."""
+        if not self.colliders or not all(isinstance(c.field, MeshField) for c in self.colliders):
+            return None
+        maps, backs = np.empty((substeps, 4, 4)), np.empty((substeps, 4, 4))
+        for i in range(substeps):
+            maps[i], backs[i] = self._head_at((i + 1) / substeps)
+        q, push, _, _ = self._scratch(shape)
+        cols, lim_p, lim_s = self._kernel_colliders()
+        return (maps, backs, q, push, self.fixed, cols, lim_p, lim_s, *self._shares(shape[1]))
+
+    def launch_parts(self, parts: tuple) -> tuple:
+        """``substep_parts`` and a launch's own: whether it is the frame's first look, the
+        skipping's rule, the records of the last looks and the counts' arrays (``counted``
+        reads them after it)."""
+        touched, looked = self._scratch(parts[2].shape)[2:]
+        seen = self._kernel_records(parts[6].shape, parts[7].shape)
+        fresh, self._fresh = self._fresh, False
+        return (*parts, fresh, self.every, self.LIPSCHITZ, *seen, touched, looked)
+
+    def counted(self) -> None:
+        """A substep kernel's launch done: its counts kept as a call's are."""
+        touched, looked = self._buffers[2:]
+        self.touched = int(touched.sum())
+        self.looked += int(looked.sum())
+
+    def _scratch(self, shape: tuple):
+        """The points head-local and their push (3, n, S), and each strand's counts (S,): kept
+        from call to call (fresh memory a call costs its pages' first touches)."""
+        if self._buffers is None or self._buffers[0].shape != shape:
+            num = shape[2]
+            self._buffers = (np.empty(shape), np.empty(shape), np.empty(num, np.int64), np.empty(num, np.int64))
+        return self._buffers
+
+    def _shares(self, n: int):
+        """Each segment's ends' shares of its push (n − 1,) each, as the numpy code broadcasts
+        them."""
+        return tuple(np.ascontiguousarray(np.broadcast_to(w, (n - 1, 1))[:, 0], np.float64)
+                     for w in (self.w_a, self.w_b))
 
     def _kernel_colliders(self):
         """The kernel's colliders (``colliders.kernel_colliders``), made again when a

@@ -144,7 +144,7 @@ _modules = _import_kernels()
 from . import store  # noqa: E402  (imported above)
 from .leader import follow_chains, point_major, strand_major  # noqa: E402  (imported above)
 from .rods import rod_angles, rod_build, rod_moments, rod_substeps  # noqa: E402  (imported above)
-from .verlet import verlet_substeps  # noqa: E402  (imported above)
+from .verlet import verlet_substeps, verlet_substeps_met  # noqa: E402  (imported above)
 from .springs import spring_follow  # noqa: E402  (imported above)
 from .magnets import magnet_blend  # noqa: E402  (imported above)
 from .points import rows_copy_to_points, rows_to_points  # noqa: E402  (imported above)
@@ -152,7 +152,8 @@ from .fields import field_accel  # noqa: E402  (imported above)
 from .scalp import scalp_carry  # noqa: E402  (imported above)
 
 __all__ = ["field_accel", "follow_chains", "magnet_blend", "point_major", "rod_angles", "rod_build", "rod_moments", "rod_substeps", "rows_copy_to_points",
-           "rows_to_points", "scalp_carry", "spring_follow", "store", "strand_major", "verlet_substeps"]
+           "rows_to_points", "scalp_carry", "spring_follow", "store", "strand_major", "verlet_substeps",
+           "verlet_substeps_met"]
 
 # (what an artist reads while it runs, the call that compiles it as the core calls it), of the
 # kernel modules that need nothing of the core to call them; ``hair_wig.prepare`` adds the others

@@ -172,79 +172,90 @@ def _pushed_normal(push, i, s):
     return r2, push[0, i, s] / d, push[1, i, s] / d, push[2, i, s] / d
 
 
+@njit(cache=True)
+def gives(x, length, push, give, settling, head_on, s):
+    """Whether ``chain.give`` looks at strand ``s`` of ``x`` (3, n, S): pushed (``push`` (3, n, S))
+    by no more than ``settling`` of its shortest segment, with a segment left more than ``give``
+    of its ``length`` (n − 1, S) short whose pushed end's (or start's) normal it lies within
+    ``acos(head_on)`` of. A strand of one point never gives."""
+    n = x.shape[1]
+    if n < 2:
+        return False
+    shortest = length[0, s]
+    for i in range(1, n - 1):
+        shortest = min(shortest, length[i, s])
+    most = (settling * settling) * shortest ** 2
+    hit, settles, short = False, True, False
+    for i in range(n):
+        r2 = push[0, i, s] * push[0, i, s] + push[1, i, s] * push[1, i, s] + push[2, i, s] * push[2, i, s]
+        hit |= r2 > 0.0
+        settles &= r2 <= most
+    if hit and settles:
+        for i in range(n - 1):
+            s0, s1, s2 = x[0, i + 1, s] - x[0, i, s], x[1, i + 1, s] - x[1, i, s], x[2, i + 1, s] - x[2, i, s]
+            now = math.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
+            if not length[i, s] - now > give * length[i, s]:
+                continue
+            for end in (i + 1, i):
+                r2, n0, n1, n2 = _pushed_normal(push, end, s)
+                if r2 > 0.0 and abs(s0 * n0 + s1 * n1 + s2 * n2) / max(now, 1e-300) > head_on:
+                    short = True
+            if short:
+                break
+    return hit and settles and short
+
+
 @njit(cache=True, parallel=True)
 def give_candidates(x, length, push, give, settling, head_on, out):
-    """Which strands of ``x`` (3, n, S) ``chain.give`` looks at, into ``out`` (S,) bool: pushed
-    (``push`` (3, n, S)) by no more than ``settling`` of their shortest segment, with a segment
-    left more than ``give`` of its ``length`` (n − 1, S) short whose pushed end's (or start's)
-    normal it lies within ``acos(head_on)`` of. One strand per iteration."""
-    n, strands = x.shape[1], x.shape[2]
-    if n < 2:
-        out[:] = False
-        return
-    for s in prange(strands):
-        shortest = length[0, s]
-        for i in range(1, n - 1):
-            shortest = min(shortest, length[i, s])
-        most = (settling * settling) * shortest ** 2
-        hit, settles, short = False, True, False
-        for i in range(n):
-            r2 = push[0, i, s] * push[0, i, s] + push[1, i, s] * push[1, i, s] + push[2, i, s] * push[2, i, s]
-            hit |= r2 > 0.0
-            settles &= r2 <= most
-        if hit and settles:
-            for i in range(n - 1):
-                s0, s1, s2 = x[0, i + 1, s] - x[0, i, s], x[1, i + 1, s] - x[1, i, s], x[2, i + 1, s] - x[2, i, s]
-                now = math.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
-                if not length[i, s] - now > give * length[i, s]:
-                    continue
-                for end in (i + 1, i):
-                    r2, n0, n1, n2 = _pushed_normal(push, end, s)
-                    if r2 > 0.0 and abs(s0 * n0 + s1 * n1 + s2 * n2) / max(now, 1e-300) > head_on:
-                        short = True
-                if short:
-                    break
-        out[s] = hit and settles and short
+    """``gives`` of every strand of ``x`` (3, n, S), into ``out`` (S,) bool. One strand per
+    iteration."""
+    for s in prange(x.shape[2]):
+        out[s] = gives(x, length, push, give, settling, head_on, s)
+
+
+@njit(cache=True)
+def give_chain(x, length, push, s, fixed, rounds, ridge, kept, moved, k):
+    """``chain.give`` on strand ``s`` of ``x`` (3, n, S) (one ``gives`` picked): each pushed
+    point's contact the plane through it across its push (``push`` (3, n, S)), the chain's least
+    motion (``_chain_moves``) into ``moved[:, :, k]`` (3, n, K), and whether it is a give to take
+    (``chain.settled``: every segment its ``length`` (n − 1, S) to ``kept`` of the longest, the
+    whole motion no more than the swing's ``√(2 max L δ)``), returned. ``x`` is only read."""
+    n = x.shape[1]
+    r = n - fixed
+    p, start, nrm = np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3))
+    rch, lng = np.zeros(n), length[:, s]
+    for i in range(n):
+        _, nrm[i, 0], nrm[i, 1], nrm[i, 2] = _pushed_normal(push, i, s)
+        for c in range(3):
+            p[i, c] = start[i, c] = x[c, i, s]
+        rch[i] = nrm[i, 0] * p[i, 0] + nrm[i, 1] * p[i, 1] + nrm[i, 2] * p[i, 2]
+    # what follow-the-leader would move instead: the swing √(2 L δ) of the shortest fall
+    worst, longest = 0.0, 0.0
+    for i in range(n - 1):
+        s0, s1, s2 = p[i + 1, 0] - p[i, 0], p[i + 1, 1] - p[i, 1], p[i + 1, 2] - p[i, 2]
+        worst = max(worst, lng[i] * max(lng[i] - math.sqrt(s0 * s0 + s1 * s1 + s2 * s2), 0.0))
+        longest = max(longest, lng[i])
+    swing = math.sqrt(2.0 * worst)
+    if r > 0:
+        u, now, row = np.empty((r, 3)), np.empty(r), np.empty(r, np.int64)
+        band, z = np.empty((2 * r, 3)), np.empty(2 * r)
+        _chain_moves(p, nrm, rch, lng, fixed, rounds, ridge, u, now, row, band, z)
+    off, total = 0.0, 0.0
+    for i in range(n):
+        if i > 0:
+            s0, s1, s2 = p[i, 0] - p[i - 1, 0], p[i, 1] - p[i - 1, 1], p[i, 2] - p[i - 1, 2]
+            off = max(off, abs(math.sqrt(s0 * s0 + s1 * s1 + s2 * s2) - lng[i - 1]))
+        for c in range(3):
+            d = p[i, c] - start[i, c]
+            moved[c, i, k] = d
+            total += d * d
+    total = math.sqrt(total)
+    return off <= kept * longest and total <= swing and math.isfinite(total)
 
 
 @njit(cache=True, parallel=True)
 def give_chains(x, length, push, pick, fixed, rounds, ridge, kept, moved, ok):
-    """``chain.give`` on the strands ``pick`` (K,) of ``x`` (3, n, S) (``give_candidates``): each
-    pushed point's contact the plane through it across its push (``push`` (3, n, S)), the chain's
-    least motion (``_chain_moves``) into ``moved`` (3, n, K), and whether it is a give to take
-    (``chain.settled``: every segment its ``length`` (n − 1, S) to ``kept`` of the longest, the
-    whole motion no more than the swing's ``√(2 max L δ)``) into ``ok`` (K,). ``x`` is only read.
-    One strand per iteration."""
-    n = x.shape[1]
-    r = n - fixed
+    """``give_chain`` of the strands ``pick`` (K,) of ``x`` (3, n, S), their motion into ``moved``
+    (3, n, K) and whether each is a give to take into ``ok`` (K,). One strand per iteration."""
     for k in prange(pick.shape[0]):
-        s = pick[k]
-        p, start, nrm = np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3))
-        rch, lng = np.zeros(n), length[:, s]
-        for i in range(n):
-            _, nrm[i, 0], nrm[i, 1], nrm[i, 2] = _pushed_normal(push, i, s)
-            for c in range(3):
-                p[i, c] = start[i, c] = x[c, i, s]
-            rch[i] = nrm[i, 0] * p[i, 0] + nrm[i, 1] * p[i, 1] + nrm[i, 2] * p[i, 2]
-        # what follow-the-leader would move instead: the swing √(2 L δ) of the shortest fall
-        worst, longest = 0.0, 0.0
-        for i in range(n - 1):
-            s0, s1, s2 = p[i + 1, 0] - p[i, 0], p[i + 1, 1] - p[i, 1], p[i + 1, 2] - p[i, 2]
-            worst = max(worst, lng[i] * max(lng[i] - math.sqrt(s0 * s0 + s1 * s1 + s2 * s2), 0.0))
-            longest = max(longest, lng[i])
-        swing = math.sqrt(2.0 * worst)
-        if r > 0:
-            u, now, row = np.empty((r, 3)), np.empty(r), np.empty(r, np.int64)
-            band, z = np.empty((2 * r, 3)), np.empty(2 * r)
-            _chain_moves(p, nrm, rch, lng, fixed, rounds, ridge, u, now, row, band, z)
-        off, total = 0.0, 0.0
-        for i in range(n):
-            if i > 0:
-                s0, s1, s2 = p[i, 0] - p[i - 1, 0], p[i, 1] - p[i - 1, 1], p[i, 2] - p[i - 1, 2]
-                off = max(off, abs(math.sqrt(s0 * s0 + s1 * s1 + s2 * s2) - lng[i - 1]))
-            for c in range(3):
-                d = p[i, c] - start[i, c]
-                moved[c, i, k] = d
-                total += d * d
-        total = math.sqrt(total)
-        ok[k] = off <= kept * longest and total <= swing and math.isfinite(total)
+        ok[k] = give_chain(x, length, push, pick[k], fixed, rounds, ridge, kept, moved, k)

@@ -2,8 +2,14 @@
 the damped Verlet prediction with the goal's spring taken implicitly, the bend toward the goal's
 curve, the roots on the goal, and the lengths by follow-the-leader with Müller et al.'s velocity
 correction — ``count`` substeps, one strand per ``prange`` iteration, each writing only its own
-strand. Contacts and hair–hair, which need every strand, stay between launches (one substep a
-launch then). Arrays are point-major float64 ``(3, n, S)``, as the layer keeps them.
+strand. ``verlet_substeps_met`` meets the colliders inside the same launch, substep after
+substep: the points taken into the head's frame at the substep, the contacts
+(``kernels.contacts``' passes), their push back into the world and the response
+(``kernels.response.met``), and the chain's give where a push met it head-on
+(``kernels.chain.give_chain``) — every strand's own, so the whole frame is one launch and a
+block of strands stays in cache through it. Hair–hair and force fields, which need every strand,
+stay between launches (one substep a launch then). Arrays are point-major float64 ``(3, n, S)``,
+as the layer keeps them.
 """
 
 from __future__ import annotations
@@ -11,9 +17,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import get_thread_id, njit, prange
 
+from .chain import give_chain, gives
+from .contacts import _points, _segments
 from .leader import place
+from .response import met
 
 
 @njit(cache=True, parallel=True)
@@ -56,21 +65,136 @@ def verlet_substeps(pos, prev, new, g0, step, first, count, h, keep, toward, bas
     for b in prange(blocks):
         # a block of strands side by side: every pass runs along contiguous rows of the block,
         # and the block's rows stay in cache through all its substeps
-        lo = b * BLOCK
-        hi = min(lo + BLOCK, num)
+        lo, hi = b * BLOCK, min((b + 1) * BLOCK, num)
         carry = np.empty((3, hi - lo))
         for i in range(first, first + count):
-            _predict(pos, prev, new, g0, step, i, h, keep, toward, base, extra, use_extra, kh2, lo, hi)
-            if share > 0.0 and n > 2:
-                _bend(new, prev, g0, step, i, share, lo, hi, carry)
-            _constrain(new, prev, g0, step, i, length, pinned, root_direction, ftl_damping, tiny, lo, hi)
-            for j in range(n):
-                for k in range(3):
-                    for s in range(lo, hi):
-                        pos[k, j, s] = new[k, j, s]
+            _substep(pos, prev, new, g0, step, i, h, keep, toward, base, extra, use_extra, kh2, share, length, pinned,
+                     root_direction, ftl_damping, tiny, lo, hi, carry)
+            _kept(new, pos, lo, hi)
 
 
 BLOCK = 64                        # strands a kernel iteration takes side by side
+
+
+@njit(cache=True, parallel=True)
+def verlet_substeps_met(pos, prev, new, g0, step, first, count, h, keep, toward, base, extra, kh2, share, length,
+                        pinned, root_direction, ftl_damping, tiny, maps, backs, q, push, fixed, cols, lim_p, lim_s,
+                        w_a, w_b, fresh, every, lipschitz, ref_p, room_p, ref_m, half_m, room_s, touched, looked,
+                        friction, give_fixed, give, settling, head_on, rounds, ridge, kept):
+    """``verlet_substeps``, each substep's points then meeting the colliders as the layer's
+    ``_meet`` does (``collision.contacts.SurfaceContacts`` at the substep's fraction of the frame,
+    ``collision.contacts.respond``, ``chain.give``), strand by strand in one launch.
+
+    Parameters (besides ``verlet_substeps``')
+    ----------
+    maps, backs : (m, 4, 4) float64
+        Substep ``i``'s world → head-local map at ``maps[i − 1]`` and head-local → world at
+        ``backs[i − 1]`` (its linear part takes a push back into the world).
+    q, push : (3, n, S) float64
+        Scratch: the points head-local, and where they were before the contacts; ``push`` ends
+        as the last substep's push, in the world.
+    fixed, cols, lim_p, lim_s, w_a, w_b, every, lipschitz, ref_p, room_p, ref_m, half_m, room_s :
+        ``kernels.contacts.surface_contacts``' (its records of the last looks read and written);
+        ``fresh`` applies to the launch's first substep alone.
+    touched, looked : (S,) int64
+        Written: each strand's points and segments pushed in the last substep, and looked at
+        over the launch.
+    friction : float
+        The response's Coulomb friction.
+    give_fixed, give, settling, head_on, rounds, ridge, kept :
+        ``chain.give``'s held points and rules (``kernels.chain.gives``, ``give_chain``).
+    """
+    n, num = pos.shape[1], pos.shape[2]
+    use_extra = extra.shape[1] == n
+    blocks = (num + BLOCK - 1) // BLOCK
+    for b in prange(blocks):
+        lo, hi = b * BLOCK, min((b + 1) * BLOCK, num)
+        carry, held, moved = np.empty((3, hi - lo)), np.empty((4, hi - lo)), np.empty((3, n, 1))
+        mine = cols[get_thread_id()]
+        for s in range(lo, hi):
+            looked[s] = 0
+        for i in range(first, first + count):
+            _substep(pos, prev, new, g0, step, i, h, keep, toward, base, extra, use_extra, kh2, share, length, pinned,
+                     root_direction, ftl_damping, tiny, lo, hi, carry)
+            _local(new, q, push, maps[i - 1], lo, hi)
+            for s in range(lo, hi):
+                touched[s] = 0
+            for k in range(len(mine)):
+                col = mine[k]
+                look = fresh and i == first
+                _points(q, lo, hi, fixed, k, col, lim_p, look, every, lipschitz, ref_p, room_p, touched, looked)
+                _segments(q, lo, hi, k, col, lim_s, w_a, w_b, look, every, lipschitz, ref_m, half_m, room_s, held,
+                          touched, looked)
+            for s in range(lo, hi):
+                if touched[s] > 0:
+                    _respond(new, prev, q, push, backs[i - 1], s, friction)
+                    if gives(new, length, push, give, settling, head_on, s) and give_chain(
+                            new, length, push, s, give_fixed, rounds, ridge, kept, moved, 0):
+                        for j in range(n):
+                            for c in range(3):
+                                new[c, j, s] += moved[c, j, 0]
+                                prev[c, j, s] += moved[c, j, 0]
+                else:
+                    for j in range(n):
+                        for c in range(3):
+                            push[c, j, s] = 0.0
+            _kept(new, pos, lo, hi)
+
+
+@njit(cache=True, inline="always")
+def _substep(pos, prev, new, g0, step, i, h, keep, toward, base, extra, use_extra, kh2, share, length, pinned,
+             root_direction, ftl_damping, tiny, lo, hi, carry):
+    """Substep ``i`` of strands ``lo … hi − 1`` into ``new``: the prediction, the bend, the roots
+    and lengths."""
+    _predict(pos, prev, new, g0, step, i, h, keep, toward, base, extra, use_extra, kh2, lo, hi)
+    if share > 0.0 and pos.shape[1] > 2:
+        _bend(new, prev, g0, step, i, share, lo, hi, carry)
+    _constrain(new, prev, g0, step, i, length, pinned, root_direction, ftl_damping, tiny, lo, hi)
+
+
+@njit(cache=True, inline="always")
+def _kept(new, pos, lo, hi):
+    """The substep's positions of strands ``lo … hi − 1`` become the strands' own."""
+    for j in range(new.shape[1]):
+        for k in range(3):
+            for s in range(lo, hi):
+                pos[k, j, s] = new[k, j, s]
+
+
+@njit(cache=True, inline="always")
+def _local(x, q, start, m, lo, hi):
+    """The points ``x`` of strands ``lo … hi − 1`` taken by ``m`` (4, 4) into ``q`` (the head's
+    frame), and into ``start`` as they are there before the contacts."""
+    n = x.shape[1]
+    for j in range(n):
+        for s in range(lo, hi):
+            a, b, c = x[0, j, s], x[1, j, s], x[2, j, s]
+            for k in range(3):
+                v = m[k, 0] * a + m[k, 1] * b + m[k, 2] * c + m[k, 3]
+                q[k, j, s] = v
+                start[k, j, s] = v
+
+
+@njit(cache=True, inline="always")
+def _respond(x, prev, q, push, back, s, friction):
+    """Strand ``s``'s push (``q − push``, head-local) taken into the world by ``back``'s linear
+    part, into ``push``, and met by its points ``x`` with their last positions ``prev``
+    (``collision.contacts.respond``: moved by it, their motion met as ``met`` says)."""
+    n = x.shape[1]
+    for j in range(n):
+        lx, ly, lz = q[0, j, s] - push[0, j, s], q[1, j, s] - push[1, j, s], q[2, j, s] - push[2, j, s]
+        dx = back[0, 0] * lx + back[0, 1] * ly + back[0, 2] * lz
+        dy = back[1, 0] * lx + back[1, 1] * ly + back[1, 2] * lz
+        dz = back[2, 0] * lx + back[2, 1] * ly + back[2, 2] * lz
+        push[0, j, s], push[1, j, s], push[2, j, s] = dx, dy, dz
+        r2 = dx * dx + dy * dy + dz * dz
+        if r2 > 0.0:
+            r = math.sqrt(r2)
+            x0, x1, x2 = x[0, j, s] + dx, x[1, j, s] + dy, x[2, j, s] + dz
+            vx, vy, vz = met(x[0, j, s] - prev[0, j, s], x[1, j, s] - prev[1, j, s], x[2, j, s] - prev[2, j, s],
+                             dx / r, dy / r, dz / r, friction)
+            x[0, j, s], x[1, j, s], x[2, j, s] = x0, x1, x2
+            prev[0, j, s], prev[1, j, s], prev[2, j, s] = x0 - vx, x1 - vy, x2 - vz
 
 
 @njit(cache=True, inline="always")
