@@ -99,8 +99,9 @@ def _walk_as_called():
     p = rest.copy()
     p[0, 2] = 0.1
     walk_strands(p, rest, 3, 0, 0, np.zeros(1, np.int64), np.ones(1, np.int64), np.array([0, 0.5, 0.5], np.float32),
-                 0.0, 3, True, 0.05, kernel_colliders([c, c]), NO_KIDS, rest, np.full((2, 1), -np.inf, np.float32),
-                 p[:, :1].astype(np.float64), np.empty(1, np.int64), np.empty((13, 1)), np.zeros((1, 3)), 7,
+                 0.0, 3, True, np.array([0.05, 5.0, 1e-12, 1e-9]), kernel_colliders([c, c]), NO_KIDS, rest,
+                 np.full((2, 1), -np.inf, np.float32), p[:, :1].astype(np.float64), np.zeros(1, np.int64),
+                 np.zeros((1, 3)), 7,
                  np.zeros(1, np.int64), rest, np.stack([np.eye(4), np.eye(4)]), np.ones(2, bool), 0.3,
                  np.zeros(1, np.int64), np.zeros((3, 3), np.float32))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .chain import SETTLING, least_motion, settled
+from .chain import KEPT, RIDGE, ROUNDS, SETTLING, least_motion, settled
 from .children import Children, neighbourhood, sag, transplant, turns
 from .collision import Collider, MeshField, kernel_colliders
 from .kernels.field import launch
@@ -55,8 +55,8 @@ class CollisionWalk:
         self._children_note = None
         self._children_turn = None    # (K, 3, 3, S) float32: their turns (Follow Surface Normal)
         self._children_margin = None
-        # points the walk kernel's running bounds could not clear (looked up), and strands it
-        # stopped for a lift, since set to 0
+        # points the walk kernel's running bounds could not clear (looked up), and the chains it
+        # lifted (with a layer that lifts), since set to 0
         self.looked = self.stops = 0
         self.crossed = 0              # points continuous contact held back, last run
         # (3, C) float32, last run: at each point a contact pushed, the unit direction of its
@@ -394,10 +394,9 @@ class CollisionWalk:
 
     def _walk_kernel(self, p, base, span, first_strand, last=None, maps=None, sweeps=None) -> None:
         """``_walk`` as one kernel (``kernels.walk.walk_strands``): every strand walked root to
-        tip on its own thread. Where a contact meets a strand head-on with a layer that lifts
-        (``_lift_steep``), the kernel stops that strand there; its chain is lifted here, the rest
-        of that point's rounds and its swing done as ``_walk`` does them, and the kernel walks on
-        from the next point. (The patent's rays stay with ``_walk``.)"""
+        tip on its own thread, a chain lifted where a contact meets it head-on with a layer that
+        lifts as ``_lift_steep`` lifts it (``kernels.walk._lift``). (The patent's rays stay with
+        ``_walk``.)"""
         n = self.length.uniform
         count = p.shape[1] // n
         rows = p if p.flags.c_contiguous else np.ascontiguousarray(p)
@@ -406,68 +405,25 @@ class CollisionWalk:
         cols = kernel_colliders(self.colliders)
         margins = np.full((len(self.colliders), count), -np.inf, np.float32)
         came = rows[:, ::n].astype(np.float64)
-        first = np.ones(count, np.int64)
-        stop = np.empty(count, np.int64)
-        record = np.empty((13, count))
-        strands = np.arange(count, dtype=np.int64)
         rest = self.colliders[0].rest_rows
-        iterations = max(1, self.iterations)
         looked = np.zeros(count, np.int64)
         crossed = np.zeros(count, np.int64)
+        lifted = np.zeros(count, np.int64)
         if last is None:
             last, maps = _NO_LAST, np.zeros((len(self.colliders), 4, 4))
             sweeps = np.zeros(len(self.colliders), bool)
-        stops = 0
         kids = NO_KIDS
         if self.children is not None:
             kids = (self.children, NO_KIDS[1] if self._children_turn is None else self._children_turn)
-        while strands.size:
-            walk_strands(rows, base, n, span.start, first_strand, strands, first, length,
-                         float(self.length.elasticity), iterations, bool(self.lifts), SETTLING, cols, kids, rest,
-                         margins, came, stop, record, _AROUND, 7, looked, last, maps, sweeps, float(self.friction),
-                         crossed, self.pushes)
-            stopped = strands[stop[strands] >= 0]
-            if stopped.size == 0:
-                break
-            stops += stopped.size
-            self._lifted(rows, n, count, span, first_strand, stopped, stop, record, iterations)
-            first[stopped] = stop[stopped] + 1
-            strands = stopped[first[stopped] < n]
+        walk_strands(rows, base, n, span.start, first_strand, np.arange(count, dtype=np.int64),
+                     np.ones(count, np.int64), length, float(self.length.elasticity), max(1, self.iterations),
+                     bool(self.lifts), _LIFT_RULES, cols, kids, rest, margins, came, lifted, _AROUND, 7, looked, last,
+                     maps, sweeps, float(self.friction), crossed, self.pushes)
         if rows is not p:
             p[...] = rows
         self.looked += int(looked.sum())
         self.crossed = int(crossed.sum())
-        self.stops += int(stops)
-
-    def _lifted(self, rows, n, count, span, first_strand, stopped, stop, record, iterations) -> None:
-        """The strands the walk kernel stopped at a contact met head-on: each chain lifted
-        (``_lift_steep``), then the rest of that point as ``_walk`` does it — the rounds left,
-        the children's keep-out and its round (unless the stop was in that round: ``record``'s
-        round ``iterations``), the swing."""
-        q = rows.reshape(3, count, n).transpose(0, 2, 1)                  # a view (3, n, S)
-        index = span.start + np.arange(count, dtype=np.int64) * n
-        key = stop[stopped] * (iterations + 1) + record[0, stopped].astype(np.int64)
-        for k in np.unique(key):
-            at = stopped[key == k]
-            j, r = divmod(int(k), iterations + 1)
-            at_j = index + j
-            rec = record[:, at]
-            self._lift_steep(q, j, at, rec[1:4], rec[4:7], rec[7:10], rec[10:13], at_j)
-            if r < iterations:
-                pushed = at
-                for _ in range(iterations - 1 - r):
-                    if pushed.size == 0:
-                        break
-                    pushed = self._push_round(q, j, pushed, at_j)
-                if self.children is not None:
-                    sub = np.ascontiguousarray(q[:, :, at])
-                    kept = self._keep_children_out(sub, j, first_strand + at)
-                    q[:, j, at] = sub[:, j]
-                    if kept.size:
-                        pushed = np.union1d(pushed, self._push_round(q, j, at[kept], at_j))
-                at = pushed
-            if at.size:
-                self._swing_out(q, j, at_j, at)
+        self.stops += int(lifted.sum())
 
     def _push_round(self, q: np.ndarray, j: int, at: np.ndarray, at_j: np.ndarray, lift: bool = True) -> np.ndarray:
         """One round of contacts for points j of the walked strands ``q`` (3, n, S), those of
@@ -560,6 +516,7 @@ class CollisionWalk:
         if not take.any():
             return
         cols = who[take]
+        self.stops += cols.size
         q[:, 1:j + 1, cols] = x[:, 1:, take].astype(np.float32)
         # the walk again from the first point the lift left inside (a micron into the curved
         # scalp it slid along), as it placed them the first time: each on its length from the
@@ -714,6 +671,8 @@ def _spread(n: int) -> np.ndarray:
 
 
 _AROUND = _spread(128)
+# the walk kernel's lift (``kernels.walk._lift``): the settling share and least motion's rules
+_LIFT_RULES = np.array([SETTLING, ROUNDS, RIDGE, KEPT], np.float64)
 
 
 def _arc(lo: np.ndarray, hi: np.ndarray, s: np.ndarray, across: np.ndarray) -> np.ndarray:

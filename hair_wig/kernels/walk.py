@@ -6,9 +6,9 @@ bound, the nearest node, half the room from rest, the trilinear bound), pushed o
 collider (``_project``: exact from the closest triangle near the surface, along the grid's
 gradient beyond) and set back on its segment's length on the contact's tangent plane
 (``_onto_circle``), ``iterations`` rounds; what is still inside after them (a crease, a pocket) is
-swung out about its leader (``_swing_out``). One place the kernel does not go: with a layer whose
-substeps lift a chain (Strands), a contact met head-on stops the strand there (``stop``), the
-caller lifts the chain with ``chain.least_motion`` and the kernel walks on from the next point.
+swung out about its leader (``_swing_out``). With a layer whose substeps lift a chain (Strands), a contact met head-on
+lifts the chain instead of swinging its point (``_lift``: ``chain.least_motion``'s kernel, the
+points it would take inside met too).
 
 A strand is written only by its own iteration, so the result is the same bits on any number of
 threads. Arithmetic is float64 on float32 positions.
@@ -40,6 +40,7 @@ from numba.typed import List
 from .borrow import borrowed
 from .field import (_INF32, _exact_point, _grid_error, _list_cell, _lookup64, _node_value, _signed_point,
                     _trilinear32)
+from .chain import _chain_moves
 from .leader import place
 from .response import held
 
@@ -472,8 +473,8 @@ def _swing_out(p, i, j, w, c0, cols, rest, around, rounds):
 
 # ---------------------------------------------------------------- the walk
 @njit(cache=True, parallel=True)
-def walk_strands(p, base, n, start, first_strand, strands, first, length, elasticity, iterations, lifts, settling,
-                 threads_cols, kids, rest, margins, came, stop, record, around, rounds, looked, last, maps, sweeps,
+def walk_strands(p, base, n, start, first_strand, strands, first, length, elasticity, iterations, lifts, rules,
+                 threads_cols, kids, rest, margins, came, lifted, around, rounds, looked, last, maps, sweeps,
                  friction, crossed, pushes):
     """Follow-the-leader with collision, root to tip, on ``strands`` (K,) of rows ``p`` (3, C)
     float32 — strands of ``n`` points one after another, strand ``s``'s point ``j`` row
@@ -486,17 +487,20 @@ def walk_strands(p, base, n, start, first_strand, strands, first, length, elasti
     first_strand : int
         The wig's strand of the rows' first (a split bake's part): the children's guide.
     first : (S,) int64
-        Each strand's first point to place (1, or the point after a stop).
+        Each strand's first point to place (1: all but the root).
     length : (C,) float32
         Each point's segment's rest length (a root's is not read).
     elasticity : float
         ``e`` of ``ℓ = e |d| + (1 − e) L``.
     iterations : int
         Rounds of contacts per point.
-    lifts, settling : bool, float
-        Whether a contact met head-on stops the strand for the caller's lift (``walk.
-        CollisionWalk._lift_steep``: the swing moved the point more than twice its push, which
-        is under ``settling`` of its segment).
+    lifts : bool
+        Whether a contact met head-on lifts the chain (``_lift``: the swing moved the point more
+        than twice its push, which is under ``rules[0]`` of its segment).
+    rules : (4,) float64
+        The lift's: the settling share of a segment a push stays under (``chain.SETTLING``), and
+        ``chain.least_motion``'s rounds, ridge and the share of a length a give keeps
+        (``chain.ROUNDS``, ``RIDGE``, ``KEPT``).
     threads_cols : ``threads_colliders``'s; rest : (3, P) float32
         The colliders (module docstring), a typed List a thread, and the wig's rest pose they
         were bound on.
@@ -505,11 +509,8 @@ def walk_strands(p, base, n, start, first_strand, strands, first, length, elasti
         start).
     came : (3, S) float64
         Where each strand's point ``first − 1`` was asked to be (the segment as it came in guides).
-    stop : (S,) int64
-        Written: −1 where the strand was walked to its tip, else the point where it stopped.
-    record : (13, S) float64
-        Written where it stopped: the round, the point before the push, after it, the push's
-        direction and where the swing put it.
+    lifted : (S,) int64
+        Each strand's count of chains lifted, added to.
     around, rounds :
         ``_swing_out``'s.
     looked : (S,) int64
@@ -534,13 +535,13 @@ def walk_strands(p, base, n, start, first_strand, strands, first, length, elasti
         c0 = mine[0]
         for kk in range(chunk * CHUNK, min((chunk + 1) * CHUNK, strands.shape[0])):
             _walk_strand(p, base, n, start, first_strand, strands[kk], first, length, elasticity, iterations, lifts,
-                         settling, c0, mine, kids, rest, margins, came, stop, record, around, rounds, looked, last,
+                         rules, c0, mine, kids, rest, margins, came, lifted, around, rounds, looked, last,
                          maps, sweeps, friction, crossed, pushes)
 
 
 @njit(cache=True, inline="always")
-def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, iterations, lifts, settling, c0,
-                 cols, kids, rest, margins, came, stop, record, around, rounds, looked, last, maps, sweeps, friction,
+def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, iterations, lifts, rules, c0,
+                 cols, kids, rest, margins, came, lifted, around, rounds, looked, last, maps, sweeps, friction,
                  crossed, pushes):
     """``walk_strands`` for strand ``s``; ``c0``: the first collider, read from the list once per
     chunk of strands. Inlined, as ``_round``, ``_project`` and ``_project_to`` are: a call that
@@ -555,7 +556,6 @@ def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, 
     ncol = len(cols)
     tries = max(1, iterations)
     sweeping = last.shape[1] > 0 and sweeps.any()
-    stop[s] = -1
     r0 = s * n
     cx, cy, cz = came[0, s], came[1, s], came[2, s]
     for j in range(first[s], n):
@@ -600,35 +600,32 @@ def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, 
         after = False
         while True:
             if r < tries or after:
-                got = _round(p, i, j, w, s, r, c0, cols, rest, lifts, settling, stop, record, pushes)
+                got = _round(p, i, j, w, s, c0, cols, rest, lifts, rules, elasticity, lifted, pushes)
                 if after:
                     pushed = pushed or got
                     break
                 pushed = got
                 r += 1
-                if got and stop[s] < 0 and r < tries:
+                if got and r < tries:
                     continue
-            if stop[s] < 0 and kids[0].shape[0] and _children_out(p, i, j, first_strand + s, c0, cols, kids, tries):
+            if kids[0].shape[0] and _children_out(p, i, j, first_strand + s, c0, cols, kids, tries):
                 for k in range(ncol):        # moved: no bound for the next point
                     margins[k, s] = -_INF32
                 after, r = True, tries
                 continue
-            break
-        if stop[s] >= 0:
-            came[0, s], came[1, s], came[2, s] = cx, cy, cz
             break
         if pushed:                       # still unresolved after the last round
             _swing_out(p, i, j, w, c0, cols, rest, around, rounds)
 
 
 @njit(cache=True, inline="always")
-def _round(p, i, j, w, s, r, c0, cols, rest, lifts, settling, stop, record, pushes):
+def _round(p, i, j, w, s, c0, cols, rest, lifts, rules, elasticity, lifted, pushes):
     """One round of contacts for point ``i`` (its strand's point ``j``, the wig's point ``w``;
     ``walk.CollisionWalk._push_round``): pushed out of every collider, then set back on its
     segment's length on the contact's tangent plane (``_onto_circle``). Where the swing moved it
-    more than twice its push and the push is settling (under ``settling`` of the segment) with a
-    layer that ``lifts``, the strand stops here for the caller's lift (``stop``, ``record``;
-    ``r``: the round, ``tries`` for the one after the children's). Whether it was pushed."""
+    more than twice its push and the push is settling (under ``rules[0]`` of the segment) with a
+    layer that ``lifts``, the chain is lifted instead where that is a give to take (``_lift``;
+    ``lifted[s]`` counts those taken). Whether it was pushed."""
     qx, qy, qz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
     nx = ny = nz = 0.0
     # the first collider by name: a branch's value (``c0 if k == 0 else cols[k]``) is a tuple
@@ -653,13 +650,111 @@ def _round(p, i, j, w, s, r, c0, cols, rest, lifts, settling, stop, record, push
         d2 = (sx - bx) ** 2 + (sy - by) ** 2 + (sz - bz) ** 2
         p2 = (qx - bx) ** 2 + (qy - by) ** 2 + (qz - bz) ** 2
         l2 = (bx - lx) ** 2 + (by - ly) ** 2 + (bz - lz) ** 2
-        if d2 > 4 * p2 and p2 < settling * settling * l2:
-            stop[s] = j
-            record[0, s] = r
-            record[1, s], record[2, s], record[3, s] = bx, by, bz
-            record[4, s], record[5, s], record[6, s] = qx, qy, qz
-            record[7, s], record[8, s], record[9, s] = nx, ny, nz
-            record[10, s], record[11, s], record[12, s] = sx, sy, sz
+        if d2 > 4 * p2 and p2 < rules[0] * rules[0] * l2:
+            if _lift(p, i, j, w, c0, cols, rest, bx, by, bz, qx, qy, qz, nx, ny, nz, math.sqrt(d2), elasticity, rules,
+                     pushes):
+                lifted[s] += 1
+    return True
+
+
+@njit(cache=True)
+def _pushed_out(px, py, pz, w, c0, cols, rest):
+    """A head-local point pushed out of every collider in turn (``_round``'s, ``walk.
+    CollisionWalk._push_round``'s): whether any pushed it, where it ends and the last push's
+    unit direction."""
+    hit, qx, qy, qz, nx, ny, nz = _project(px, py, pz, w, c0, rest)
+    for k in range(1, len(cols)):
+        h, hx, hy, hz, ax, ay, az = _project(qx, qy, qz, w, cols[k], rest)
+        if h:
+            hit, qx, qy, qz, nx, ny, nz = True, hx, hy, hz, ax, ay, az
+    return hit, qx, qy, qz, nx, ny, nz
+
+
+@njit(cache=True)
+def _lift(p, i, j, w, c0, cols, rest, bx, by, bz, qx, qy, qz, nx, ny, nz, bound, elasticity, rules, pushes):
+    """``walk.CollisionWalk._lift_steep`` for point ``i`` of rows ``p`` (its strand's point
+    ``j`` ≥ 2, the wig's point ``w``), pushed from ``b`` to ``q`` along the unit ``n`` and swung
+    ``bound`` away by its set-back: the chain ``0 … j`` moved as little as keeps each of its
+    segments' lengths (as they are) and puts point ``j`` on its contact's plane (Gauss's least
+    motion, ``kernels.chain._chain_moves``, ``rules[1]`` rounds, ridge ``rules[2]``); a point it
+    would take inside its surface becomes a contact too, sliding along it, and the chain is
+    solved again (three solves at most). Taken where no point is left a tenth of the push
+    inside and it is a give to take (``chain.settled``: the lengths kept to ``rules[3]`` of the
+    longest, the motion no more than ``bound``); points it left inside by less — a micron into
+    the curved scalp they slid along — are walked again from the first of them (placed on the
+    lift's own lengths, pushed out, set back on the tangent plane). Whether it was taken."""
+    r0 = i - j
+    m = j + 1
+    x0, x, nrm = np.empty((m, 3)), np.empty((m, 3)), np.zeros((m, 3))
+    rch, lng, depth = np.zeros(m), np.empty(j), np.zeros(m)
+    for k in range(j):
+        for c in range(3):
+            x0[k, c] = np.float64(p[c, r0 + k])
+    x0[j, 0], x0[j, 1], x0[j, 2] = bx, by, bz
+    for k in range(j):
+        s0, s1, s2 = x0[k + 1, 0] - x0[k, 0], x0[k + 1, 1] - x0[k, 1], x0[k + 1, 2] - x0[k, 2]
+        lng[k] = math.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
+    nrm[j, 0], nrm[j, 1], nrm[j, 2] = nx, ny, nz
+    rch[j] = nx * qx + ny * qy + nz * qz
+    u, now, row = np.empty((j, 3)), np.empty(j), np.empty(j, np.int64)
+    band, z = np.empty((2 * j, 3)), np.empty(2 * j)
+    rounds, ridge, kept = int(rules[1]), rules[2], rules[3]
+    for _ in range(3):
+        x[:] = x0
+        _chain_moves(x, nrm, rch, lng, 1, rounds, ridge, u, now, row, band, z)
+        inside = False
+        for k in range(1, j):
+            depth[k] = _depth(x[k, 0], x[k, 1], x[k, 2], w - (j - k), c0, cols, rest)
+            inside = inside or depth[k] > 0.0
+        if not inside:
+            break
+        # the points the lift took inside: on their surfaces too, sliding along them
+        for k in range(1, j):
+            if depth[k] > 0.0:
+                hit, ox, oy, oz, ax, ay, az = _pushed_out(np.float64(np.float32(x[k, 0])),
+                                                          np.float64(np.float32(x[k, 1])),
+                                                          np.float64(np.float32(x[k, 2])), w - (j - k), c0, cols, rest)
+                if hit:
+                    nrm[k, 0], nrm[k, 1], nrm[k, 2] = ax, ay, az
+                    rch[k] = ax * ox + ay * oy + az * oz
+    tenth = 0.1 * math.sqrt((qx - bx) ** 2 + (qy - by) ** 2 + (qz - bz) ** 2)
+    off, longest, total = 0.0, 0.0, 0.0
+    for k in range(m):
+        if 0 < k < j and depth[k] > tenth:
+            return False
+        if k > 0:
+            s0, s1, s2 = x[k, 0] - x[k - 1, 0], x[k, 1] - x[k - 1, 1], x[k, 2] - x[k - 1, 2]
+            off = max(off, abs(math.sqrt(s0 * s0 + s1 * s1 + s2 * s2) - lng[k - 1]))
+            longest = max(longest, lng[k - 1])
+        for c in range(3):
+            total += (x[k, c] - x0[k, c]) ** 2
+    total = math.sqrt(total)
+    if not (off <= kept * longest and total <= bound and math.isfinite(total)):
+        return False
+    for k in range(1, m):
+        for c in range(3):
+            p[c, r0 + k] = np.float32(x[k, c])
+    first = 0
+    for k in range(1, j):
+        if depth[k] > 0.0:
+            first = k
+            break
+    if first == 0:
+        return True
+    for k in range(first, m):
+        a, b = r0 + k - 1, r0 + k
+        lx, ly, lz = np.float64(p[0, a]), np.float64(p[1, a]), np.float64(p[2, a])
+        px, py, pz = np.float64(p[0, b]), np.float64(p[1, b]), np.float64(p[2, b])
+        ox, oy, oz, moved = place(lx, ly, lz, px, py, pz, np.float64(np.float32(lng[k - 1])), px - lx, py - ly,
+                                  pz - lz, 0.0, 0.0, 0.0, elasticity, True, _F32_KEEP)
+        if moved:
+            p[0, b], p[1, b], p[2, b] = np.float32(ox), np.float32(oy), np.float32(oz)
+        ex, ey, ez = np.float64(p[0, b]), np.float64(p[1, b]), np.float64(p[2, b])
+        hit, hx, hy, hz, ax, ay, az = _pushed_out(ex, ey, ez, w - (j - k), c0, cols, rest)
+        if hit:
+            pushes[0, b], pushes[1, b], pushes[2, b] = np.float32(ax), np.float32(ay), np.float32(az)
+            sx, sy, sz = _onto_circle(lx, ly, lz, ex, ey, ez, hx, hy, hz, ax, ay, az)
+            p[0, b], p[1, b], p[2, b] = np.float32(sx), np.float32(sy), np.float32(sz)
     return True
 
 
