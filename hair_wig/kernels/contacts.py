@@ -13,9 +13,11 @@ field-space points (``Collider.fast_distance``), the gradient from the float64 l
 (``kernels.field._lookup64``). For a collider that has not moved with the head
 (``transformed``) the maps into its field and back are done here in float64 products and sums
 where numpy multiplies matrices (BLAS, which may fuse them): the same to a rounding of the
-coordinates. The head's own maps — the points into head-local space at the substep, the push
-back into the world — stay with the caller, in numpy, for the same reason: colliders moving
-with the head (the head itself) give the numpy code's bits.
+coordinates. Called by ``SurfaceContacts.__call__``, the head's own maps — the points into
+head-local space at the substep, the push back into the world — stay with the caller, in numpy,
+for the same reason: colliders moving with the head (the head itself) give the numpy code's
+bits. The Strands substeps' kernel (``kernels.verlet.verlet_substeps_met``) calls its passes
+itself and applies the head's maps by float64 products and sums: the same to a rounding.
 
 The colliders are the walk's (``collision.Collider.kernel_view``, ``kernels.walk``'s docstring
 lists its parts), of which the contacts read the grid's tuples (``kernels.field``), this frame's

@@ -402,11 +402,7 @@ def _swing_out(p, i, j, w, c0, cols, rest, around, rounds):
     if _depth(px, py, pz, w, c0, cols, rest) <= 0.0:
         return
     cx, cy, cz = np.float64(p[0, i - 1]), np.float64(p[1, i - 1]), np.float64(p[2, i - 1])
-    qx, qy, qz = px, py, pz
-    for k in range(len(cols)):
-        hit, nx, ny, nz, _, _, _ = _project(qx, qy, qz, w, c0 if k == 0 else cols[k], rest)
-        if hit:
-            qx, qy, qz = nx, ny, nz
+    _, qx, qy, qz, _, _, _ = _pushed_out(px, py, pz, w, c0, cols, rest)
     out = np.empty(3)
     out[0], out[1], out[2] = _unit(np.float64(np.float32(qx) - np.float32(px)),
                                    np.float64(np.float32(qy) - np.float32(py)),
@@ -662,9 +658,11 @@ def _pushed_out(px, py, pz, w, c0, cols, rest):
     """A head-local point pushed out of every collider in turn (``_round``'s, ``walk.
     CollisionWalk._push_round``'s): whether any pushed it, where it ends and the last push's
     unit direction."""
-    hit, qx, qy, qz, nx, ny, nz = _project(px, py, pz, w, c0, rest)
-    for k in range(1, len(cols)):
-        h, hx, hy, hz, ax, ay, az = _project(qx, qy, qz, w, cols[k], rest)
+    # one site of ``_project`` for ``_swing_out`` and ``_lift``: each inlined site is a deep copy
+    # of its IR, seconds of the walk's compile
+    hit, qx, qy, qz, nx, ny, nz = False, px, py, pz, 0.0, 0.0, 0.0
+    for k in range(len(cols)):
+        h, hx, hy, hz, ax, ay, az = _project(qx, qy, qz, w, c0 if k == 0 else cols[k], rest)
         if h:
             hit, qx, qy, qz, nx, ny, nz = True, hx, hy, hz, ax, ay, az
     return hit, qx, qy, qz, nx, ny, nz
@@ -714,7 +712,8 @@ def _lift(p, i, j, w, c0, cols, rest, bx, by, bz, qx, qy, qz, nx, ny, nz, bound,
                 hit, ox, oy, oz, ax, ay, az = _pushed_out(np.float64(np.float32(x[k, 0])),
                                                           np.float64(np.float32(x[k, 1])),
                                                           np.float64(np.float32(x[k, 2])), w - (j - k), c0, cols, rest)
-                if hit:
+                # a push along no direction (a flat gradient) is no plane to slide on
+                if hit and ax * ax + ay * ay + az * az > 0.5:
                     nrm[k, 0], nrm[k, 1], nrm[k, 2] = ax, ay, az
                     rch[k] = ax * ox + ay * oy + az * oz
     tenth = 0.1 * math.sqrt((qx - bx) ** 2 + (qy - by) ** 2 + (qz - bz) ** 2)
