@@ -137,10 +137,10 @@ def _fixed(settings):
     return (1 + bool(settings.root_direction)) if settings.pinned else 0
 
 
-def _met_both_ways(hand, turn, settings, tol):
+def _met_both_ways(hand, turn, settings, tol, accel=None):
     """Every frame of ``_sweeping_head`` stepped from the same state by the substeps that meet
     the colliders inside their kernel and by launches with the contacts between them, compared
-    at ``tol``; returns the reference's contacts."""
+    at ``tol``, with the force fields ``accel``; returns the reference's contacts."""
     rest, cs, index, frames = _sweeping_head(hand, turn)
     fused, between = SurfaceContacts(cs, index, _fixed(settings)), _Between(cs, index, _fixed(settings))
     kernel, reference = VerletStrands(rest, settings), VerletStrands(rest, settings)
@@ -150,8 +150,8 @@ def _met_both_ways(hand, turn, settings, tol):
         for c in (fused, between):
             c.move(was, now)
             c.begin()
-        got = kernel.step(mine, goal, 1 / 24, G, contact=fused)
-        want = reference.step(state, goal, 1 / 24, G, contact=between)
+        got = kernel.step(mine, goal, 1 / 24, G, accel=accel, contact=fused)
+        want = reference.step(state, goal, 1 / 24, G, accel=accel, contact=between)
         for a, b in ((got, want), (mine["pos"], state["pos"]), (mine["prev"], state["prev"])):
             np.testing.assert_allclose(a, b, rtol=0, atol=tol)
     assert np.abs(want - goal).max() > 0.01                    # the strands did move
@@ -159,12 +159,13 @@ def _met_both_ways(hand, turn, settings, tol):
     return between
 
 
-@pytest.mark.parametrize("hand", [False, True])
-def test_the_substep_kernel_meets_the_colliders_as_the_launches_between_them_did(hand, monkeypatch):
+@pytest.mark.parametrize("hand, fields", [(False, False), (True, False), (True, True)])
+def test_the_substep_kernel_meets_the_colliders_as_the_launches_between_them_did(hand, fields, monkeypatch):
     """The substeps that meet the colliders inside their kernel (``verlet_substeps_met``) against
     the same substeps launched one at a time with the contacts, their response and the chain's
     give between them, the head moving through strands gravity presses on it (and a hand beside
-    it, reached through its own map). The head's maps are exact, so the two differ only in the
+    it, reached through its own map; with force fields, whose accelerations need every strand,
+    each substep its own launch, the contacts inside it). The head's maps are exact, so the two differ only in the
     response's normal (numpy's einsum against x² + y² + z²): a float64 rounding, carried as the
     substep kernel's own test carries it (8 substeps of n follow-the-leader steps, and the give's
     condition n more); each frame starts from the reference's state."""
@@ -181,7 +182,7 @@ def test_the_substep_kernel_meets_the_colliders_as_the_launches_between_them_did
     rest = _contact_rest()
     n = rest.shape[1]
     tol = rounding(magnitude(rest, at_least=1.0), settings.substeps * FOLLOW * n, eps=EPS64) * n
-    between = _met_both_ways(hand, False, settings, tol)
+    between = _met_both_ways(hand, False, settings, tol, _wind if fields else None)
     assert between.pushed > 500                                 # the head met the strands, often
     if hand:
         assert sum(gave) > 50                                   # and chains gave
