@@ -7,7 +7,7 @@ into her head and her eye sockets are open; ears cross the skull; a neck is cut.
 point by the pseudo-normal of its nearest feature (``triangles``), which is exact for one closed
 surface and answers by whichever shell is nearest elsewhere: hair in front of an eye sunk into
 the head was "outside" (the eye's surface is nearest), and hair that had slipped behind the eye,
-8 cm inside the head, was outside too. Two steps make the surface the field is built on bound the
+8 cm inside the head, was outside too. Three steps make the surface the field is built on bound the
 solid the artist sees:
 
 1. **Holes are closed.** Each boundary loop whose fan about its centre is under ``FILL`` of its
@@ -19,15 +19,22 @@ solid the artist sees:
 2. **Surfaces inside the solid are dropped.** A triangle whose outer side faces into another
    part of the mesh (just off its face, the winding number is above ½ in size) bounds nothing an
    artist sees: the back of an eye inside the head, the skull under an ear.
+3. **Triangles that cross another part are cut where they cross.** Kept or dropped whole by its
+   centre, a large eyeball triangle pushed through the fan that closes its socket counted its
+   part inside the head as surface: hair laid into the socket against the eye read as outside
+   (7 mm deep on a bent Quick Fur head). A triangle that crosses one sharing no corner with it
+   (``crossing``) is judged in ``DIVISIONS``² pieces; where they disagree its pieces outside
+   replace it (``_split_crossings``), their corners on its edges shared with its neighbours.
 
-What remains is the boundary of the union of the shells (to the size of a triangle along the
-lines where they cross), and the pseudo-normal sign of its nearest feature is the winding
-number's — except beside an open edge (the cracks where shells cross, a hole left open), where a
-point in the plane of the edge's face has no side: there the field asks the winding number of
-the whole mesh (``winding``; ``kernels.field._exact_point``, ``grid``).
+What remains is the boundary of the union of the shells (to a piece's size along the lines
+where they cross), and the pseudo-normal sign of its nearest feature is the winding number's —
+except beside an open edge (the cracks where shells cross, a hole left open), where a point in
+the plane of the edge's face has no side: there the field asks the winding number of the whole
+mesh (``winding``; ``kernels.field._exact_point``, ``grid``).
 
-It depends only on the rest pose: a deforming collider keeps its triangles and fills (``vertices``
-moves the fans' centres with their rims).
+It depends only on the rest pose: a deforming collider keeps its triangles, fills and pieces
+(``vertices`` moves the fans' centres with their rims, and the pieces' corners with their
+triangles).
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from .triangles import edges
 
 FILL = 0.75           # a hole is closed when its fan is under this part of its shell's area
 OFF = 1e-3            # how far off its face a triangle is looked from, in its own size
+DIVISIONS = 4         # a triangle that crosses another part is judged in DIVISIONS² pieces
 
 
 def boundary_loops(triangles: np.ndarray) -> list[np.ndarray]:
@@ -101,9 +109,12 @@ class Solid:
         The holes closed, each a rim in its own direction; fan ``k``'s centre is vertex
         ``V + k`` of ``vertices(v)``.
     triangles : (T', 3) int64
-        The triangles kept, then the fans'.
-    dropped, closed : int
-        How many of the mesh's triangles lie inside it, and how many holes were closed.
+        The triangles kept and the fans', then the pieces of those split where they cross
+        another part (and of their neighbours, made to meet the pieces corner to corner),
+        indexing ``vertices(v)``.
+    dropped, closed, split : int
+        How many of the mesh's triangles lie inside it (by their centres), how many holes were
+        closed, and how many triangles and fans were split where they cross another part.
     """
 
     def __init__(self, vertices: np.ndarray, triangles: np.ndarray):
@@ -123,10 +134,14 @@ class Solid:
                 self.loops.append(loop)
         fans = [self._fan(loop, len(v) + k) for k, loop in enumerate(self.loops)]
         whole = np.concatenate([t] + fans) if fans else t
-        keep = ~self._enclosed(self.vertices(v), whole)
+        self._rows = np.zeros((0, 3), np.int64)
+        self._weights = np.zeros((0, 3))
+        w = self.vertices(v)
+        keep = ~self._enclosed(w, whole)
         self.whole = whole                        # every triangle and fan: what is wound about
-        self.triangles = whole[keep]
         self.dropped = int((~keep[:len(t)]).sum())
+        pieces, self._rows, self._weights, self.split = _split_crossings(w, whole, keep)
+        self.triangles = np.concatenate([whole[keep], pieces]) if len(pieces) else whole[keep]
         self.closed = len(self.loops)
         # a solid has an inside to wind about when every hole was closed (not a ground plane)
         self.winds = len(self.loops) == len(holes)
@@ -139,7 +154,8 @@ class Solid:
         out.count = len(vertices)
         out.loops = []
         out.whole = out.triangles = np.asarray(triangles, np.int64)
-        out.dropped = out.closed = 0
+        out.dropped = out.closed = out.split = 0
+        out._rows, out._weights = np.zeros((0, 3), np.int64), np.zeros((0, 3))
         out.winds = out._open = False
         return out
 
@@ -161,31 +177,212 @@ class Solid:
 
     def vertices(self, v: np.ndarray) -> np.ndarray:
         """The collider's vertices ``v`` (V, 3) with each closed hole's centre after them (the
-        mean of its rim, wherever the rim is now)."""
+        mean of its rim, wherever the rim is now), then the corners of the pieces of triangles
+        split where they cross (each a fixed blend of its triangle's corners, wherever they are
+        now)."""
         v = np.asarray(v, np.float64)
-        if not self.loops:
-            return v
-        return np.vstack([v] + [v[loop].mean(axis=0)[None] for loop in self.loops])
+        if self.loops:
+            v = np.vstack([v] + [v[loop].mean(axis=0)[None] for loop in self.loops])
+        if len(self._rows):
+            v = np.vstack([v, np.einsum("ij,ijk->ik", self._weights, v[self._rows])])
+        return v
 
     @staticmethod
     def _enclosed(v: np.ndarray, t: np.ndarray) -> np.ndarray:
-        """Which triangles (T,) bool of the mesh ``(v, t)`` face into another part: just off the
-        centre of its outer side, the winding number is above ½ in size (that side lies inside the
-        solid; a surface that bounds it has the outside there). Looked at from a thousandth of
-        its size off its face, so neither its own plane nor a neighbour's edge is met on the
-        way; a triangle of no area faces nowhere and is kept."""
-        a, b, c = v[t[:, 0]], v[t[:, 1]], v[t[:, 2]]
-        n = np.cross(b - a, c - a)
-        size = np.linalg.norm(n, axis=1)
-        faces = size > 1e-12 * max(float(size.max(initial=0.0)), 1e-300)
-        out = np.zeros(len(t), bool)
-        at = np.flatnonzero(faces)
-        if at.size == 0:
-            return out
-        unit = n[at] / size[at, None]
-        points = (a[at] + b[at] + c[at]) / 3.0 + unit * (OFF * np.sqrt(0.5 * size[at]))[:, None]
-        out[at] = np.abs(winding_numbers(points, v, t)) > 0.5
+        """Which triangles (T,) bool of the mesh ``(v, t)`` face into another part (``_facing_in``)."""
+        return _facing_in(v[t[:, 0]], v[t[:, 1]], v[t[:, 2]], v, t)
+
+
+def _facing_in(a: np.ndarray, b: np.ndarray, c: np.ndarray, v: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Which triangles ``a, b, c`` (K, 3) — the mesh ``(v, t)``'s own, or pieces of them — face
+    into another part of it: just off the centre of its outer side, the winding number is above ½
+    in size (that side lies inside the solid; a surface that bounds it has the outside there).
+    Looked at from a thousandth of its size off its face, so neither its own plane nor a
+    neighbour's edge is met on the way; a triangle of no area faces nowhere and is kept."""
+    n = np.cross(b - a, c - a)
+    size = np.linalg.norm(n, axis=1)
+    faces = size > 1e-12 * max(float(size.max(initial=0.0)), 1e-300)
+    out = np.zeros(len(a), bool)
+    at = np.flatnonzero(faces)
+    if at.size == 0:
         return out
+    unit = n[at] / size[at, None]
+    points = (a[at] + b[at] + c[at]) / 3.0 + unit * (OFF * np.sqrt(0.5 * size[at]))[:, None]
+    out[at] = np.abs(winding_numbers(points, v, t)) > 0.5
+    return out
+
+
+def crossing(v: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Which triangles (T,) bool of mesh ``(v, t)`` may cross another that shares no corner with
+    it — an eyeball through the fan closing its socket, an ear through the skull: their boxes
+    overlap and each has corners strictly on both sides of the other's plane. (Necessary, not
+    sufficient: ``_split_crossings`` judges the pieces.) Pairs are found cell by cell of a grid
+    about a triangle's size, never every triangle against every other."""
+    t = np.asarray(t, np.int64)
+    out = np.zeros(len(t), bool)
+    if len(t) < 2:
+        return out
+    a, b, c = v[t[:, 0]], v[t[:, 1]], v[t[:, 2]]
+    lo, hi = np.minimum(np.minimum(a, b), c), np.maximum(np.maximum(a, b), c)
+    origin, box = lo.min(axis=0), float((hi.max(axis=0) - lo.min(axis=0)).max())
+    if box <= 0.0:
+        return out
+    cell = max(float(np.median((hi - lo).max(axis=1))), box / 256.0)
+    i0 = np.floor((lo - origin) / cell).astype(np.int64)
+    span = np.floor((hi - origin) / cell).astype(np.int64) - i0 + 1
+    count = span.prod(axis=1)
+    tri = np.repeat(np.arange(len(t)), count)
+    k = np.arange(len(tri)) - np.repeat(np.cumsum(count) - count, count)
+    sx, sy = span[tri, 0], span[tri, 1]
+    ijk = i0[tri] + np.stack([k % sx, (k // sx) % sy, k // (sx * sy)], axis=1)
+    dims = ijk.max(axis=0) + 1
+    key = (ijk[:, 0] * dims[1] + ijk[:, 1]) * dims[2] + ijk[:, 2]
+    order = np.argsort(key, kind="stable")
+    key, tri = key[order], tri[order]
+    after = np.searchsorted(key, key, side="right") - np.arange(len(key)) - 1     # same cell, later
+    first = np.repeat(np.arange(len(key)), after)
+    second = first + 1 + np.arange(len(first)) - np.repeat(np.cumsum(after) - after, after)
+    p, q = tri[first], tri[second]
+    for k in range(3):                        # boxes that meet, an axis at a time
+        meet = (lo[p, k] <= hi[q, k]) & (lo[q, k] <= hi[p, k])
+        p, q = p[meet], q[meet]
+    apart = np.ones(len(p), bool)             # sharing no corner
+    for i in range(3):
+        for j in range(3):
+            apart &= t[p, i] != t[q, j]
+    p, q = p[apart], q[apart]
+    if p.size == 0:
+        return out
+    pair = np.unique(np.minimum(p, q) * len(t) + np.maximum(p, q))
+    p, q = pair // len(t), pair % len(t)
+    normal = np.cross(b - a, c - a)
+    tol = 1e-9 * box
+
+    def sides(x, y):           # y's corners' distances to x's plane
+        unit = normal[x] / np.maximum(np.linalg.norm(normal[x], axis=1), 1e-300)[:, None]
+        return np.einsum("ij,ikj->ik", unit, v[t[y]] - a[x][:, None, :])
+
+    dp, dq = sides(q, p), sides(p, q)
+    cross = (dp.max(axis=1) > tol) & (dp.min(axis=1) < -tol) & (dq.max(axis=1) > tol) & (dq.min(axis=1) < -tol)
+    p, q, dp, dq = p[cross], q[cross], dp[cross], dq[cross]
+    # each triangle meets the other's plane along a stretch of the line where the planes meet:
+    # they cross where the two stretches overlap (Möller 1997)
+    line = np.cross(normal[p], normal[q])
+    sp = _stretch(np.einsum("ikj,ij->ik", v[t[p]], line), dp)
+    sq = _stretch(np.einsum("ikj,ij->ik", v[t[q]], line), dq)
+    cross = np.maximum(sp[0], sq[0]) <= np.minimum(sp[1], sq[1])
+    out[p[cross]] = out[q[cross]] = True
+    return out
+
+
+def _stretch(s: np.ndarray, d: np.ndarray):
+    """Where along a line a triangle meets a plane: its corners' places ``s`` (K, 3) along the
+    line and signed distances ``d`` (K, 3) from the plane (some above, some below) give the ends
+    (lo, hi) (K,) of the part of it in the plane."""
+    lo, hi = np.full(len(s), np.inf), np.full(len(s), -np.inf)
+    for i, j in ((0, 1), (1, 2), (2, 0)):
+        on = d[:, i] * d[:, j] < 0.0
+        at = s[:, i] + (s[:, j] - s[:, i]) * d[:, i] / np.where(on, d[:, i] - d[:, j], 1.0)
+        lo, hi = np.where(on, np.minimum(lo, at), lo), np.where(on, np.maximum(hi, at), hi)
+    return lo, hi
+
+
+def _split_crossings(v: np.ndarray, t: np.ndarray, keep: np.ndarray):
+    """The pieces of the triangles of ``(v, t)`` that cross another part of the mesh: where shells
+    cross (an eyeball through its socket's fan) a triangle bounds the solid only on one side of
+    the crossing, and kept or dropped whole its part inside would count as surface (hair laid into
+    the socket, against the eyeball, read as outside). Each crossed triangle is cut into
+    ``DIVISIONS``² pieces and each piece judged as a triangle is (``_facing_in``); where they
+    disagree the triangle gives way to its pieces outside (``keep`` set False for it), so the
+    surface is the union's boundary to a piece's size. Pieces' corners on a triangle's edge are
+    shared with its neighbour's. Returns ``(pieces (P, 3), rows (E, 3), weights (E, 3), split)``:
+    the pieces kept, indexing ``v`` and then the new corners, corner ``e`` being
+    ``weights[e] @ v[rows[e]]``; and how many triangles were split."""
+    none = (np.zeros((0, 3), np.int64), np.zeros((0, 3), np.int64), np.zeros((0, 3)), 0)
+    crossed = np.flatnonzero(crossing(v, t))
+    if crossed.size == 0:
+        return none
+    n = DIVISIONS
+    i, j = (x.ravel() for x in np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij"))
+    i, j = i[i + j <= n], j[i + j <= n]
+    local = {(x, y): m for m, (x, y) in enumerate(zip(i.tolist(), j.tolist()))}
+    pieces = np.array([(local[x, y], local[x + 1, y], local[x, y + 1]) for x, y in local if x + y < n]
+                      + [(local[x + 1, y], local[x + 1, y + 1], local[x, y + 1]) for x, y in local if x + y < n - 1],
+                      np.int64)                      # the same turn as the triangle's own
+    whole = np.stack([n - i - j, i, j], axis=1)      # each point's blend of the corners, in n-ths
+    corners = t[crossed]
+    at = np.einsum("pk,ckx->cpx", whole / n, v[corners])
+    inward = _facing_in(*(at[:, pieces[:, m]].reshape(-1, 3) for m in range(3)), v, t).reshape(len(crossed), -1)
+    mixed = inward.any(axis=1) & ~inward.all(axis=1)
+    if not mixed.any():
+        return none
+    keep[crossed[mixed]] = False
+    which, piece = np.nonzero(~inward[mixed])
+    corners = corners[mixed]
+    point = pieces[piece]                            # (P, 3) of local points
+    tri = np.repeat(which, 3)
+    blend = whole[point.ravel()]                     # (3P, 3) n-ths
+    g = corners[tri]                                 # their triangle's corners
+    # a point's key: a corner is that vertex; a point on an edge (lo, hi, hi's n-ths), whichever
+    # triangle it is reached from; one inside its own triangle's
+    nonzero = (blend > 0).sum(axis=1)
+    ids = np.where(blend > 0, g, np.iinfo(np.int64).max)
+    lo_v = ids.min(axis=1)
+    hi_v = np.where(blend > 0, g, -1).max(axis=1)
+    hi_w = (np.where(g == hi_v[:, None], blend, 0)).max(axis=1)
+    inner = nonzero == 3
+    key = np.stack([np.where(inner, -1 - tri, lo_v), np.where(inner, point.ravel(), hi_v),
+                    np.where(inner, 0, hi_w)], axis=1)
+    key[nonzero == 1] = np.stack([lo_v, lo_v, np.zeros_like(lo_v)], axis=1)[nonzero == 1]
+    made = nonzero > 1
+    uniq, first, inverse = np.unique(key[made], axis=0, return_index=True, return_inverse=True)
+    index = lo_v.copy()
+    index[made] = len(v) + inverse.ravel()
+    src = np.flatnonzero(made)[first]
+    rows = np.where(inner[src, None], g[src], np.stack([lo_v[src], hi_v[src], lo_v[src]], axis=1))
+    weights = np.where(inner[src, None], blend[src] / n,
+                       np.stack([(n - hi_w[src]) / n, hi_w[src] / n, np.zeros(len(src))], axis=1))
+    pieces = index.reshape(-1, 3)
+    on_edges = uniq[uniq[:, 0] >= 0]
+    fans, rows_more = _conformed(t, keep, on_edges, len(v) + np.flatnonzero(uniq[:, 0] >= 0), len(v) + len(uniq))
+    if len(fans):
+        pieces = np.concatenate([pieces, fans])
+        rows = np.concatenate([rows, rows_more])
+        weights = np.concatenate([weights, np.full((len(rows_more), 3), 1.0 / 3.0)])
+    return pieces, rows.astype(np.int64), weights, int(mixed.sum())
+
+
+def _conformed(t: np.ndarray, keep: np.ndarray, on_edges: np.ndarray, ids: np.ndarray, first: int):
+    """The kept triangles of ``t`` beside a split one, each made a fan about its centre through
+    the new corners on its edges (``on_edges`` (E, 3): each corner's edge (lo, hi) and place in
+    ``DIVISIONS``-ths from lo, vertex ``ids``), so the split triangle's pieces meet it corner to
+    corner and the mesh has no crack there (a crack makes the field ask the winding number).
+    ``keep`` is set False for them. Returns ``(fans (F, 3), centres (C, 3))``: the fans'
+    triangles, their centres being vertices ``first``, ``first + 1``, … (each its triangle's
+    corners ``centres[k]``, a third each)."""
+    none = (np.zeros((0, 3), np.int64), np.zeros((0, 3), np.int64))
+    if len(on_edges) == 0:
+        return none
+    along = {}
+    for (lo, hi, k), at in zip(on_edges.tolist(), ids.tolist()):
+        along.setdefault((lo, hi), []).append((k, at))
+    keys = np.array(list(along), np.int64)
+    top = int(t.max()) + 1
+    code = np.sort(keys, axis=1) @ np.array([top, 1])
+    sides = np.sort(np.stack([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]], axis=1), axis=2) @ np.array([top, 1])
+    beside = np.flatnonzero(keep & np.isin(sides, code).any(axis=1))
+    fans, centres = [], []
+    for m in beside.tolist():
+        ring = []
+        for x, y in ((t[m, 0], t[m, 1]), (t[m, 1], t[m, 2]), (t[m, 2], t[m, 0])):
+            ring.append(int(x))
+            got = sorted(along.get((min(x, y), max(x, y)), []))
+            ring += [at for _, at in (got if x < y else got[::-1])]
+        centre = first + len(centres)
+        centres.append(t[m])
+        fans += [(ring[i], ring[(i + 1) % len(ring)], centre) for i in range(len(ring))]
+    keep[beside] = False
+    return np.array(fans, np.int64).reshape(-1, 3), np.array(centres, np.int64).reshape(-1, 3)
 
 
 def clusters(v: np.ndarray, t: np.ndarray, leaf: int = 6, side: int | None = None, keep=None):
