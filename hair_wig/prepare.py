@@ -98,7 +98,7 @@ def _walk_as_called():
     c = _bound_colliders(rest, (None,))[0]
     p = rest.copy()
     p[0, 2] = 0.1
-    walk_strands(p, rest, 3, 0, 0, np.zeros(1, np.int64), np.ones(1, np.int64), np.array([0, 0.5, 0.5], np.float32),
+    walk_strands(p, rest, 3, 0, 0, np.array([0, 0.5, 0.5], np.float32),
                  0.0, 3, True, np.array([0.05, 5.0, 1e-12, 1e-9]), kernel_colliders([c, c]), NO_KIDS, rest,
                  np.full((2, 1), -np.inf, np.float32), p[:, :1].astype(np.float64), np.zeros(1, np.int64),
                  np.zeros((1, 3)), 7,

@@ -415,8 +415,7 @@ class CollisionWalk:
         kids = NO_KIDS
         if self.children is not None:
             kids = (self.children, NO_KIDS[1] if self._children_turn is None else self._children_turn)
-        walk_strands(rows, base, n, span.start, first_strand, np.arange(count, dtype=np.int64),
-                     np.ones(count, np.int64), length, float(self.length.elasticity), max(1, self.iterations),
+        walk_strands(rows, base, n, span.start, first_strand, length, float(self.length.elasticity), max(1, self.iterations),
                      bool(self.lifts), _LIFT_RULES, cols, kids, rest, margins, came, lifted, _AROUND, 7, looked, last,
                      maps, sweeps, float(self.friction), crossed, self.pushes)
         if rows is not p:

@@ -189,3 +189,36 @@ def test_the_kernels_give_the_same_bits_on_one_and_two_threads():
     x, length, push = _hanging(5, k=2000)
     one, two = _threads(lambda: (lambda y: (y,) + give(y, length, push))(x.copy()))
     assert all(np.array_equal(a, b) for a, b in zip(one, two))
+
+
+def test_the_settled_kernel_is_the_numpy_rule():
+    """``kernels.chain.settled`` — the rule the walk's lift and the chain's give both take — on
+    chains whose lengths and motion land on either side of ``KEPT`` and the bound, against
+    ``chain.settled``: the same verdicts, a case within rounding of a threshold left out."""
+    from hair_wig.chain import KEPT
+    from hair_wig.kernels.chain import settled as settled_kernel
+
+    rng = np.random.default_rng(5)
+    n, k = 7, 400
+    before = np.cumsum(rng.normal(size=(3, n, k)), axis=1)
+    length = np.linalg.norm(np.diff(before, axis=1), axis=0)
+    # half turned whole about their roots (lengths kept to rounding), half shaken (lengths off)
+    angle = rng.uniform(-0.3, 0.3, k)
+    c, s_ = np.cos(angle), np.sin(angle)
+    turned = before.copy()
+    rel = before - before[:, :1]
+    turned[0] = before[0, :1] + c * rel[0] - s_ * rel[1]
+    turned[1] = before[1, :1] + s_ * rel[0] + c * rel[1]
+    shaken = before + rng.normal(size=(3, n, k)) * (10.0 ** rng.uniform(-6, -1, k))
+    after = np.where(np.arange(k) % 2 == 0, turned, shaken)
+    bound = np.linalg.norm((after - before).reshape(-1, k), axis=0) * rng.uniform(0.5, 1.5, k)
+    want = settled(before, after, length, bound)
+    off = np.abs(np.linalg.norm(np.diff(after, axis=1), axis=0) - length).max(axis=0)
+    total = np.linalg.norm((after - before).reshape(-1, k), axis=0)
+    # the two sum in other orders: a verdict within 1e-12 of its threshold may go either way
+    longest = length.max(axis=0)
+    clear = (np.abs(off - KEPT * longest) > 1e-12 * longest) & (np.abs(total - bound) > 1e-12 * bound)
+    got = np.array([settled_kernel(np.ascontiguousarray(after[:, :, s].T), np.ascontiguousarray(before[:, :, s].T),
+                                   np.ascontiguousarray(length[:, s]), KEPT, bound[s]) for s in range(k)])
+    assert clear.sum() > 0.9 * k and want[clear].any() and not want[clear].all()
+    assert np.array_equal(got[clear], want[clear])

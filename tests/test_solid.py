@@ -9,7 +9,7 @@ import pytest
 from test_collision import sphere
 
 from hair_wig.collision import Collider, ColliderMesh, MeshField
-from hair_wig.collision.solid import DIVISIONS, FILL, Solid, boundary_loops, clusters, winding_numbers
+from hair_wig.collision.solid import DIVISIONS, FILL, Solid, boundary_loops, clusters, crossing, winding_numbers
 from hair_wig.kernels import winding as kernels
 
 # The solid angles are float64 sums over T triangles of terms below 2π: their rounding is a few
@@ -154,11 +154,49 @@ def test_two_spheres_pushed_into_each_other_keep_only_the_surface_of_their_union
     # pieces' corners on a triangle's edge are shared with the neighbour's (split or made a fan
     # to meet them): no crack opens but along the crossing itself, one on each sphere
     assert len(boundary_loops(s.triangles)) == 2
+    # each new corner a blend of its triangle's corners in DIVISIONS-ths (a piece's), or a fan's
+    # centre (a third each): where the pieces tile their triangle, wherever it moves
+    blend = s._weights * DIVISIONS
+    fan = np.all(np.abs(s._weights - 1 / 3) < 1e-15, axis=1)
+    assert fan.any() and (~fan).any()
+    assert np.array_equal(blend[~fan], np.round(blend[~fan])) and (s._weights >= 0).all()
+    assert np.abs(s._weights.sum(axis=1) - 1.0).max() < 1e-15
     # the union's field: a point in the overlap is inside, with no surface at it to say so
     f = MeshField(s.vertices(v), s.triangles)
     assert f.signed_distance(np.array([[0.6, 0.0, 0.0]]))[0] < -0.5
     raw = MeshField(v, t)
     assert raw.signed_distance(np.array([[0.6, 0.0, 0.0]]))[0] > -0.5     # the nearest shell's answer
+
+
+def test_an_eye_through_the_fan_closing_its_socket_is_cut_where_it_crosses_the_fan():
+    """An open socket (a cap cut from the head) closed by a fan, an eye pushed through the fan:
+    the fan's triangles are cut too, their pieces' corners blending the fan's centre (a vertex
+    ``vertices`` adds), and the pieces move with the head."""
+    h, th = sphere(1.0, 48, 96)
+    th = th[h[th].mean(axis=1)[:, 0] < 0.97]                        # a socket at +x
+    e, te = sphere(0.25, 8, 16)
+    v = np.concatenate([h, e + [0.98, 0.0, 0.0]])
+    t = np.concatenate([th, te + len(h)]).astype(np.int64)
+    s = Solid(v, t)
+    assert s.closed == 1 and s.split > 0
+    centre = len(v)                                                 # the fan's centre
+    assert (s._rows == centre).any()                                # pieces of the fan
+    f = MeshField.of_solid(v, t, s)
+    rng = np.random.default_rng(7)
+    q = rng.uniform([0.75, -0.35, -0.35], [1.25, 0.35, 0.35], size=(20000, 3))
+    exact = np.empty(len(q))
+    kernels.winding_exact(q, s.vertices(v), s.whole, exact)
+    d = f.signed_distance(q)
+    wrong = (d < 0) != (exact > 0.5)
+    # a piece the crossing runs through is kept or left out whole: a point takes the wrong side
+    # only within its reach past the crossing, a piece's width at most (the fan's long triangles,
+    # centre to rim, make the widest)
+    w = s.vertices(v)[s.whole[crossing(s.vertices(v), s.whole)]]
+    piece = max(np.linalg.norm(w[:, i] - w[:, (i + 1) % 3], axis=1).max() for i in range(3)) / DIVISIONS
+    assert wrong.sum() <= 1e-3 * len(q) and np.abs(d[wrong]).max(initial=0.0) <= piece
+    # moved whole, every corner with it
+    turn = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    assert np.abs(s.vertices(v @ turn.T + 5.0) - (s.vertices(v) @ turn.T + 5.0)).max() < 1e-13
 
 
 def test_an_eye_through_the_head_signs_hair_beside_it_as_the_winding_number_does():

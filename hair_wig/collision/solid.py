@@ -215,46 +215,24 @@ def _facing_in(a: np.ndarray, b: np.ndarray, c: np.ndarray, v: np.ndarray, t: np
 def crossing(v: np.ndarray, t: np.ndarray) -> np.ndarray:
     """Which triangles (T,) bool of mesh ``(v, t)`` may cross another that shares no corner with
     it — an eyeball through the fan closing its socket, an ear through the skull: their boxes
-    overlap and each has corners strictly on both sides of the other's plane. (Necessary, not
-    sufficient: ``_split_crossings`` judges the pieces.) Pairs are found cell by cell of a grid
-    about a triangle's size, never every triangle against every other."""
+    overlap and each has corners on both sides of the other's plane, where the two meet along
+    the line of the planes (Möller 1997). (``_split_crossings`` judges the pieces.) Candidate
+    pairs come from grids of cells in powers of two (``_box_pairs``), each triangle met in the
+    grid of its own size by those no larger: never every triangle against every other, and a
+    few large triangles among many small ones (a coarse head round a finely modelled eye) make
+    no cell of thousands."""
     t = np.asarray(t, np.int64)
     out = np.zeros(len(t), bool)
     if len(t) < 2:
         return out
     a, b, c = v[t[:, 0]], v[t[:, 1]], v[t[:, 2]]
     lo, hi = np.minimum(np.minimum(a, b), c), np.maximum(np.maximum(a, b), c)
-    origin, box = lo.min(axis=0), float((hi.max(axis=0) - lo.min(axis=0)).max())
+    box = float((hi.max(axis=0) - lo.min(axis=0)).max())
     if box <= 0.0:
         return out
-    cell = max(float(np.median((hi - lo).max(axis=1))), box / 256.0)
-    i0 = np.floor((lo - origin) / cell).astype(np.int64)
-    span = np.floor((hi - origin) / cell).astype(np.int64) - i0 + 1
-    count = span.prod(axis=1)
-    tri = np.repeat(np.arange(len(t)), count)
-    k = np.arange(len(tri)) - np.repeat(np.cumsum(count) - count, count)
-    sx, sy = span[tri, 0], span[tri, 1]
-    ijk = i0[tri] + np.stack([k % sx, (k // sx) % sy, k // (sx * sy)], axis=1)
-    dims = ijk.max(axis=0) + 1
-    key = (ijk[:, 0] * dims[1] + ijk[:, 1]) * dims[2] + ijk[:, 2]
-    order = np.argsort(key, kind="stable")
-    key, tri = key[order], tri[order]
-    after = np.searchsorted(key, key, side="right") - np.arange(len(key)) - 1     # same cell, later
-    first = np.repeat(np.arange(len(key)), after)
-    second = first + 1 + np.arange(len(first)) - np.repeat(np.cumsum(after) - after, after)
-    p, q = tri[first], tri[second]
-    for k in range(3):                        # boxes that meet, an axis at a time
-        meet = (lo[p, k] <= hi[q, k]) & (lo[q, k] <= hi[p, k])
-        p, q = p[meet], q[meet]
-    apart = np.ones(len(p), bool)             # sharing no corner
-    for i in range(3):
-        for j in range(3):
-            apart &= t[p, i] != t[q, j]
-    p, q = p[apart], q[apart]
+    p, q = _box_pairs(t, lo, hi, box)
     if p.size == 0:
         return out
-    pair = np.unique(np.minimum(p, q) * len(t) + np.maximum(p, q))
-    p, q = pair // len(t), pair % len(t)
     normal = np.cross(b - a, c - a)
     tol = 1e-9 * box
 
@@ -268,18 +246,75 @@ def crossing(v: np.ndarray, t: np.ndarray) -> np.ndarray:
     # each triangle meets the other's plane along a stretch of the line where the planes meet:
     # they cross where the two stretches overlap (Möller 1997)
     line = np.cross(normal[p], normal[q])
-    sp = _stretch(np.einsum("ikj,ij->ik", v[t[p]], line), dp)
-    sq = _stretch(np.einsum("ikj,ij->ik", v[t[q]], line), dq)
+    sp = _stretch(np.einsum("ikj,ij->ik", v[t[p]], line), dp, tol)
+    sq = _stretch(np.einsum("ikj,ij->ik", v[t[q]], line), dq, tol)
     cross = np.maximum(sp[0], sq[0]) <= np.minimum(sp[1], sq[1])
     out[p[cross]] = out[q[cross]] = True
     return out
 
 
-def _stretch(s: np.ndarray, d: np.ndarray):
+PAIRS_AT_ONCE = 1 << 21   # candidate pairs tested in one go: a bound on the memory they take
+
+
+def _box_pairs(t: np.ndarray, lo: np.ndarray, hi: np.ndarray, box: float):
+    """The pairs ``(p, q)`` (each once, p < q) of triangles ``t`` sharing no corner whose boxes
+    ``lo``, ``hi`` (T, 3) meet. A triangle's level is the power of two of the smallest cell
+    (``box`` / 2²⁰ and up) its box fits in; at each level the triangles of that level and below
+    are listed in every cell of its grid their box touches (at most 2 a side), and each
+    triangle of the level is paired with the others in its cells. Two boxes that meet share a
+    cell of the larger's level, so no pair is missed. Generated ``PAIRS_AT_ONCE`` at a time."""
+    origin = lo.min(axis=0)
+    base = box / float(1 << 20)
+    extent = np.maximum((hi - lo).max(axis=1), base)
+    level = np.ceil(np.log2(extent / base)).astype(np.int64)
+    found = []
+    for lv in np.unique(level).tolist():
+        cell = base * float(1 << lv)
+        listed = np.flatnonzero(level <= lv)
+        i0 = np.floor((lo[listed] - origin) / cell).astype(np.int64)
+        span = np.floor((hi[listed] - origin) / cell).astype(np.int64) - i0 + 1
+        count = span.prod(axis=1)
+        tri = np.repeat(listed, count)
+        k = np.arange(len(tri)) - np.repeat(np.cumsum(count) - count, count)
+        sx, sy = np.repeat(span[:, 0], count), np.repeat(span[:, 1], count)
+        ijk = np.repeat(i0, count, axis=0) + np.stack([k % sx, (k // sx) % sy, k // (sx * sy)], axis=1)
+        dims = ijk.max(axis=0) + 1
+        key = (ijk[:, 0] * dims[1] + ijk[:, 1]) * dims[2] + ijk[:, 2]
+        top = level[tri] == lv
+        order = np.lexsort((~top, key))             # by cell, the level's own first
+        key, tri, top = key[order], tri[order], top[order]
+        # each of the level's own pairs with every triangle after it in its cell
+        after = np.where(top, np.searchsorted(key, key, side="right") - np.arange(len(key)) - 1, 0)
+        ends = np.cumsum(after)
+        start = 0
+        while start < len(key):
+            stop = int(np.searchsorted(ends, (ends[start - 1] if start else 0) + PAIRS_AT_ONCE, side="right"))
+            stop = max(stop, start + 1)
+            few = after[start:stop]
+            first = np.repeat(np.arange(start, stop), few)
+            second = first + 1 + np.arange(len(first)) - np.repeat(np.cumsum(few) - few, few)
+            p, q = tri[first], tri[second]
+            for axis in range(3):               # boxes that meet, an axis at a time
+                meet = (lo[p, axis] <= hi[q, axis]) & (lo[q, axis] <= hi[p, axis])
+                p, q = p[meet], q[meet]
+            apart = np.ones(len(p), bool)       # sharing no corner
+            for i in range(3):
+                for j in range(3):
+                    apart &= t[p, i] != t[q, j]
+            found.append(np.minimum(p, q)[apart] * len(t) + np.maximum(p, q)[apart])
+            start = stop
+    pair = np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
+    return pair // len(t), pair % len(t)
+
+
+def _stretch(s: np.ndarray, d: np.ndarray, tol: float):
     """Where along a line a triangle meets a plane: its corners' places ``s`` (K, 3) along the
     line and signed distances ``d`` (K, 3) from the plane (some above, some below) give the ends
-    (lo, hi) (K,) of the part of it in the plane."""
-    lo, hi = np.full(len(s), np.inf), np.full(len(s), -np.inf)
+    (lo, hi) (K,) of the part of it in the plane — a corner within ``tol`` of the plane one of
+    them (a foot set exactly on a floor crosses it there)."""
+    on = np.abs(d) <= tol
+    lo = np.where(on, s, np.inf).min(axis=1)
+    hi = np.where(on, s, -np.inf).max(axis=1)
     for i, j in ((0, 1), (1, 2), (2, 0)):
         on = d[:, i] * d[:, j] < 0.0
         at = s[:, i] + (s[:, j] - s[:, i]) * d[:, i] / np.where(on, d[:, i] - d[:, j], 1.0)

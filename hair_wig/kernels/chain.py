@@ -230,27 +230,37 @@ def give_chain(x, length, push, s, fixed, rounds, ridge, kept, moved, k):
             p[i, c] = start[i, c] = x[c, i, s]
         rch[i] = nrm[i, 0] * p[i, 0] + nrm[i, 1] * p[i, 1] + nrm[i, 2] * p[i, 2]
     # what follow-the-leader would move instead: the swing √(2 L δ) of the shortest fall
-    worst, longest = 0.0, 0.0
+    worst = 0.0
     for i in range(n - 1):
         s0, s1, s2 = p[i + 1, 0] - p[i, 0], p[i + 1, 1] - p[i, 1], p[i + 1, 2] - p[i, 2]
         worst = max(worst, lng[i] * max(lng[i] - math.sqrt(s0 * s0 + s1 * s1 + s2 * s2), 0.0))
-        longest = max(longest, lng[i])
     swing = math.sqrt(2.0 * worst)
     if r > 0:
         u, now, row = np.empty((r, 3)), np.empty(r), np.empty(r, np.int64)
         band, z = np.empty((2 * r, 3)), np.empty(2 * r)
         _chain_moves(p, nrm, rch, lng, fixed, rounds, ridge, u, now, row, band, z)
-    off, total = 0.0, 0.0
     for i in range(n):
-        if i > 0:
-            s0, s1, s2 = p[i, 0] - p[i - 1, 0], p[i, 1] - p[i - 1, 1], p[i, 2] - p[i - 1, 2]
-            off = max(off, abs(math.sqrt(s0 * s0 + s1 * s1 + s2 * s2) - lng[i - 1]))
         for c in range(3):
-            d = p[i, c] - start[i, c]
-            moved[c, i, k] = d
-            total += d * d
+            moved[c, i, k] = p[i, c] - start[i, c]
+    return settled(p, start, lng, kept, swing)
+
+
+@njit(cache=True)
+def settled(x, x0, length, kept, bound):
+    """``chain.settled`` for one chain moved from ``x0`` to ``x`` (m, 3), its segments' lengths
+    ``length`` (m − 1,) before: a give to take where every segment keeps its length to ``kept``
+    of the longest and the whole motion (the root of its summed squares) is finite and no more
+    than ``bound``. The walk's lift and the chain's give both decide so."""
+    off, longest, total = 0.0, 0.0, 0.0
+    for k in range(x.shape[0]):
+        if k > 0:
+            s0, s1, s2 = x[k, 0] - x[k - 1, 0], x[k, 1] - x[k - 1, 1], x[k, 2] - x[k - 1, 2]
+            off = max(off, abs(math.sqrt(s0 * s0 + s1 * s1 + s2 * s2) - length[k - 1]))
+            longest = max(longest, length[k - 1])
+        for c in range(3):
+            total += (x[k, c] - x0[k, c]) ** 2
     total = math.sqrt(total)
-    return off <= kept * longest and total <= swing and math.isfinite(total)
+    return off <= kept * longest and total <= bound and math.isfinite(total)
 
 
 @njit(cache=True, parallel=True)

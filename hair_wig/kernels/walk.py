@@ -40,7 +40,7 @@ from numba.typed import List
 from .borrow import borrowed
 from .field import (_INF32, _exact_point, _grid_error, _list_cell, _lookup64, _node_value, _signed_point,
                     _trilinear32)
-from .chain import _chain_moves
+from .chain import _chain_moves, settled
 from .leader import place
 from .response import held
 
@@ -469,12 +469,13 @@ def _swing_out(p, i, j, w, c0, cols, rest, around, rounds):
 
 # ---------------------------------------------------------------- the walk
 @njit(cache=True, parallel=True)
-def walk_strands(p, base, n, start, first_strand, strands, first, length, elasticity, iterations, lifts, rules,
+def walk_strands(p, base, n, start, first_strand, length, elasticity, iterations, lifts, rules,
                  threads_cols, kids, rest, margins, came, lifted, around, rounds, looked, last, maps, sweeps,
                  friction, crossed, pushes):
-    """Follow-the-leader with collision, root to tip, on ``strands`` (K,) of rows ``p`` (3, C)
+    """Follow-the-leader with collision, root to tip, on every strand of rows ``p`` (3, C)
     float32 — strands of ``n`` points one after another, strand ``s``'s point ``j`` row
-    ``s n + j``, the wig's point ``start + s n + j`` — in place (``walk.CollisionWalk._walk``).
+    ``s n + j``, the wig's point ``start + s n + j`` — in place, all but the roots
+    (``walk.CollisionWalk._walk``).
 
     Parameters
     ----------
@@ -482,8 +483,6 @@ def walk_strands(p, base, n, start, first_strand, strands, first, length, elasti
         This frame's rest pose: a segment squashed to nothing takes its direction.
     first_strand : int
         The wig's strand of the rows' first (a split bake's part): the children's guide.
-    first : (S,) int64
-        Each strand's first point to place (1: all but the root).
     length : (C,) float32
         Each point's segment's rest length (a root's is not read).
     elasticity : float
@@ -526,17 +525,18 @@ def walk_strands(p, base, n, start, first_strand, strands, first, length, elasti
         it was pushed out: as well conditioned as its depth), head-local — what a dynamics layer
         that feels only its contacts takes back (``walk.CollisionWalk.pushes``); elsewhere left.
     """
-    for chunk in prange((strands.shape[0] + CHUNK - 1) // CHUNK):
+    count = p.shape[1] // n
+    for chunk in prange((count + CHUNK - 1) // CHUNK):
         mine = threads_cols[get_thread_id()]
         c0 = mine[0]
-        for kk in range(chunk * CHUNK, min((chunk + 1) * CHUNK, strands.shape[0])):
-            _walk_strand(p, base, n, start, first_strand, strands[kk], first, length, elasticity, iterations, lifts,
+        for s in range(chunk * CHUNK, min((chunk + 1) * CHUNK, count)):
+            _walk_strand(p, base, n, start, first_strand, s, length, elasticity, iterations, lifts,
                          rules, c0, mine, kids, rest, margins, came, lifted, around, rounds, looked, last,
                          maps, sweeps, friction, crossed, pushes)
 
 
 @njit(cache=True, inline="always")
-def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, iterations, lifts, rules, c0,
+def _walk_strand(p, base, n, start, first_strand, s, length, elasticity, iterations, lifts, rules, c0,
                  cols, kids, rest, margins, came, lifted, around, rounds, looked, last, maps, sweeps, friction,
                  crossed, pushes):
     """``walk_strands`` for strand ``s``; ``c0``: the first collider, read from the list once per
@@ -554,7 +554,7 @@ def _walk_strand(p, base, n, start, first_strand, s, first, length, elasticity, 
     sweeping = last.shape[1] > 0 and sweeps.any()
     r0 = s * n
     cx, cy, cz = came[0, s], came[1, s], came[2, s]
-    for j in range(first[s], n):
+    for j in range(1, n):
         i = r0 + j
         w = start + i
         px, py, pz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
@@ -717,18 +717,10 @@ def _lift(p, i, j, w, c0, cols, rest, bx, by, bz, qx, qy, qz, nx, ny, nz, bound,
                     nrm[k, 0], nrm[k, 1], nrm[k, 2] = ax, ay, az
                     rch[k] = ax * ox + ay * oy + az * oz
     tenth = 0.1 * math.sqrt((qx - bx) ** 2 + (qy - by) ** 2 + (qz - bz) ** 2)
-    off, longest, total = 0.0, 0.0, 0.0
-    for k in range(m):
-        if 0 < k < j and depth[k] > tenth:
+    for k in range(1, j):
+        if depth[k] > tenth:
             return False
-        if k > 0:
-            s0, s1, s2 = x[k, 0] - x[k - 1, 0], x[k, 1] - x[k - 1, 1], x[k, 2] - x[k - 1, 2]
-            off = max(off, abs(math.sqrt(s0 * s0 + s1 * s1 + s2 * s2) - lng[k - 1]))
-            longest = max(longest, lng[k - 1])
-        for c in range(3):
-            total += (x[k, c] - x0[k, c]) ** 2
-    total = math.sqrt(total)
-    if not (off <= kept * longest and total <= bound and math.isfinite(total)):
+    if not settled(x, x0, lng, kept, bound):
         return False
     for k in range(1, m):
         for c in range(3):
