@@ -160,6 +160,7 @@ class LayerFrame:
             res = np.empty(x.shape) if out is None else out
             field_accel(rows, vel, res.reshape(3, -1), *packed)
             return res
+        accel.packed = packed             # for a kernel that takes the fields point by point
         return accel
 
     def world(self, rows: np.ndarray) -> np.ndarray:

@@ -33,6 +33,7 @@ from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, prof
 from .errors import HairWigError
 from .interaction import Contacts, Volume, link_forces, repulsion, segment_rows, static_links
 from .kernels import verlet_substeps, verlet_substeps_met
+from .kernels.verlet import NO_FIELDS
 from .leader import follow_the_leader
 from .profiles import Profile
 from .spaces import rotation_of, transform_rows
@@ -333,20 +334,26 @@ class VerletStrands:
         """The frame's substeps by the one kernel (``kernels.verlet_substeps``: the prediction, the
         bend and follow-the-leader, strand by strand; ``verlet_substeps_met`` meets the colliders
         inside it, as ``_meet`` does): all ``m`` in one launch where nothing between them needs
-        every strand; else one a launch, with the force fields' and hair–hair accelerations
-        before it (and the colliders' contacts after it, where the kernel cannot meet them:
-        ``SurfaceContacts.substep_parts``)."""
+        every strand — the scene's force fields are taken inside it, point by point; else one a
+        launch, with the hair–hair accelerations (and force fields given as a plain function)
+        before it, and the colliders' contacts after it where the kernel cannot meet them
+        (``SurfaceContacts.substep_parts``)."""
         s = self.settings
         new = np.empty_like(pos)
         length = self.length
         tiny = 4 * float(np.finfo(np.float64).eps)
         parts = contact.substep_parts(pos.shape, m) if isinstance(contact, SurfaceContacts) else None
-        whole = accel is None and (contact is None or parts is not None) and not (s.hair_hair or self.link_a.size)
+        between = bool(s.hair_hair or self.link_a.size)
+        # the scene's force fields as the kernel reads them (``LayerFrame.accel``'s): taken inside
+        # it, each point's own; a plain function of every point (a test's) between launches
+        packed = getattr(accel, "packed", None) if not between else None
+        whole = (accel is None or packed is not None) and (contact is None or parts is not None) and not between
         none = np.zeros((0, 0, 0))
+        fields = NO_FIELDS if packed is None else packed
         gives = (1 + bool(s.pinned and s.root_direction), GIVE, SETTLING, HEAD_ON, ROUNDS, RIDGE, KEPT)
         for i in ([1] if whole else range(1, m + 1)):
-            extra = none
-            if accel is not None or s.hair_hair or self.link_a.size:
+            extra = none if packed is None else np.empty_like(pos)
+            if packed is None and (accel is not None or between):
                 extra = np.broadcast_to(base[:, None, None], pos.shape).copy()
                 if accel is not None:
                     v = (pos - prev) / h
@@ -356,7 +363,7 @@ class VerletStrands:
                 if s.hair_hair or self.link_a.size:
                     extra += self.interaction(pos, frame, prev)
             verlet = (pos, prev, new, g0, step, i, m if whole else 1, h, keep, toward, base, extra, kh2, bend, length,
-                      bool(s.pinned), bool(s.root_direction), float(s.ftl_damping), tiny)
+                      bool(s.pinned), bool(s.root_direction), float(s.ftl_damping), tiny, *fields)
             if parts is not None:
                 verlet_substeps_met(*verlet, *contact.launch_parts(parts), float(s.friction), *gives)
                 contact.counted()

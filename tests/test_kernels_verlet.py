@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 
 from hair_wig.collision.contacts import SurfaceContacts
+from hair_wig.dynamics import ForceField
+from hair_wig.dynamics_layer import LayerFrame
 from hair_wig import strands as strands_module
 from hair_wig.strands import StrandSettings, VerletStrands
 from test_kernels_contacts import _colliders as _contact_colliders
@@ -137,10 +139,11 @@ def _fixed(settings):
     return (1 + bool(settings.root_direction)) if settings.pinned else 0
 
 
-def _met_both_ways(hand, turn, settings, tol, accel=None):
+def _met_both_ways(hand, turn, settings, tol, accel=None, reference_accel=None):
     """Every frame of ``_sweeping_head`` stepped from the same state by the substeps that meet
     the colliders inside their kernel and by launches with the contacts between them, compared
-    at ``tol``, with the force fields ``accel``; returns the reference's contacts."""
+    at ``tol``, with the force fields ``accel`` (``reference_accel``: the reference's, by default
+    the same); returns the reference's contacts."""
     rest, cs, index, frames = _sweeping_head(hand, turn)
     fused, between = SurfaceContacts(cs, index, _fixed(settings)), _Between(cs, index, _fixed(settings))
     kernel, reference = VerletStrands(rest, settings), VerletStrands(rest, settings)
@@ -151,7 +154,7 @@ def _met_both_ways(hand, turn, settings, tol, accel=None):
             c.move(was, now)
             c.begin()
         got = kernel.step(mine, goal, 1 / 24, G, accel=accel, contact=fused)
-        want = reference.step(state, goal, 1 / 24, G, accel=accel, contact=between)
+        want = reference.step(state, goal, 1 / 24, G, accel=reference_accel or accel, contact=between)
         for a, b in ((got, want), (mine["pos"], state["pos"]), (mine["prev"], state["prev"])):
             np.testing.assert_allclose(a, b, rtol=0, atol=tol)
     assert np.abs(want - goal).max() > 0.01                    # the strands did move
@@ -232,3 +235,58 @@ def test_the_substep_kernel_meeting_colliders_gives_the_same_bits_on_one_and_two
         numba.set_num_threads(was_threads)
     assert all(np.array_equal(a, b) for a, b in zip(runs[0][:3], runs[1][:3]))
     assert runs[0][3] == runs[1][3]
+
+
+def _scene_fields(time=0.3):
+    """A wind, a turbulence and a drag as a scene's force fields: ``LayerFrame.accel``'s function
+    (its fields packed for the kernel), and the same function without them (a plain function of
+    every point, as a test's ``_wind``: met between one-substep launches)."""
+    fields = [ForceField(np.array([0.0, -3.0, 0.0]), np.array([0.2, 1.0, 0.1]), 4.0, shape="PLANE", kind="WIND"),
+              ForceField(np.array([0.1, 0.0, 0.3]), np.array([0.0, 0.0, 1.0]), 2.0, shape="POINT", kind="TURBULENCE",
+                         size=0.3, seed=5, falloff_power=1.0, min_distance=0.2, max_distance=3.0),
+              ForceField(np.zeros(3), np.array([0.0, 0.0, 1.0]), 1.0, kind="DRAG", linear_drag=0.7,
+                         quadratic_drag=0.4)]
+    frame = LayerFrame(1 / 24, time, G, fields, np.eye(4), np.eye(4), np.eye(4))
+    packed = frame.accel()
+    assert packed.packed[0].shape[0] == 3
+
+    def plain(x, v):
+        return packed(x, v)
+    return packed, plain
+
+
+@pytest.mark.parametrize("met", [False, True])
+def test_force_fields_taken_inside_the_substep_kernel_give_the_launches_bits(met, monkeypatch):
+    """The scene's force fields taken point by point inside the substep kernel (all of a frame's
+    substeps one launch: ``kernels.verlet._fields`` with ``kernels.fields.accel_at``) against
+    the same fields computed for every point between one-substep launches, as the layer did
+    (``field_accel``, then the kernel): the same float64 operations in the same order, so the
+    same bits — without colliders, and with a moving head the kernel meets inside it (against
+    the contacts met between launches, at that test's own bound)."""
+    packed, plain = _scene_fields()
+    settings = StrandSettings()
+    launches = []
+    for name in ("verlet_substeps", "verlet_substeps_met"):
+        kernel = getattr(strands_module, name)
+        monkeypatch.setattr(strands_module, name, lambda *a, _k=kernel: (launches.append(a[6]), _k(*a))[1])
+    if not met:
+        rest = _groom(16, 200, seed=3)
+        goal = rest + np.array([0.05, -0.02, 0.01])[:, None, None]
+        fused, between = VerletStrands(rest, settings), VerletStrands(rest, settings)
+        a, b = fused.initial_state(rest, G), between.initial_state(rest, G)
+        for _ in range(3):
+            launches.clear()
+            got = fused.step(a, goal, 1 / 24, G, accel=packed)
+            assert launches == [settings.substeps]               # the frame's substeps, one launch
+            want = between.step(b, goal, 1 / 24, G, accel=plain)
+            assert launches[1:] == [1] * settings.substeps        # one a substep
+            assert got.tobytes() == want.tobytes()
+            assert a["pos"].tobytes() == b["pos"].tobytes() and a["prev"].tobytes() == b["prev"].tobytes()
+        assert np.abs(want - goal).max() > 1e-3                  # the fields moved the strands
+        return
+    rest = _contact_rest()
+    n = rest.shape[1]
+    tol = rounding(magnitude(rest, at_least=1.0), settings.substeps * FOLLOW * n, eps=EPS64) * n
+    between = _met_both_ways(True, False, settings, tol, packed, reference_accel=plain)
+    assert between.pushed > 500
+    assert settings.substeps in launches                        # the fused frames: one launch each

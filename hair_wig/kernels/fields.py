@@ -68,60 +68,67 @@ def field_accel(x, v, out, kinds, floats, tables):
     n = x.shape[1]
     moving = v.shape[1] > 0
     for r in prange((n + RUN - 1) // RUN):
-        start = r * RUN
-        stop = min(start + RUN, n)
-        for k in range(3):
-            for i in range(start, stop):
-                out[k, i] = 0.0
-        for f in range(kinds.shape[0]):
-            kind, shape, glob, tab = kinds[f, 0], kinds[f, 1], kinds[f, 2], kinds[f, 3]
-            px, py, pz = floats[f, 0], floats[f, 1], floats[f, 2]
-            dx, dy, dz = floats[f, 3], floats[f, 4], floats[f, 5]
-            scale, power, near, far = floats[f, 6], floats[f, 7], floats[f, 8], floats[f, 9]
-            size, lin, quad = floats[f, 10], floats[f, 11], floats[f, 12]
-            for i in range(start, stop):
-                x0, x1, x2 = x[0, i], x[1, i], x[2, i]
-                r0, r1, r2 = x0 - px, x1 - py, x2 - pz
-                if shape == PLANE:
-                    dist = abs(r0 * dx + r1 * dy + r2 * dz)
-                else:
-                    dist = math.sqrt(r0 * r0 + r1 * r1 + r2 * r2)
-                if dist > far:
-                    fac = 0.0
-                elif dist > near:
-                    fac = (1.0 + (dist - near)) ** -power
-                else:
-                    fac = 1.0
-                if kind == WIND:
-                    s = scale * fac
-                    out[0, i] += s * dx
-                    out[1, i] += s * dy
-                    out[2, i] += s * dz
-                elif kind == TURBULENCE:
-                    if glob:
-                        a0, a1, a2 = x0 / size, x1 / size, x2 / size
-                    else:
-                        a0, a1, a2 = r0 / size, r1 / size, r2 / size
-                    # ``dynamics.turbulence``: two octaves, the second at twice the frequency,
-                    # half the amplitude, shifted by 17
-                    table = tables[tab]
-                    n0, n1, n2 = _lattice(a0 * 1.0 + 0.0, a1 * 1.0 + 0.0, a2 * 1.0 + 0.0, table)
-                    o0, o1, o2 = _lattice(a0 * 2.0 + 17.0, a1 * 2.0 + 17.0, a2 * 2.0 + 17.0, table)
-                    s = scale * fac
-                    out[0, i] += s * (((0.0 + 1.0 * n0) + 0.5 * o0) / 1.5)
-                    out[1, i] += s * (((0.0 + 1.0 * n1) + 0.5 * o1) / 1.5)
-                    out[2, i] += s * (((0.0 + 1.0 * n2) + 0.5 * o2) / 1.5)
-                elif moving:
-                    v0, v1, v2 = v[0, i], v[1, i], v[2, i]
-                    # −v̂ (lin |v| + quad |v|²) = −v (lin + quad |v|)
-                    s = -((scale * fac) * (lin + quad * math.sqrt(v0 * v0 + v1 * v1 + v2 * v2)))
-                    out[0, i] += s * v0
-                    out[1, i] += s * v1
-                    out[2, i] += s * v2
-                else:                     # the reference adds its zeros
-                    out[0, i] += 0.0
-                    out[1, i] += 0.0
-                    out[2, i] += 0.0
+        for i in range(r * RUN, min(r * RUN + RUN, n)):
+            v0 = v[0, i] if moving else 0.0
+            v1 = v[1, i] if moving else 0.0
+            v2 = v[2, i] if moving else 0.0
+            out[0, i], out[1, i], out[2, i] = accel_at(x[0, i], x[1, i], x[2, i], v0, v1, v2, moving, kinds, floats,
+                                                       tables)
+
+
+@njit(cache=True, inline="always")
+def accel_at(x0, x1, x2, v0, v1, v2, moving, kinds, floats, tables):
+    """``field_accel`` at one point ``x`` moving at ``v`` (``moving``: else no drag): the fields'
+    summed force per unit mass, added in their order from zero. The Strands substeps take it
+    inside their own kernel (``kernels.verlet``), point by point, the same bits."""
+    a0 = a1 = a2 = 0.0
+    for f in range(kinds.shape[0]):
+        kind, shape, glob, tab = kinds[f, 0], kinds[f, 1], kinds[f, 2], kinds[f, 3]
+        px, py, pz = floats[f, 0], floats[f, 1], floats[f, 2]
+        dx, dy, dz = floats[f, 3], floats[f, 4], floats[f, 5]
+        scale, power, near, far = floats[f, 6], floats[f, 7], floats[f, 8], floats[f, 9]
+        size, lin, quad = floats[f, 10], floats[f, 11], floats[f, 12]
+        r0, r1, r2 = x0 - px, x1 - py, x2 - pz
+        if shape == PLANE:
+            dist = abs(r0 * dx + r1 * dy + r2 * dz)
+        else:
+            dist = math.sqrt(r0 * r0 + r1 * r1 + r2 * r2)
+        if dist > far:
+            fac = 0.0
+        elif dist > near:
+            fac = (1.0 + (dist - near)) ** -power
+        else:
+            fac = 1.0
+        if kind == WIND:
+            s = scale * fac
+            a0 += s * dx
+            a1 += s * dy
+            a2 += s * dz
+        elif kind == TURBULENCE:
+            if glob:
+                b0, b1, b2 = x0 / size, x1 / size, x2 / size
+            else:
+                b0, b1, b2 = r0 / size, r1 / size, r2 / size
+            # ``dynamics.turbulence``: two octaves, the second at twice the frequency, half the
+            # amplitude, shifted by 17
+            table = tables[tab]
+            n0, n1, n2 = _lattice(b0 * 1.0 + 0.0, b1 * 1.0 + 0.0, b2 * 1.0 + 0.0, table)
+            o0, o1, o2 = _lattice(b0 * 2.0 + 17.0, b1 * 2.0 + 17.0, b2 * 2.0 + 17.0, table)
+            s = scale * fac
+            a0 += s * (((0.0 + 1.0 * n0) + 0.5 * o0) / 1.5)
+            a1 += s * (((0.0 + 1.0 * n1) + 0.5 * o1) / 1.5)
+            a2 += s * (((0.0 + 1.0 * n2) + 0.5 * o2) / 1.5)
+        elif moving:
+            # −v̂ (lin |v| + quad |v|²) = −v (lin + quad |v|)
+            s = -((scale * fac) * (lin + quad * math.sqrt(v0 * v0 + v1 * v1 + v2 * v2)))
+            a0 += s * v0
+            a1 += s * v1
+            a2 += s * v2
+        else:                     # the reference adds its zeros
+            a0 += 0.0
+            a1 += 0.0
+            a2 += 0.0
+    return a0, a1, a2
 
 
 def _as_called():

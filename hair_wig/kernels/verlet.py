@@ -21,13 +21,14 @@ from numba import get_thread_id, njit, prange
 
 from .chain import give_chain, gives
 from .contacts import _points, _segments
+from .fields import accel_at
 from .leader import place
 from .response import met
 
 
 @njit(cache=True, parallel=True)
 def verlet_substeps(pos, prev, new, g0, step, first, count, h, keep, toward, base, extra, kh2, share, length,
-                    pinned, root_direction, ftl_damping, tiny):
+                    pinned, root_direction, ftl_damping, tiny, kinds, floats, tables):
     """Substeps ``first … first + count − 1`` (1-based within the frame) of every strand.
 
     Parameters
@@ -45,7 +46,8 @@ def verlet_substeps(pos, prev, new, g0, step, first, count, h, keep, toward, bas
     base : (3,) float64
         The acceleration every point feels (gravity and the held style's pull).
     extra : (3, n, S) float64, or (0, 0, 0)
-        When given, each point's acceleration instead of ``base`` (force fields, hair–hair).
+        When given, each point's acceleration instead of ``base`` (force fields, hair–hair); with
+        force fields packed in ``kinds`` (below), scratch the kernel writes them into.
     kh2 : (n, S) float64
         The goal's stiffness times ``h²``.
     share : float
@@ -58,6 +60,10 @@ def verlet_substeps(pos, prev, new, g0, step, first, count, h, keep, toward, bas
         How much of a point's length correction comes off its leader's velocity.
     tiny : float
         Up to which ``|s − 1|`` follow-the-leader leaves a point bit for bit (4 ulp).
+    kinds, floats, tables :
+        The scene's force fields packed (``dynamics.pack_fields``; none: no rows): each substep
+        ``extra`` is ``base`` plus their acceleration at the points and their velocities then
+        (``_fields``), as the layer's numpy computed it between one-substep launches.
     """
     n, num = pos.shape[1], pos.shape[2]
     use_extra = extra.shape[1] == n
@@ -68,6 +74,8 @@ def verlet_substeps(pos, prev, new, g0, step, first, count, h, keep, toward, bas
         lo, hi = b * BLOCK, min((b + 1) * BLOCK, num)
         carry = np.empty((3, hi - lo))
         for i in range(first, first + count):
+            if kinds.shape[0]:
+                _fields(pos, prev, step, h, keep, toward, base, extra, kinds, floats, tables, lo, hi)
             _substep(pos, prev, new, g0, step, i, h, keep, toward, base, extra, use_extra, kh2, share, length, pinned,
                      root_direction, ftl_damping, tiny, lo, hi, carry)
             _kept(new, pos, lo, hi)
@@ -78,7 +86,8 @@ BLOCK = 64                        # strands a kernel iteration takes side by sid
 
 @njit(cache=True, parallel=True)
 def verlet_substeps_met(pos, prev, new, g0, step, first, count, h, keep, toward, base, extra, kh2, share, length,
-                        pinned, root_direction, ftl_damping, tiny, maps, backs, q, push, fixed, cols, lim_p, lim_s,
+                        pinned, root_direction, ftl_damping, tiny, kinds, floats, tables, maps, backs, q, push, fixed,
+                        cols, lim_p, lim_s,
                         w_a, w_b, fresh, every, lipschitz, ref_p, room_p, ref_m, half_m, room_s, touched, looked,
                         friction, give_fixed, give, settling, head_on, rounds, ridge, kept):
     """``verlet_substeps``, each substep's points then meeting the colliders as the layer's
@@ -114,6 +123,8 @@ def verlet_substeps_met(pos, prev, new, g0, step, first, count, h, keep, toward,
         for s in range(lo, hi):
             looked[s] = 0
         for i in range(first, first + count):
+            if kinds.shape[0]:
+                _fields(pos, prev, step, h, keep, toward, base, extra, kinds, floats, tables, lo, hi)
             _substep(pos, prev, new, g0, step, i, h, keep, toward, base, extra, use_extra, kh2, share, length, pinned,
                      root_direction, ftl_damping, tiny, lo, hi, carry)
             _local(new, q, push, maps[i - 1], lo, hi)
@@ -195,6 +206,29 @@ def _respond(x, prev, q, push, back, s, friction):
                              dx / r, dy / r, dz / r, friction)
             x[0, j, s], x[1, j, s], x[2, j, s] = x0, x1, x2
             prev[0, j, s], prev[1, j, s], prev[2, j, s] = x0 - vx, x1 - vy, x2 - vz
+
+
+@njit(cache=True, inline="always")
+def _fields(pos, prev, step, h, keep, toward, base, extra, kinds, floats, tables, lo, hi):
+    """Each point's acceleration ``extra`` of strands ``lo … hi − 1``: ``base`` plus the force
+    fields' (``kernels.fields.accel_at``) at its place and velocity — ``(x − x_prev) / h`` damped
+    over the substep toward the goal's, as ``_predict`` takes it — in the layer's numpy order."""
+    n = pos.shape[1]
+    for j in range(n):
+        for s in range(lo, hi):
+            v0 = (pos[0, j, s] - prev[0, j, s]) / h
+            v1 = (pos[1, j, s] - prev[1, j, s]) / h
+            v2 = (pos[2, j, s] - prev[2, j, s]) / h
+            v0 *= keep
+            v1 *= keep
+            v2 *= keep
+            v0 += (1.0 - keep) * toward * (step[0, j, s] / h)
+            v1 += (1.0 - keep) * toward * (step[1, j, s] / h)
+            v2 += (1.0 - keep) * toward * (step[2, j, s] / h)
+            a0, a1, a2 = accel_at(pos[0, j, s], pos[1, j, s], pos[2, j, s], v0, v1, v2, True, kinds, floats, tables)
+            extra[0, j, s] = base[0] + a0
+            extra[1, j, s] = base[1] + a1
+            extra[2, j, s] = base[2] + a2
 
 
 @njit(cache=True, inline="always")
@@ -315,7 +349,10 @@ def _as_called():
     kh2, length = np.full((n, num), 0.1), np.full((n - 1, num), 0.1)
     for extra in (np.zeros((0, 0, 0)), np.zeros_like(pos)):
         verlet_substeps(pos, prev, new, g0, step, 1, 2, 0.01, 0.9, 0.5, np.zeros(3), extra, kh2, 0.5, length,
-                        True, True, 1.0, 8.9e-16)
+                        True, True, 1.0, 8.9e-16, *NO_FIELDS)
+
+
+NO_FIELDS = (np.zeros((0, 4), np.int64), np.zeros((0, 13)), np.zeros((0, 4096, 3)))   # ``pack_fields`` of none
 
 
 # (what an artist reads while it runs, the call that compiles it as the core calls it)
