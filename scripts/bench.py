@@ -299,13 +299,17 @@ def preview_rate(strands: int, frames: int) -> dict:
 
 
 def live_rate(key: str, frames: int = 48) -> dict:
-    """Live dynamics (issue 37) in Blender: ``LAYER:strands`` (16 points each) on section 2's
-    turning Suzanne with head collision and Live Dynamics on, played with ``frame_set`` as the
-    timeline plays it; then scrubbed back over the cached frames. Updates per second and the
-    cache's memory per frame."""
-    layer, strands = key.split(":")
+    """Live dynamics (issue 37) in Blender: ``LAYER:strands[:WIND]`` (16 points each) on section
+    2's turning Suzanne with head collision (and, with ``WIND``, a Wind field of strength 3 blowing
+    at her face) and Live Dynamics on, played with ``frame_set`` as the timeline plays it; then
+    scrubbed back over the cached frames. Updates per second and the cache's memory per frame."""
+    layer, strands, *wind = key.split(":")
     bpy, scene, head = _head_scene(frames)
     hair = head_wig(head, int(strands), layer)
+    if wind == ["WIND"]:
+        bpy.ops.object.effector_add(type="WIND", location=(0.0, -3.0, 0.0), rotation=(np.pi / 2, 0.0, 0.0))
+        bpy.context.active_object.field.strength = 3.0
+        bpy.context.view_layer.objects.active = hair
     import addon
     import numba
     from importlib import import_module
@@ -341,7 +345,8 @@ def live_section(args, env) -> list:
     for key in args.live:
         r = _run("--live-one", key, env=env)
         rows.append(r)
-        print(f"{r['layer'].lower():>9}{r['strands']:>9}{r['updates_per_s']:>11.1f}{r['ms']:>10.1f}"
+        print(f"{r['layer'].lower() + (' +wind' if key.endswith(':WIND') else ''):>9}{r['strands']:>9}"
+              f"{r['updates_per_s']:>11.1f}{r['ms']:>10.1f}"
               f"{r['scrub_per_s']:>9.0f}{r['cache_mb_per_frame']:>10.2f}{r['threads']:>9}", flush=True)
     return rows
 
@@ -958,9 +963,10 @@ def main(argv=None) -> int:
     p.add_argument("--wisps-frames", type=int, default=4, help="warm frames a thread count in section 10")
     p.add_argument("--wisps-only", action="store_true", help="run section 10 (Wisps) alone")
     p.add_argument("--wisps-one", help=argparse.SUPPRESS)
-    p.add_argument("--live", nargs="*", default=["STRANDS:5000", "STRANDS:1000", "SPRINGS:5000", "RODS:5000",
-                                                 "WISPS:5000"],
-                   help="live dynamics cases for section 11, SOLVER:strands; none skips it")
+    p.add_argument("--live", nargs="*", default=["STRANDS:5000", "STRANDS:5000:WIND", "STRANDS:1000", "SPRINGS:5000",
+                                                 "RODS:5000", "WISPS:5000"],
+                   help="live dynamics cases for section 11, SOLVER:strands[:WIND] (WIND: a Wind field blowing at "
+                        "her face); none skips it")
     p.add_argument("--live-only", action="store_true", help="run section 11 (live dynamics) alone")
     p.add_argument("--live-one", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
