@@ -1771,12 +1771,12 @@ def test_the_axes_closest_distance_is_the_segments():
         b0 = a0 + rng.normal(size=3) * 0.05 + d * rng.uniform(-2, 2)
         cases.append(np.array([a0, a0 + d, b0, b0 + d * rng.choice([-1.0, 1.0])]))
     cases.append(np.array([[0, 0, 0], [1e-7, 0, 0], [0.5, -1, 0.2], [0.5, 1, 0.2]]))
-    counts = np.zeros(3, np.int64)
+    counts = np.zeros((1, 3), np.int64)
     for pts in cases:
         x = np.ascontiguousarray(pts.reshape(2, 2, 3))
         v = np.zeros_like(x)
         r = np.zeros((2, 2, 4))
-        dist = kernel_cross(x, v, r, r, np.ones((2, 2)), 0, 0, 1, 0, 5.0, 1 / 192, counts)
+        dist = kernel_cross(x, v, r, r, np.ones((2, 2)), 0, 0, 1, 0, 5.0, 1 / 192, counts, 0)
         _, _, o, kappa = ref_closest(*pts)
         lengths = np.linalg.norm(pts[1] - pts[0]) + np.linalg.norm(pts[3] - pts[2])
         allowance = 1e-6 * lengths if kappa >= 1e12 else 0.0
@@ -2085,9 +2085,10 @@ def test_a_cross_sections_meet_never_pushes_its_skeleton_point_whatever_its_dept
         if way == "at rest":
             v[:] = 0.0
         v[0, 3] = 0.5 * (v[1, 1] + v[1, 2]) + SPEEDS[way] * _unit(-out + 0.2 * turn @ np.array([1.0, 0.3, 0.0]))
-        after, rd, counts = v.copy(), c["rd"].copy(), np.zeros(3, np.int64)
+        after, rd, hits = v.copy(), c["rd"].copy(), np.zeros((1, 3), np.int64)
         kernel_meet(x, after, c["r"], rd, c["frames"], c["tangent"], c["mass"], c["inv_mass"], c["m_env"], c["r0"],
-                    0, 3, 1, 1, 5.0, dt, counts)
+                    0, 3, 1, 1, 5.0, dt, hits, 0)
+        counts = hits[0]
         assert counts[0] == 5                              # the tip and its four envelope points
         if way == "at rest":
             assert counts[1] == 0 and not after.any() and not rd.any()

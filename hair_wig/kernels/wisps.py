@@ -596,7 +596,7 @@ def wisp_pairs(x, r, n_seg):
     return pairs
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _inside(x, r, wb, kb, px, py, pz):
     """Whether point ``p`` is inside segment ``kb`` of wisp ``wb`` (the volume between its two
     cross-sections, seed 001 §4.1: each a disc of its envelope's mean radius): its fraction ``u``
@@ -619,8 +619,8 @@ def _inside(x, r, wb, kb, px, py, pz):
     return u, ox, oy, oz, rad
 
 
-@njit(cache=True)
-def _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wa, c, wb, kb, viscosity, dt_c, counts):
+@njit(cache=True, inline="always")
+def _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wa, c, wb, kb, viscosity, dt_c, hits, pair):
     """The points of cross-section ``c`` of wisp ``wa`` (skeleton and envelope) against segment
     ``kb`` of wisp ``wb`` (seed 001 §4.2): a point inside it interpenetrates where the relative
     velocity lies within 25° of the two wisps' common plane — its part along the plane's normal
@@ -650,7 +650,7 @@ def _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wa, c, wb, kb
             continue
         if q < 0 and inv_mass[wa, c] == 0.0:
             continue
-        counts[0] += 1
+        hits[pair, 0] += 1
         g = 1.0 - u
         sx = g * v[wb, kb, 0] + u * v[wb, kb + 1, 0]
         sy = g * v[wb, kb, 1] + u * v[wb, kb + 1, 1]
@@ -687,7 +687,7 @@ def _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wa, c, wb, kb
             # an envelope point only loses what carries it deeper into the other (towards its
             # axis): the envelope compresses, and is not dragged about by every neighbour it
             # overlaps in a moving groom
-            counts[1] += 1
+            hits[pair, 1] += 1
             dx, dy, dz = -relx, -rely, -relz
             fx, fy, fz, off = _unit3(ox, oy, oz)
             if q >= 0:
@@ -719,13 +719,13 @@ def _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wa, c, wb, kb
         v[wb, kb + 1, 2] -= jz * wu
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _mean_radius(r, w, k):
     return 0.25 * (r[w, k, 0] + r[w, k, 1] + r[w, k, 2] + r[w, k, 3])
 
 
-@njit(cache=True)
-def _cross(x, v, r, r0, inv_mass, wa, ka, wb, kb, viscosity, dt_c, counts):
+@njit(cache=True, inline="always")
+def _cross(x, v, r, r0, inv_mass, wa, ka, wb, kb, viscosity, dt_c, hits, pair):
     """Two skeleton segments whose axes pass closer than half the sum of their mean radii there
     (``reach``; seed 001 §4.1 tests the cross-sections' points only, enough for segments as wide
     as long; a thin wisp's segment could pass through another between its cross-sections): the closest points of the two axes
@@ -757,7 +757,7 @@ def _cross(x, v, r, r0, inv_mass, wa, ka, wb, kb, viscosity, dt_c, counts):
     dist = np.sqrt(ox * ox + oy * oy + oz * oz)
     if dist >= reach:
         return dist
-    counts[0] += 1
+    hits[pair, 0] += 1
     gs, gt = 1.0 - s, 1.0 - t
     relx = gs * v[wa, ka, 0] + s * v[wa, ka + 1, 0] - gt * v[wb, kb, 0] - t * v[wb, kb + 1, 0]
     rely = gs * v[wa, ka, 1] + s * v[wa, ka + 1, 1] - gt * v[wb, kb, 1] - t * v[wb, kb + 1, 1]
@@ -779,7 +779,7 @@ def _cross(x, v, r, r0, inv_mass, wa, ka, wb, kb, viscosity, dt_c, counts):
         dy = -vn * ny - drag * (rely - vn * ny)
         dz = -vn * nz - drag * (relz - vn * nz)
     else:
-        counts[1] += 1
+        hits[pair, 1] += 1
         dx, dy, dz = -relx, -rely, -relz
     w_a = gs * gs * inv_mass[wa, ka] + s * s * inv_mass[wa, ka + 1]
     w_b = gt * gt * inv_mass[wb, kb] + t * t * inv_mass[wb, kb + 1]
@@ -794,7 +794,7 @@ def _cross(x, v, r, r0, inv_mass, wa, ka, wb, kb, viscosity, dt_c, counts):
     return dist
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _widest(r, w, k):
     """The largest envelope radius of segment ``k`` of wisp ``w`` (both its cross-sections)."""
     out = 0.0
@@ -871,12 +871,15 @@ def _pair(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, viscosity, dt
     a, b = pairs[t, 0], pairs[t, 1]
     wa, ka = a // (n - 1), a % (n - 1)
     wb, kb = b // (n - 1), b % (n - 1)
-    mine = hits[t]
-    dist = _cross(x, v, r, r0, inv_mass, wa, ka, wb, kb, viscosity, dt_c, mine)
+    dist = _cross(x, v, r, r0, inv_mass, wa, ka, wb, kb, viscosity, dt_c, hits, t)
     if dist >= _widest(r, wa, ka) + _widest(r, wb, kb):
         return                  # no point of either lies within the other's reach of its axis
-    _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wa, ka + 1, wb, kb, viscosity, dt_c, mine)
-    _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, wb, kb + 1, wa, ka, viscosity, dt_c, mine)
+    # both ends by one inlined site, as every helper a pair calls is inlined: a call passing
+    # arrays counts a reference to each, atomically, and takes it back — per pair, on arrays
+    # every thread shares
+    for end in range(2):
+        w1, c1, w2, k2 = (wa, ka + 1, wb, kb) if end == 0 else (wb, kb + 1, wa, ka)
+        _meet(x, v, r, rd, frames, tangent, mass, inv_mass, m_env, r0, w1, c1, w2, k2, viscosity, dt_c, hits, t)
 
 
 @njit(cache=True, parallel=True)
