@@ -350,9 +350,10 @@ class VerletStrands:
         whole = (accel is None or packed is not None) and (contact is None or parts is not None) and not between
         none = np.zeros((0, 0, 0))
         fields = NO_FIELDS if packed is None else packed
+        scratch = none if packed is None else np.empty_like(pos)      # the kernel writes the fields' into it
         gives = (1 + bool(s.pinned and s.root_direction), GIVE, SETTLING, HEAD_ON, ROUNDS, RIDGE, KEPT)
         for i in ([1] if whole else range(1, m + 1)):
-            extra = none if packed is None else np.empty_like(pos)
+            extra = scratch
             if packed is None and (accel is not None or between):
                 extra = np.broadcast_to(base[:, None, None], pos.shape).copy()
                 if accel is not None:

@@ -216,19 +216,24 @@ def _fields(pos, prev, step, h, keep, toward, base, extra, kinds, floats, tables
     n = pos.shape[1]
     for j in range(n):
         for s in range(lo, hi):
-            v0 = (pos[0, j, s] - prev[0, j, s]) / h
-            v1 = (pos[1, j, s] - prev[1, j, s]) / h
-            v2 = (pos[2, j, s] - prev[2, j, s]) / h
-            v0 *= keep
-            v1 *= keep
-            v2 *= keep
-            v0 += (1.0 - keep) * toward * (step[0, j, s] / h)
-            v1 += (1.0 - keep) * toward * (step[1, j, s] / h)
-            v2 += (1.0 - keep) * toward * (step[2, j, s] / h)
+            v0 = _velocity(pos, prev, step, h, keep, toward, 0, j, s)
+            v1 = _velocity(pos, prev, step, h, keep, toward, 1, j, s)
+            v2 = _velocity(pos, prev, step, h, keep, toward, 2, j, s)
             a0, a1, a2 = accel_at(pos[0, j, s], pos[1, j, s], pos[2, j, s], v0, v1, v2, True, kinds, floats, tables)
             extra[0, j, s] = base[0] + a0
             extra[1, j, s] = base[1] + a1
             extra[2, j, s] = base[2] + a2
+
+
+@njit(cache=True, inline="always")
+def _velocity(pos, prev, step, h, keep, toward, k, j, s):
+    """Component ``k`` of point ``j`` of strand ``s``'s velocity over the substep: ``(x − x_prev)
+    / h`` damped exactly toward the goal's ``step / h`` (``keep``, ``toward``), in the layer's
+    numpy order — what the prediction moves it by and the force fields' drag reads."""
+    v = (pos[k, j, s] - prev[k, j, s]) / h
+    v *= keep
+    v += (1.0 - keep) * toward * (step[k, j, s] / h)
+    return v
 
 
 @njit(cache=True, inline="always")
@@ -240,9 +245,7 @@ def _predict(pos, prev, new, g0, step, i, h, keep, toward, base, extra, use_extr
         for k in range(3):
             for s in range(lo, hi):
                 target = g0[k, j, s] + step[k, j, s] * i
-                v = (pos[k, j, s] - prev[k, j, s]) / h
-                v *= keep
-                v += (1.0 - keep) * toward * (step[k, j, s] / h)
+                v = _velocity(pos, prev, step, h, keep, toward, k, j, s)
                 a = extra[k, j, s] if use_extra else base[k]
                 x = pos[k, j, s] + v * h + a * (h * h) + kh2[j, s] * target
                 new[k, j, s] = x / (1.0 + kh2[j, s])
@@ -352,7 +355,7 @@ def _as_called():
                         True, True, 1.0, 8.9e-16, *NO_FIELDS)
 
 
-NO_FIELDS = (np.zeros((0, 4), np.int64), np.zeros((0, 13)), np.zeros((0, 4096, 3)))   # ``pack_fields`` of none
+NO_FIELDS = (np.zeros((0, 4), np.int64), np.zeros((0, 13)), np.zeros((0, 0, 3)))   # ``pack_fields``' types, no field
 
 
 # (what an artist reads while it runs, the call that compiles it as the core calls it)
