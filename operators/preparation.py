@@ -4,9 +4,11 @@ preferences; a bake waits for the groups its wigs need, and a stopped preparatio
 to compile what they need themselves, as before.
 
 First the kernels for any CPU of the platform (the package's prebuilt ones, or prepared here); once
-they are there, in an interactive session, the same tuned for this very CPU, at a lower pace (half
-the cores), which later sessions load instead: generic code runs the Springs wig's frame about
-14 % slower on this project's machine, Strands and Rods no slower (README, *Measured*)."""
+they are there, where the artist asks for it (the preferences' Tune Kernels for This Computer, off
+by default), in an interactive session, the same tuned for this very CPU, at a lower pace (half
+the cores), which later sessions load instead. Whether tuned code is faster depends on the CPU:
+on an AMD Zen 4 it ran the Springs wig's frame 40 % slower, on an Intel machine up to 14 % faster
+(README, *Measured*; ``kernels.store.TUNED``)."""
 
 from __future__ import annotations
 
@@ -28,8 +30,18 @@ def _preferences():
 
 
 def _tune() -> bool:
+    """Whether the artist asked for kernels tuned for this CPU: then they are prepared, and
+    loaded before the ones for any CPU (``kernels.store.TUNED``)."""
     prefs = _preferences()
-    return prefs is None or prefs.tune_kernels
+    return prefs is not None and prefs.tune_kernels
+
+
+def _tuning_asked(prefs) -> None:
+    """The preference switched: tuned kernels loaded first from now on (or no longer), and, on,
+    prepared if they are not."""
+    prepare.store.TUNED = bool(prefs.tune_kernels)
+    if prefs.tune_kernels:
+        begin()
 
 
 def begin(names=None) -> None:
@@ -37,6 +49,8 @@ def begin(names=None) -> None:
     preparation is running; nothing when all are (a package's prebuilt kernels, a later
     session)."""
     global _prep, _note
+    if _tune():
+        prepare.store.TUNED = True
     if running():
         return
     try:
@@ -225,8 +239,10 @@ class HAIRWIG_AddonPreferences(bpy.types.AddonPreferences):
     tune_kernels: BoolProperty(
         name="Tune Kernels for This Computer",
         description="Once the hair kernels are ready, prepare them again in the background, made for this "
-                    "computer's processor, for later sessions (Springs runs up to about 14 % faster)",
-        default=True)
+                    "computer's processor, and use those in later sessions. Faster on some processors, "
+                    "slower on others (measured: Springs up to 14 % faster on an Intel processor, 40 % "
+                    "slower on an AMD Zen 4): switch it on only if your own shots play faster with it",
+        default=False, update=lambda self, context: _tuning_asked(self))
 
     def draw(self, context):
         layout = self.layout

@@ -57,24 +57,29 @@ print("LOADED", sorted(made_for), compiled.count, prepare.host_key().split("-")[
 """
 
 
-def _run(code, cache, *args):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+def _run(code, cache, *args, tuned=False):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_") and k != "HAIR_WIG_TUNED"}
     env["HAIR_WIG_KERNEL_CACHE"] = str(cache)
+    if tuned:
+        env["HAIR_WIG_TUNED"] = "1"
     res = subprocess.run([sys.executable, "-c", code, str(ROOT), *args], capture_output=True, text=True, env=env,
                          timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return next(line for line in res.stdout.splitlines() if line.split(" ")[0] in ("PREPARED", "LOADED")).split(" ", 1)[1]
 
 
-def test_kernels_prepared_for_any_cpu_then_tuned_for_this_one_load_tuned_first(tmp_path):
+def test_kernels_prepared_for_any_cpu_load_first_and_tuned_ones_where_tuning_is_asked(tmp_path):
     generic, both = tmp_path / "generic", tmp_path / "both"
     assert _run(PREPARE, generic, "generic") == "True False"
     assert _run(PREPARE, both, "generic", "host") == "True True"
-    # a process compiling for this CPU loads code made for any CPU where that is all there is, and
-    # the code tuned for it where that is there too: nothing compiles either way
+    # a process compiling for this CPU loads code made for any CPU, whether or not code tuned for
+    # it is there too (which is faster depends on the CPU), and the tuned code where tuning is
+    # asked for (HAIR_WIG_TUNED, the preferences' Tune Kernels): nothing compiles either way
     cpu = prepare.host_key().split("-")[0]
     assert _run(LOAD, generic) == f"['generic'] 0 {cpu}"
-    assert _run(LOAD, both) == f"['{cpu}'] 0 {cpu}"
+    assert _run(LOAD, both) == f"['generic'] 0 {cpu}"
+    assert _run(LOAD, both, tuned=True) == f"['{cpu}'] 0 {cpu}"
+    assert _run(LOAD, generic, tuned=True) == f"['generic'] 0 {cpu}"
     stamps = {p.name for p in (both / Path(kernels.PREPARED).relative_to(kernels.ROOT)).glob("*.ok")}
     assert stamps == {prepare._stamp("output", "generic"), prepare._stamp("output", prepare.host_key())}
 
