@@ -983,6 +983,13 @@ def main(argv=None) -> int:
         if flag:
             print(json.dumps(fn(flag)))
             return 0
+    # the kernels an artist's session runs: prepared for any CPU, as the add-on prepares them (a
+    # kernel compiled here on the fly would be made for this CPU, which is not what an artist's
+    # session loads, and is up to 40 % slower on some: README, *Measured*); nothing if prepared
+    import prepare_kernels
+
+    if not prepare_kernels.run():
+        print("bench: the kernels could not be prepared; the figures are of kernels compiled here", file=sys.stderr)
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     if args.live_only:
         live_section(args, env)
