@@ -42,6 +42,8 @@ def _tuning_asked(prefs) -> None:
     prepare.store.TUNED = bool(prefs.tune_kernels)
     if prefs.tune_kernels:
         begin()
+    elif tuning():
+        _prep.cancel()                # code no longer loaded first: not worth half the cores
 
 
 def begin(names=None) -> None:
@@ -54,7 +56,9 @@ def begin(names=None) -> None:
     if running():
         return
     try:
-        todo, cpu, workers = prepare.missing(names), prepare.store.GENERIC, None
+        # code for any CPU, whatever else is kept (a bake that compiled for this CPU while none
+        # was prepared leaves code that is slower on some CPUs: loaded only where none is)
+        todo, cpu, workers = prepare.missing(names, cpu=prepare.store.GENERIC), prepare.store.GENERIC, None
         if not todo and names is None and not bpy.app.background and _tune():
             # tuned for this CPU: not where a batch bake or a farm node runs (it would compete
             # with the bake for the cores, every job again in a fresh container)

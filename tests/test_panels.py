@@ -390,3 +390,21 @@ def test_the_kernels_preparation_shows_in_the_panel_and_the_preferences(scene, a
     assert drawn(prefs) == [("label", "Hair kernels are ready", "CHECKMARK"),
                             ("label", "Tuning hair kernels for this computer in the background: 2 of 5 (used from the "
                                       "next session)", "TIME"), ("operator", "hair_wig.prepare_kernels", "CANCEL")]
+
+
+def test_kernels_for_any_cpu_are_prepared_whatever_else_is_kept_and_tuning_waits_to_be_asked(addon, monkeypatch):
+    """What the add-on prepares when it is enabled: the kernels for any CPU even where code
+    compiled for this CPU is kept (a bake that compiled while none was prepared: slower on some
+    CPUs, so loaded only where nothing else is), and tuned kernels only where the artist asks for
+    them — the preference is off by default, and an add-on registered by a script has none."""
+    from hair_wig_addon.operators import preparation
+
+    prepare = preparation.prepare
+    asked = []
+    monkeypatch.setattr(preparation, "_prep", None)
+    monkeypatch.setattr(prepare, "missing", lambda names=None, cpu=None: asked.append(cpu) or [])
+    monkeypatch.setattr(prepare.store, "TUNED", False)
+    preparation.begin()
+    assert asked == [prepare.store.GENERIC]
+    assert preparation.HAIRWIG_AddonPreferences.bl_rna.properties["tune_kernels"].default is False
+    assert not preparation._tune() and prepare.store.TUNED is False

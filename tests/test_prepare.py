@@ -1,6 +1,6 @@
 """The kernels' preparation (hair_wig/prepare.py, no bpy): what each wig needs, how the work is
 shared out, and worker processes compiling a group for any CPU, then for this one — which a later
-process loads in preference, compiling nothing."""
+process loads in preference where tuning is asked for, compiling nothing."""
 
 import os
 import subprocess

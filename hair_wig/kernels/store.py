@@ -16,8 +16,9 @@ replaces the cache of every kernel of this package once it is imported:
   was made for (name and features). Code compiled with ``NUMBA_CPU_NAME=generic`` (the
   platform's baseline instructions: SSE2 on x86-64) runs on every CPU of its platform, so it is
   taken before code made for this CPU, which is taken where no such code is kept (numba's
-  developer notes, *Cache sharing*) — or first, where tuning is asked for (``TUNED``). numba's index checks the source by its content (a SHA-256 of the file), not
-  its time, so an extracted zip's fresh file times do not invalidate it.
+  developer notes, *Cache sharing*) — or first, where tuning is asked for (``TUNED``). numba's
+  index checks the source by its content (a SHA-256 of the file), not its time, so an extracted
+  zip's fresh file times do not invalidate it.
 """
 
 from __future__ import annotations
@@ -125,7 +126,8 @@ _told = []     # folders this process could not keep compiled code in, said once
 
 class KernelCache(caching.FunctionCache):
     """numba's function cache for one kernel, saving to ``folder`` and looking in ``folder``
-    then ``more`` (read-only), for code made for this CPU first, then (``any_cpu``) for any CPU.
+    then ``more`` (read-only), for code made for any CPU first, then for this CPU (``TUNED``: the
+    other way round; not ``any_cpu``: for this CPU only).
     ``strict``: a failed save raises (a preparation's worker must not stamp what it did not keep);
     otherwise it is said once and the kernel runs on."""
 
@@ -205,8 +207,8 @@ class KernelCache(caching.FunctionCache):
 
 def adopt(module, folder: str, more: tuple[str, ...], any_cpu: bool = True, strict: bool = False) -> None:
     """Give every cached kernel defined in ``module`` a :class:`KernelCache` (``any_cpu``: taking
-    code made for any CPU where none for this one is kept — not in a process that prepares code
-    tuned for this CPU, which would take the generic code and compile nothing)."""
+    code made for any CPU as well as for this one — not in a process that prepares code tuned for
+    this CPU, which would take the generic code and compile nothing)."""
     for value in vars(module).values():
         if (isinstance(value, Dispatcher) and value.py_func.__module__ == module.__name__
                 and isinstance(value._cache, caching.FunctionCache)):
