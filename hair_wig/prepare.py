@@ -13,10 +13,8 @@ done. Blender only watches the stamps; once a group's stamp is there, loading it
 of a second. A platform package carries the same folder, prebuilt (``PREBUILT``): then there is
 nothing to prepare at all. Where the artist asks for it (Tune Kernels for This Computer), once
 every group is there for any CPU, an interactive session prepares them again tuned for this CPU
-(``cpu="host"``), which later sessions then load in preference (``kernels.store.TUNED``). Which
-runs faster depends on the CPU: generic x86-64 code (SSE2) ran the Springs wig's frame 14 % slower
-than code tuned for an Intel AVX-512 machine, and code tuned for an AMD Zen 4 took 40 % longer than
-generic code there (README, *Measured*).
+(``cpu="host"``), which later sessions then load in preference: which runs faster depends on the
+CPU (``kernels.store.TUNED`` says what was measured; README, *Measured*).
 """
 
 from __future__ import annotations
@@ -380,8 +378,8 @@ class Preparation:
     """Worker processes preparing groups of kernels, watched without waiting: ``poll`` says how
     far they are, ``cancel`` stops them. ``cpu``: ``generic`` (code for any CPU of the platform:
     what a package carries, ready for every machine) or ``host`` (tuned for this one: loaded in
-    preference by later sessions where tuning is asked for, ``kernels.store.TUNED``). ``python`` runs the workers (Blender's own Python: its
-    ``sys.executable``)."""
+    preference by later sessions where tuning is asked for, ``kernels.store.TUNED``). ``python``
+    runs the workers (Blender's own Python: its ``sys.executable``)."""
 
     def __init__(self, names, workers: int | None = None, python: str | None = None, cpu: str = store.GENERIC):
         self.names = list(names)

@@ -6,9 +6,8 @@ to compile what they need themselves, as before.
 First the kernels for any CPU of the platform (the package's prebuilt ones, or prepared here); once
 they are there, where the artist asks for it (the preferences' Tune Kernels for This Computer, off
 by default), in an interactive session, the same tuned for this very CPU, at a lower pace (half
-the cores), which later sessions load instead. Whether tuned code is faster depends on the CPU:
-on an AMD Zen 4 it ran the Springs wig's frame 40 % slower, on an Intel machine up to 14 % faster
-(README, *Measured*; ``kernels.store.TUNED``)."""
+the cores), which later sessions load instead. Whether tuned code is faster depends on the CPU
+(``kernels.store.TUNED`` says what was measured; README, *Measured*)."""
 
 from __future__ import annotations
 
