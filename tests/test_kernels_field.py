@@ -131,7 +131,7 @@ def ref_distance_rows(f: MeshField, x):
     base = ii[0] * int(f.grid._stride[0]) + ii[1] * int(f.grid._stride[1]) + ii[2]
     d = ref_trilinear(f, base, *(g - i))[2]
     d[~inside] = np.inf
-    ii //= f.grid.LIST_CELL
+    ii //= f.grid.list_cell
     err = f.grid.grid_error[(ii[0] * int(f.grid.list_dims[1]) + ii[1]) * int(f.grid.list_dims[2]) + ii[2]]
     if f.grid.untrusted is not None:
         err[f.grid.untrusted[base]] = np.inf
@@ -163,7 +163,7 @@ def ref_lookup(f: MeshField, p):
 
 def ref_list_cell(f: MeshField, p):
     with np.errstate(invalid="ignore"):
-        ci = np.floor((p - f.origin) / (f.cell * f.grid.LIST_CELL)).astype(np.int64)
+        ci = np.floor((p - f.origin) / (f.cell * f.grid.list_cell)).astype(np.int64)
     ci = np.clip(ci, 0, f.grid.list_dims - 1)
     return (ci[:, 0] * int(f.grid.list_dims[1]) + ci[:, 1]) * int(f.grid.list_dims[2]) + ci[:, 2]
 
@@ -253,6 +253,35 @@ def test_exact_from_the_lists_is_the_search_of_every_triangle(name):
     tol = rounding(magnitude(p, f.origin, at_least=f.size), 64, EPS64)
     assert np.all(np.abs(sd[known]) >= np.abs(esd[known]) - tol)
     assert not known[~np.isfinite(sd)].any() and np.all(cp[~known] == 0) and np.all(out[~known] == 0)
+
+
+@pytest.mark.parametrize("name", list(MESHES))
+def test_a_field_kept_over_frames_lists_per_cell_and_measures_what_coarser_lists_measure(name):
+    """A field bound once and queried every frame lists triangles per grid cell; one built for a
+    single frame (a deforming collider's, ``kept=False``), one that refits (``give``) and one too
+    large for that many lists, per two. Where both lists reach, the exact distance is the same
+    bits: both list the nearest triangle, and the least squared distance over the triangles
+    measured does not depend on their order."""
+    f = field(name)
+    v, t = MESHES[name]()
+    one_frame = MeshField(v, t, margin=0.05, name=name, kept=False)
+    assert f.grid.list_cell == 1 and one_frame.grid.list_cell == 2
+    assert MeshField(v, t, margin=0.05, name=name, give=0.01).grid.list_cell == 2
+    assert np.array_equal(f.grid.distance_grid, one_frame.grid.distance_grid)
+    p = points(f, seed=8)
+    sd, _, _, known = f.exact(p)
+    sd2, _, _, known2 = one_frame.exact(p)
+    within = (known & known2 & (np.abs(sd) <= f.list_reach[ref_list_cell(f, p)])
+              & (np.abs(sd2) <= one_frame.list_reach[ref_list_cell(one_frame, p)]))
+    assert within.sum() > 1000
+    assert same_bits(sd[within], sd2[within])
+
+
+def test_a_field_too_large_for_lists_per_cell_keeps_coarser_ones(monkeypatch):
+    from hair_wig.collision.grid import DistanceGrid
+
+    monkeypatch.setattr(DistanceGrid, "KEPT_LISTS", 1000)
+    assert MeshField(*MESHES["bumpy"](), margin=0.05).grid.list_cell == 2
 
 
 @pytest.mark.parametrize("name", ["icosphere", "bumpy"])

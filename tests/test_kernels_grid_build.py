@@ -40,7 +40,7 @@ def test_the_cell_lists_are_every_triangle_whose_box_and_plane_come_near():
     triangle of no area is listed nowhere."""
     f = MeshField.of_solid(*bumpy(1), margin=0.2)
     g, tris = f.grid, f.index
-    h, grow = g.cell * g.LIST_CELL, g.LIST_BAND * g.cell
+    h, grow = g.cell * g.list_cell, g.LIST_BAND * g.cell
     reach = grow + 0.5 * np.sqrt(3.0) * h
     faces = g._faces.copy()
     faces[5] = np.nan                                       # no area
@@ -198,7 +198,7 @@ def test_the_wide_lists_are_every_triangle_whose_sphere_comes_within_reach():
     cells = len(g.list_start) - 1
     wide = rng.random(cells) < 0.1
     reach = (rng.random(cells) * 3 * g.cell).astype(np.float32)
-    h = g.cell * g.LIST_CELL
+    h = g.cell * g.list_cell
     grow = 3 * g.cell
     start, listed = grid_build.sphere_lists(tris.corners, tris.centres, tris.radii, g.list_dims, h, grow, wide, reach)
     merged_start, merged = grid_build.merge_lists(g.list_start, g.list_tri, start, listed, wide)

@@ -263,7 +263,8 @@ class Collider:
         if self.GIVE > 0 and f.deformation(v) <= self.GIVE * f.cell:
             field = self._deforming_field().refit(v, self.solid.winding(v))
         self.field = field if field is not None else MeshField(v, f.triangles, cell=f.cell, margin=self.margin,
-                                                               name=self.name, winding=self.solid.winding(v))
+                                                               name=self.name, winding=self.solid.winding(v),
+                                                               kept=False)
 
     def _deforming_field(self) -> MeshField:
         """The rest pose's field with GIVE cells of give (``MeshField.refit``), built the first

@@ -44,6 +44,9 @@ class MeshField:
     give : float
         How far (field units) every vertex may yet move with the field following by ``refit``
         (a deforming collider's), not by a new build.
+    kept : bool
+        Whether the field is queried over many frames (False: it is one frame's, a deforming
+        collider's built again each frame; cheaper to build, slower to query).
 
     Its parts: ``grid`` (``DistanceGrid``) and ``index`` (``TriangleIndex``). Which of them
     answers where is decided here: the grid's nearest node screens (``screen``,
@@ -55,7 +58,8 @@ class MeshField:
     LIST_BAND = DistanceGrid.LIST_BAND     # the lists are exact this many cells out (at least)
 
     def __init__(self, vertices, triangles, resolution: int | None = None, margin: float = 0.0,
-                 name: str = "collider", cell: float | None = None, winding=None, give: float = 0.0):
+                 name: str = "collider", cell: float | None = None, winding=None, give: float = 0.0,
+                 kept: bool = True):
         v, tri = usable_triangles(vertices, triangles, name)
         self.name = name
         self._used = np.unique(tri)                  # the vertices the triangles use
@@ -68,7 +72,7 @@ class MeshField:
         self.box = (lo, hi)
         h, origin, dims = place_grid(v, tri, lo, hi, self.size, resolution, margin, cell)
         self.index = TriangleIndex(v, tri, origin, self.size, self.extent, winding)
-        self.grid = DistanceGrid(self.index, h, dims, give)
+        self.grid = DistanceGrid(self.index, h, dims, give, kept)
         self.index.use_lists(self.grid)
         self._k_box = (np.array(lo, np.float64), np.array(hi, np.float64), np.float32(self.exact_reach))
         self.moved_by = 0.0
