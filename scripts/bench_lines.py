@@ -85,6 +85,10 @@ def main(argv=None) -> int:
               f"`./run tests` (or HAIR_WIG_BLENDER=<line> ./run python -c 1) makes it", file=sys.stderr)
         return 1
     bench = ROOT / "scripts" / "bench.py"
+    for line in LINES:
+        # each line's kernels prepared for any CPU first, as an artist's session loads them (a
+        # kernel compiled on the fly here would be made for this CPU: README, *Measured*)
+        subprocess.run([pythons[line], str(ROOT / "scripts" / "prepare_kernels.py")], check=True)
     evals = [f"{kind} {way}" for kind in ("CATMULL_ROM", "POLY") for way in ("attribute", "position_data")]
     got = {line: {"ms_1": [], "ms_2": [], "preview": [], **{k: [] for k in evals}} for line in LINES}
     t0 = time.perf_counter()

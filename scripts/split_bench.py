@@ -65,6 +65,12 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--folder", default="/tmp/hair_wig_split")
     args = p.parse_args(argv)
+    import prepare_kernels
+
+    # the kernels a farm node's bake loads: prepared for any CPU (nothing if they are), not
+    # compiled on the fly by each part for this CPU
+    if not prepare_kernels.run():
+        print("split_bench: the kernels could not be prepared; the parts compile their own", file=sys.stderr)
     folder = Path(args.folder)
     folder.mkdir(parents=True, exist_ok=True)
     shot = folder / "shot.blend"
