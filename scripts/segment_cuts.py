@@ -7,8 +7,8 @@ each against its own limit (the Head Offset, or where the groom itself has it de
 
 Per solver: the deepest segment sample beyond its limit (mm and of the head's size), the deepest
 point for comparison, the segment-frames cut deeper than 0.1 % of the head, and the share of the
-samples cut deeper than 5 mm that lie beside Suzanne's ears (|x| > 0.8 of her own space, a 2.66 m
-head)."""
+samples cut deeper than 5 mm that lie beside Suzanne's ears (|x| > 0.8 m of her own space, a
+2.66 m head), where hair passes between ear and head."""
 
 from __future__ import annotations
 

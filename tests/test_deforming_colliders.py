@@ -248,6 +248,9 @@ def test_a_frames_field_is_its_mesh_s_own_whatever_came_before():
     first, refit = view(small)
     assert refit.moved_by > 0 and refit.grid.list_tri is c._deforming.grid.list_tri
     _, built = view(large)
+    # a field for one frame and one that refits list per two cells (cheaper to build), the field
+    # bound once per cell (``DistanceGrid.list_cell``)
+    assert built.grid.list_cell == refit.grid.list_cell == 2 and c.bound_field.grid.list_cell == 1
     assert built.moved_by == 0 and built.grid.list_tri is not c._deforming.grid.list_tri
     again, _ = view(small)
     _same(first, again)

@@ -491,6 +491,7 @@ def test_the_broadphase_finds_every_pair_a_brute_force_does_once(case):
     assert len(unordered) == len(pairs)                           # each pair once
     assert (pairs[:, 0] != pairs[:, 1]).all()
     assert unordered == ref_pairs(x, r)
+    assert (np.diff(pairs[:, 0]) >= 0).all() and (pairs[:, 0] < pairs[:, 1]).all()   # the lower segment's first
     assert np.array_equal(wisp_pairs(x, r, k_seg), pairs)
 
 
@@ -508,6 +509,44 @@ def test_a_wisp_gone_to_nan_or_flung_far_keeps_the_broadphase_finite():
     finite = {tuple(sorted(p)) for p in pairs.tolist() if p[0] // 5 not in (4, 7) and p[1] // 5 not in (4, 7)}
     keep = np.array([w not in (4, 7) for w in range(30)])
     want = {(a, b) for a, b in ref_pairs(x, r) if keep[a // 5] and keep[b // 5]}
+    assert finite == want
+
+
+def test_a_broadphase_whose_boxes_crowd_a_few_cells_counts_its_pairs_then_finds_them():
+    """A wisp flung a thousand times the others' size makes the cells as large as its boxes over
+    ``CELLS_PER_BOX``: the others crowd one or two cells, and room for every bucket entry of a
+    segment's cells would grow with the square of the segments (``MAX_ROOM`` is passed here). The
+    pairs are then counted and found: still the brute force's among the others, each once, the
+    lower segment's first."""
+    from hair_wig.kernels import wisps as kw
+
+    rng = np.random.default_rng(9)
+    x, _ = _chains(rng, 1100, 9, spread=0.5)
+    r = rng.uniform(0.0, 0.05, (1100, 9, 4))
+    x[7] *= 1e3
+    box = np.empty((1100 * 8, 6))
+    kw._segment_boxes(x, r, box)
+    span, mask, start, _, _ = kw._grid(box)
+    assert sum(kw._listed(a, span, mask, start) for a in range(len(box))) > kw.MAX_ROOM
+    pairs = wisp_pairs(x, r, 8)
+    assert (np.diff(pairs[:, 0]) >= 0).all() and (pairs[:, 0] < pairs[:, 1]).all()
+    assert len({tuple(p) for p in pairs.tolist()}) == len(pairs)
+    keep = np.array([w != 7 for w in range(1100)])
+    finite = {tuple(p) for p in pairs.tolist() if keep[p[0] // 8] and keep[p[1] // 8]}
+    # the brute force (``ref_pairs``) in rows of 400 segments: its (M, M, 3) at once is 2 GB
+    reach = r.max(axis=2)[..., None]
+    lo = np.minimum(x[:, :-1] - reach[:, :-1], x[:, 1:] - reach[:, 1:]).reshape(-1, 3)
+    hi = np.maximum(x[:, :-1] + reach[:, :-1], x[:, 1:] + reach[:, 1:]).reshape(-1, 3)
+    seg = np.arange(len(lo))
+    want = set()
+    for a0 in range(0, len(lo), 400):
+        a = seg[a0:a0 + 400]
+        meet = np.all((lo[a, None] <= hi[None]) & (lo[None] <= hi[a, None]), axis=2)
+        meet &= ~((a[:, None] // 8 == seg[None] // 8) & (np.abs(a[:, None] % 8 - seg[None] % 8) < 2))
+        meet &= seg[None] > a[:, None]
+        meet &= keep[a // 8][:, None] & keep[seg // 8][None]
+        i, j = np.nonzero(meet)
+        want |= set(zip(a[i].tolist(), j.tolist()))
     assert finite == want
 
 

@@ -45,8 +45,10 @@ class MeshField:
         How far (field units) every vertex may yet move with the field following by ``refit``
         (a deforming collider's), not by a new build.
     kept : bool
-        Whether the field is queried over many frames (False: it is one frame's, a deforming
-        collider's built again each frame; cheaper to build, slower to query).
+        Whether the field is queried over many frames: its triangle lists are then per grid
+        cell, unless it has ``give`` or more than ``DistanceGrid.KEPT_LISTS`` nodes (False: it
+        is one frame's, a deforming collider's built again each frame; per two cells, cheaper to
+        build, slower to query).
 
     Its parts: ``grid`` (``DistanceGrid``) and ``index`` (``TriangleIndex``). Which of them
     answers where is decided here: the grid's nearest node screens (``screen``,

@@ -95,8 +95,8 @@ class DistanceGrid:
         self.dims = np.asarray(dims, np.int64)
         # lists of one grid cell each are shorter and their error bounds tighter (the surface
         # folds in fewer of them): a Springs bake over Suzanne 8-10 % faster a frame, live 17 %.
-        # Four times as many cells and twice the entries cost a third more to build and several
-        # times the memory, so a field built every frame or refitted keeps two
+        # Eight times as many cells and about four times the entries cost a third more to build
+        # and several times the memory, so a field built every frame or refitted keeps two
         fine = kept and not self.give and int(np.prod(self.dims)) <= self.KEPT_LISTS
         self.list_cell = self.KEPT_LIST_CELL if fine else self.LIST_CELL
         corners = tris.corners
@@ -320,7 +320,8 @@ class DistanceGrid:
     @property
     def nbytes(self) -> int:
         seams = 0 if self.untrusted is None else self.untrusted.nbytes
-        return int(self.distance_grid.nbytes + self.list_start.nbytes + self.list_tri.nbytes + seams)
+        return int(self.distance_grid.nbytes + self.list_start.nbytes + self.list_tri.nbytes + seams
+                   + self.grid_error.nbytes + self.list_reach.nbytes)
 
 
 def _up32(x):

@@ -478,6 +478,7 @@ def _cell_key(ix, iy, iz, mask):
 
 
 CELLS_PER_BOX = 8        # the grid's cell is at least the largest box over this: a box spans few cells
+MAX_ROOM = 1 << 24       # a search's room for its pairs, at most (entries of 4 bytes: 64 MB)
 
 
 @njit(cache=True)
@@ -555,7 +556,7 @@ def _listed(a, span, mask, start):
 @njit(cache=True)
 def _pairs_of(a, box, span, mask, start, owner, where, n_seg, found, at):
     """Segment ``a``'s pairs with segments numbered after it: the other segment of each written
-    into ``found`` from ``at`` on; how many. Each is met in the one cell both boxes list that
+    into ``found`` from ``at`` on (nothing written where ``found`` is empty); how many. Each is met in the one cell both boxes list that
     holds the low corner of their overlap (the larger of their low cells, axis by axis: exact
     integers), so once; in the order of ``a``'s cells, then of the bucket."""
     count = 0
@@ -576,7 +577,8 @@ def _pairs_of(a, box, span, mask, start, owner, where, n_seg, found, at):
                     if (max(span[a, 0], span[b, 0]) != ix or max(span[a, 1], span[b, 1]) != iy
                             or max(span[a, 2], span[b, 2]) != iz):
                         continue                 # met in the cell of their overlap's low corner
-                    found[at + count] = b
+                    if found.shape[0]:
+                        found[at + count] = b
                     count += 1
     return count
 
@@ -589,9 +591,10 @@ def wisp_pairs(x, r, n_seg):
     (a few wide envelopes no longer make every cell as large as theirs: measured on 1896 wisps
     over Suzanne, cells as large as the largest box made each segment test a third of all the
     others); a box is listed in every cell it overlaps. Each segment's pairs are found once, in
-    a ``prange`` pass, into room the entries of its cells' buckets bound (a count pass that
-    tested every pair again was half the search: 38 ms a substep for those 1896 wisps), then
-    gathered at their offsets: the same list on any thread count."""
+    a ``prange`` pass, into room the entries of its cells' buckets bound, then gathered at their
+    offsets: the same list on any thread count (counting them in one pass and finding them again
+    in a second made a search of those 1896 wisps 38 ms, 21 now). Where that room would pass
+    ``MAX_ROOM`` entries (most boxes in a few cells) they are counted, then found."""
     m = x.shape[0] * n_seg
     box = np.empty((m, 6))
     _segment_boxes(x, r, box)
@@ -602,19 +605,33 @@ def wisp_pairs(x, r, n_seg):
         room[a + 1] = _listed(a, span, mask, start)
     for a in range(m):
         room[a + 1] += room[a]
-    found = np.empty(room[m], np.int32)          # segment numbers: far below 2³¹
     counts = np.empty(m + 1, np.int64)
     counts[0] = 0
-    for a in prange(m):
-        counts[a + 1] = _pairs_of(a, box, span, mask, start, owner, where, n_seg, found, room[a])
+    if room[m] <= MAX_ROOM:
+        found = np.empty(room[m], np.int32)          # segment numbers: far below 2³¹
+        for a in prange(m):
+            counts[a + 1] = _pairs_of(a, box, span, mask, start, owner, where, n_seg, found, room[a])
+        base = room
+    else:
+        # most boxes in a few cells (a wisp flung far sets the cells' size): the room would grow
+        # with the square of the segments where the pairs need not; count them, then find them
+        none = np.empty(0, np.int32)
+        for a in prange(m):
+            counts[a + 1] = _pairs_of(a, box, span, mask, start, owner, where, n_seg, none, 0)
+        base = counts.copy()
+        for a in range(m):
+            base[a + 1] += base[a]
+        found = np.empty(base[m], np.int32)
+        for a in prange(m):
+            _pairs_of(a, box, span, mask, start, owner, where, n_seg, found, base[a])
     for a in range(m):
         counts[a + 1] += counts[a]
     pairs = np.empty((counts[m], 2), np.int64)
     for a in prange(m):
-        at, base = counts[a], room[a]
+        at, first = counts[a], base[a]
         for t in range(counts[a + 1] - at):
             pairs[at + t, 0] = a
-            pairs[at + t, 1] = found[base + t]
+            pairs[at + t, 1] = found[first + t]
     return pairs
 
 
