@@ -441,12 +441,16 @@ def ref_pairs(x, r):
     reach = r.max(axis=2)[..., None]
     lo = np.minimum(x[:, :-1] - reach[:, :-1], x[:, 1:] - reach[:, 1:]).reshape(-1, 3)
     hi = np.maximum(x[:, :-1] + reach[:, :-1], x[:, 1:] + reach[:, 1:]).reshape(-1, 3)
-    meet = np.all((lo[:, None] <= hi[None]) & (lo[None] <= hi[:, None]), axis=2)
     s = np.arange(num * k_seg)
-    w, k = s // k_seg, s % k_seg
-    meet &= ~((w[:, None] == w[None]) & (np.abs(k[:, None] - k[None]) < 2))
-    a, b = np.nonzero(np.triu(meet, 1))
-    return set(zip(a.tolist(), b.tolist()))
+    out = set()
+    for a0 in range(0, len(s), 400):          # in rows of 400 segments: all at once is (M, M, 3)
+        a = s[a0:a0 + 400]
+        meet = np.all((lo[a, None] <= hi[None]) & (lo[None] <= hi[a, None]), axis=2)
+        meet &= ~((a[:, None] // k_seg == s[None] // k_seg) & (np.abs(a[:, None] % k_seg - s[None] % k_seg) < 2))
+        meet &= s[None] > a[:, None]
+        i, j = np.nonzero(meet)
+        out |= set(zip(a[i].tolist(), j.tolist()))
+    return out
 
 
 def _pairs_cases():
@@ -533,20 +537,7 @@ def test_a_broadphase_whose_boxes_crowd_a_few_cells_counts_its_pairs_then_finds_
     assert len({tuple(p) for p in pairs.tolist()}) == len(pairs)
     keep = np.array([w != 7 for w in range(1100)])
     finite = {tuple(p) for p in pairs.tolist() if keep[p[0] // 8] and keep[p[1] // 8]}
-    # the brute force (``ref_pairs``) in rows of 400 segments: its (M, M, 3) at once is 2 GB
-    reach = r.max(axis=2)[..., None]
-    lo = np.minimum(x[:, :-1] - reach[:, :-1], x[:, 1:] - reach[:, 1:]).reshape(-1, 3)
-    hi = np.maximum(x[:, :-1] + reach[:, :-1], x[:, 1:] + reach[:, 1:]).reshape(-1, 3)
-    seg = np.arange(len(lo))
-    want = set()
-    for a0 in range(0, len(lo), 400):
-        a = seg[a0:a0 + 400]
-        meet = np.all((lo[a, None] <= hi[None]) & (lo[None] <= hi[a, None]), axis=2)
-        meet &= ~((a[:, None] // 8 == seg[None] // 8) & (np.abs(a[:, None] % 8 - seg[None] % 8) < 2))
-        meet &= seg[None] > a[:, None]
-        meet &= keep[a // 8][:, None] & keep[seg // 8][None]
-        i, j = np.nonzero(meet)
-        want |= set(zip(a[i].tolist(), j.tolist()))
+    want = {(a, b) for a, b in ref_pairs(x, r) if keep[a // 8] and keep[b // 8]}
     assert finite == want
 
 
