@@ -227,8 +227,9 @@ def test_a_field_is_built_to_the_same_bits_on_one_and_two_threads():
 
     def build():
         f = MeshField.of_solid(v, t, solid, margin=0.3)
-        g = f.grid
-        return g.distance_grid, g.list_start, g.list_tri, g.grid_error, g.list_reach
+        g, i = f.grid, f.index
+        return (g.distance_grid, g.list_start, g.list_tri, g.grid_error, g.list_reach, i._tri_cols, i.corners,
+                i.centres, i.radii, i._k_planes, i.normals)
 
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("one thread only")
@@ -327,3 +328,99 @@ def test_carried_nodes_are_the_numpy_reference_on_one_and_two_threads():
     assert moved.max() > 0.1 * cell                                  # the nodes were carried
     size = np.maximum(np.abs(want), moved)
     assert (np.abs(one[0] - want) <= 2 * F32 * size).all()
+
+
+def _within(got, want, tol):
+    """``got`` equals ``want`` within ``tol`` (broadcast), NaN where ``want`` is NaN."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    assert (np.abs(got - want)[~nan] <= np.broadcast_to(tol, want.shape)[~nan]).all()
+
+
+def _ulps32(x):
+    """One float32 rounding of each of ``x`` (its ulp), as float64."""
+    x = np.abs(np.asarray(x, np.float32))
+    return (np.nextafter(x, np.float32(np.inf)) - x).astype(np.float64)
+
+
+def test_a_triangles_numbers_are_the_numpy_references():
+    """``triangle_numbers`` (one kernel for what the exact queries read of each triangle) against
+    the numpy it replaces, on an open mesh with crossing shells and a triangle of no area: the
+    rows (``triangle_rows``) within a few float64 roundings of their terms (the dot products'
+    inverses where the triangle is not a sliver), the corners, bounding spheres and side planes
+    (``side_planes``) within one float32 rounding, the planes of the flat triangle NaN alike."""
+    from hair_wig.collision.triangles import side_planes, triangle_rows
+
+    v, t = bumpy(2)
+    t = np.concatenate([t, [[0, 1, 1]]])                       # no area
+    rel = v - v.min(axis=0) + 0.05
+    nt = len(t)
+    rows, corners = np.empty((nt, 19)), np.empty((nt, 3, 3), np.float32)
+    centres, radii, planes = np.empty((3, nt), np.float32), np.empty(nt, np.float32), np.empty((nt, 16), np.float32)
+    grid_build.triangle_numbers(rel, t, rows, corners, centres, radii, planes)
+    want = triangle_rows(*(np.ascontiguousarray(rel[t[:, k]].T) for k in range(3))).T
+    eps, scale = float(np.finfo(np.float64).eps), float(np.abs(rel).max())
+    _within(rows[:, :12], want[:, :12], 4 * eps * scale)
+    _within(rows[:, 12:15], want[:, 12:15], 8 * eps * scale ** 2)
+    d00, d01, d11 = want[:, 12], want[:, 13], want[:, 14]
+    plain = np.abs(d00 * d11 - d01 * d01) > 1e-3 * d00 * d11              # not a sliver
+    _within(rows[plain, 15], want[plain, 15], 1e-9 * np.abs(want[plain, 15]))
+    _within(rows[:, 16:], want[:, 16:], 8 * eps * np.abs(want[:, 16:]))
+    c = rel[t]
+    centre = c.mean(axis=1)
+    _within(corners, c.astype(np.float32), _ulps32(c))
+    _within(centres, centre.T.astype(np.float32), _ulps32(centre.T))
+    r = np.linalg.norm(c - centre[:, None], axis=2).max(axis=1)
+    _within(radii, r.astype(np.float32), _ulps32(r))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sp = side_planes(rel, t)
+    assert np.isnan(planes[-1, :4]).all() and np.isnan(sp[-1, :4]).all()
+    _within(planes, sp, 2 * _ulps32(np.where(np.isnan(sp), 0, sp)))
+
+
+def test_pseudo_normals_are_the_numpy_reference():
+    """``pseudo_normals`` by its kernel against the numpy it replaces (``pseudo_normals_plain``)
+    on an open mesh with crossing shells: the faces' and edges' normals (sums of unit normals in
+    the same order) within a few float64 roundings, the corners' (angle-weighted: an angle's
+    rounding grows as 1 / sin of it) within a thousand, and an open edge's its one face's."""
+    from hair_wig.collision.triangles import edges, pseudo_normals, pseudo_normals_plain
+
+    v, t = bumpy(3)
+    got, want = pseudo_normals(v, t), pseudo_normals_plain(v, t)
+    eps = float(np.finfo(np.float64).eps)
+    _within(got[:, [0, 4, 5, 6]], want[:, [0, 4, 5, 6]], 8 * eps)
+    _within(got[:, 1:4], want[:, 1:4], 1000 * eps)
+    inverse, count = edges(t)
+    one = (count[inverse] == 1).reshape(-1, 3)
+    assert one.any()
+    tri, k = np.nonzero(one)
+    assert np.array_equal(got[tri, 4 + k], got[tri, 0])
+
+
+def test_cluster_shapes_are_the_numpy_reference():
+    """The winding number's clusters measured by ``cluster_shapes`` against the numpy it replaces
+    (``solid._cluster_shapes``): centres, summed normals and radii within a few float64
+    roundings, at both levels, on a mesh with a cluster of no area (its plain centre)."""
+    from hair_wig.collision.solid import _cluster_shapes, clusters
+
+    v, t = bumpy(5)
+    far = len(v)
+    v = np.concatenate([v, [[4.0, 0, 0], [4.1, 0, 0], [4.2, 0, 0]]])      # on a line, far from the rest
+    t = np.concatenate([t, [[far, far + 1, far + 2], [far + 1, far + 2, far]]])    # no area, a leaf alone
+    parts, order = clusters(v, t)
+    s, starts, centres, normals, radii, groups = parts
+    leaf_of = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
+    leaf_group = np.searchsorted(groups, len(groups) - 1 + np.arange(len(starts) - 1), side="right") - 1
+    a, b, c = v[s[:, 0]], v[s[:, 1]], v[s[:, 2]]
+    mid, n = (a + b + c) / 3.0, 0.5 * np.cross(b - a, c - a)
+    want = [np.concatenate([g, l]) for g, l in zip(_cluster_shapes(leaf_group[leaf_of], a, b, c, mid, n),
+                                                   _cluster_shapes(leaf_of, a, b, c, mid, n))]
+    eps, scale = float(np.finfo(np.float64).eps), float(np.abs(v).max())
+    for got, w in zip((centres, normals, radii), want):
+        _within(got, w, 64 * eps * scale * scale)
+    flat = np.zeros(len(starts) - 1 + len(groups) - 1, bool)
+    alone = np.bincount(leaf_of, np.linalg.norm(n, axis=1)) == 0
+    assert alone.any()                                         # the flat triangles' own leaf
+    flat[len(groups) - 1:] = alone
+    assert np.isfinite(centres[flat]).all()

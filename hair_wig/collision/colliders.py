@@ -264,7 +264,7 @@ class Collider:
             field = self._deforming_field().refit(v, self.solid.winding(v))
         self.field = field if field is not None else MeshField(v, f.triangles, cell=f.cell, margin=self.margin,
                                                                name=self.name, winding=self.solid.winding(v),
-                                                               kept=False)
+                                                               kept=False, like=f)
 
     def _deforming_field(self) -> MeshField:
         """The rest pose's field with GIVE cells of give (``MeshField.refit``), built the first

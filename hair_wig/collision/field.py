@@ -49,6 +49,9 @@ class MeshField:
         cell, unless it has ``give`` or more than ``DistanceGrid.KEPT_LISTS`` nodes (False: it
         is one frame's, a deforming collider's built again each frame; per two cells, cheaper to
         build, slower to query).
+    like : MeshField or None
+        A field of the same triangles elsewhere (a deforming collider's as bound), whose topology
+        is kept: which vertices the triangles use, and the index's (``TriangleIndex``'s ``like``).
 
     Its parts: ``grid`` (``DistanceGrid``) and ``index`` (``TriangleIndex``). Which of them
     answers where is decided here: the grid's nearest node screens (``screen``,
@@ -61,10 +64,12 @@ class MeshField:
 
     def __init__(self, vertices, triangles, resolution: int | None = None, margin: float = 0.0,
                  name: str = "collider", cell: float | None = None, winding=None, give: float = 0.0,
-                 kept: bool = True):
+                 kept: bool = True, like: "MeshField | None" = None):
         v, tri = usable_triangles(vertices, triangles, name)
+        if like is not None and not np.array_equal(tri, like.triangles):     # a face lost its area
+            like = None
         self.name = name
-        self._used = np.unique(tri)                  # the vertices the triangles use
+        self._used = np.unique(tri) if like is None else like._used          # the vertices the triangles use
         used = v[self._used]
         lo, hi = used.min(axis=0), used.max(axis=0)
         self.size = float(max((hi - lo).max(), 1e-12))
@@ -73,7 +78,8 @@ class MeshField:
         self.extent = float(max(2 * np.sqrt(((used - used.mean(axis=0)) ** 2).sum(axis=1).max()), 1e-12))
         self.box = (lo, hi)
         h, origin, dims = place_grid(v, tri, lo, hi, self.size, resolution, margin, cell)
-        self.index = TriangleIndex(v, tri, origin, self.size, self.extent, winding)
+        self.index = TriangleIndex(v, tri, origin, self.size, self.extent, winding,
+                                   like=None if like is None else like.index)
         self.grid = DistanceGrid(self.index, h, dims, give, kept)
         self.index.use_lists(self.grid)
         self._k_box = (np.array(lo, np.float64), np.array(hi, np.float64), np.float32(self.exact_reach))

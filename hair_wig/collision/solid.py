@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels import grid_build
 from ..kernels import winding as winding_kernels
 from .triangles import edges
 
@@ -475,18 +476,21 @@ def _shaped(v: np.ndarray, t: np.ndarray, starts: np.ndarray, leaf_group: np.nda
     """``clusters``' parts of triangles ``t`` (sorted by leaf) at vertices ``v``, leaf ``k``
     being ``t[starts[k]:starts[k + 1]]`` in group ``leaf_group[k]``: each cluster's shape
     measured, the groups' first."""
-    a, b, c = v[t[:, 0]], v[t[:, 1]], v[t[:, 2]]
-    mid = (a + b + c) / 3.0
-    n = 0.5 * np.cross(b - a, c - a)
+    v = np.ascontiguousarray(v, np.float64)
+    t = np.ascontiguousarray(t, np.int64)
     leaf_of = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
-    level_l = _cluster_shapes(leaf_of, a, b, c, mid, n)
-    level_g = _cluster_shapes(leaf_group[leaf_of], a, b, c, mid, n)
-    centres, normals, radii = (np.ascontiguousarray(np.concatenate([g, l])) for g, l in zip(level_g, level_l))
-    return np.ascontiguousarray(t), starts, centres, normals, radii, groups
+    leaves, kinds = len(starts) - 1, len(groups) - 1
+    centres, normals, radii = np.empty((kinds + leaves, 3)), np.empty((kinds + leaves, 3)), np.empty(kinds + leaves)
+    # the groups' first, then the leaves (a deforming collider measures them every frame: kernels)
+    grid_build.cluster_shapes(v, t, np.ascontiguousarray(leaf_group[leaf_of], np.int64), kinds, centres[:kinds],
+                              normals[:kinds], radii[:kinds])
+    grid_build.cluster_shapes(v, t, leaf_of, leaves, centres[kinds:], normals[kinds:], radii[kinds:])
+    return t, starts, centres, normals, radii, groups
 
 
 def _cluster_shapes(member: np.ndarray, a, b, c, mid, n):
-    """Each cluster's area-weighted centre (K, 3) (plain where it has no area), summed normal
+    """(``kernels.grid_build.cluster_shapes`` in numpy: the plain reference its test holds it to.)
+    Each cluster's area-weighted centre (K, 3) (plain where it has no area), summed normal
     (K, 3) and the radius (K,) of a ball about the centre holding its triangles' corners, of
     triangles ``a, b, c`` (T, 3) with centres ``mid`` and halved normals ``n``, triangle ``i`` in
     cluster ``member[i]``."""

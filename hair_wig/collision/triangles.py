@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import HairWigError
 from ..kernels import field as field_kernels
+from ..kernels import grid_build
 from ..kernels import winding as winding_kernels
 from .rows import _dot, _rows64, _take_rows
 
@@ -138,9 +139,21 @@ def edges(triangles: np.ndarray):
 
 
 def pseudo_normals(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
-    """Angle-weighted pseudo-normals (T, 7, 3) of every triangle's features, in feature-code
-    order: the face, its three vertices (angle-weighted sum of the faces round each vertex) and
-    its three edges (sum of the faces on each edge; a boundary edge has its one face's)."""
+    """Angle-weighted pseudo-normals (T, 7, 3) float64 of every triangle's features, in
+    feature-code order: the face, its three vertices (angle-weighted sum of the faces round each
+    vertex) and its three edges (sum of the faces on each edge; a boundary edge has its one
+    face's). By a kernel (``kernels.grid_build.pseudo_normals``): a deforming collider asks every
+    frame."""
+    v = np.ascontiguousarray(vertices, np.float64)
+    tri = np.ascontiguousarray(triangles, np.int64)
+    inverse, count = edges(tri)
+    out = np.empty((len(tri), 7, 3))
+    grid_build.pseudo_normals(v, tri, inverse, len(count), out)
+    return out
+
+
+def pseudo_normals_plain(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
+    """``pseudo_normals`` in numpy: the plain reference its kernel is tested against."""
     v = np.asarray(vertices, np.float64)
     tri = np.asarray(triangles, np.int64)
     a, b, c = v[tri[:, 0]], v[tri[:, 1]], v[tri[:, 2]]
@@ -274,16 +287,18 @@ class TriangleIndex:
         if self.flipped:
             normals = -normals
         self.normals = normals.astype(np.float32)                     # (T, 7, 3), feature-code order
-        rel = v - origin
-        # (T, 19): a triangle's numbers side by side, as the kernels read them
-        rows = triangle_rows(*(np.ascontiguousarray(rel[tri[:, k]].T) for k in range(3)))
-        self._tri_cols = np.ascontiguousarray(rows.T)
-        corners = rel[tri]                                             # (T, 3, 3), grid-relative
-        centre = corners.mean(axis=1)
-        self.centres = np.ascontiguousarray(centre.T, np.float32)      # (3, T): bounding spheres
-        self.radii = np.linalg.norm(corners - centre[:, None], axis=2).max(axis=1).astype(np.float32)
-        self.corners = corners.astype(np.float32)
-        self._k_planes = side_planes(rel, tri)
+        rel = np.ascontiguousarray(v - origin)
+        # a triangle's numbers as the kernels read them, by one kernel (``triangle_numbers``):
+        # (T, 19) side by side (``triangle_rows``), its grid-relative corners (T, 3, 3), bounding
+        # spheres (3, T) and (T,), plane and side planes (T, 16) (``side_planes``)
+        nt = len(tri)
+        self._tri_cols = np.empty((nt, 19))
+        self.corners = np.empty((nt, 3, 3), np.float32)
+        self.centres = np.empty((3, nt), np.float32)
+        self.radii = np.empty(nt, np.float32)
+        self._k_planes = np.empty((nt, 16), np.float32)
+        grid_build.triangle_numbers(rel, np.ascontiguousarray(tri, np.int64), self._tri_cols, self.corners,
+                                    self.centres, self.radii, self._k_planes)
         self.grid = None
         # beside an open edge (``solid.boundary_features``) the pseudo-normal has no side: where
         # the mesh has an inside (``winding``: the whole mesh, ``solid.Solid.winding``) its

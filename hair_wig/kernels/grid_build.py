@@ -303,6 +303,145 @@ def carry_nodes(dist, nodes, tri_of, bary, grow, value, triangles, shift):
         dist[nodes[k]] = value[k] - np.float32(along)
 
 
+@njit(cache=True)
+def pseudo_normals(v, tri, edge_of, edges, out):
+    """Angle-weighted pseudo-normals (T, 7, 3) float64 of every triangle's features into ``out``
+    (``collision.triangles.pseudo_normals``, its plain reference): the unit face normal, each
+    corner's sum of the faces round it weighted by their angles there, each edge's sum of its
+    faces (Bærentzen & Aanæs 2005). ``v`` (V, 3) float64, ``tri`` (T, 3) int64, ``edge_of`` (3T,)
+    which of the mesh's ``edges`` each triangle's edge ab, bc, ca is (``triangles.edges``). One
+    thread, triangles in order: the sums are added as numpy's ``bincount`` adds them."""
+    nt = tri.shape[0]
+    face = np.empty((nt, 3))
+    vn = np.zeros((v.shape[0], 3))
+    en = np.zeros((edges, 3))
+    for t in range(nt):
+        a, b, c = tri[t, 0], tri[t, 1], tri[t, 2]
+        ux, uy, uz = v[b, 0] - v[a, 0], v[b, 1] - v[a, 1], v[b, 2] - v[a, 2]
+        wx, wy, wz = v[c, 0] - v[a, 0], v[c, 1] - v[a, 1], v[c, 2] - v[a, 2]
+        nx, ny, nz = uy * wz - uz * wy, uz * wx - ux * wz, ux * wy - uy * wx
+        norm = max(math.sqrt(nx * nx + ny * ny + nz * nz), 1e-300)
+        face[t, 0], face[t, 1], face[t, 2] = nx / norm, ny / norm, nz / norm
+    for t in range(nt):
+        for k in range(3):
+            p, q, r = tri[t, k], tri[t, (k + 1) % 3], tri[t, (k + 2) % 3]
+            ex, ey, ez = v[q, 0] - v[p, 0], v[q, 1] - v[p, 1], v[q, 2] - v[p, 2]
+            fx, fy, fz = v[r, 0] - v[p, 0], v[r, 1] - v[p, 1], v[r, 2] - v[p, 2]
+            lengths = math.sqrt(ex * ex + ey * ey + ez * ez) * math.sqrt(fx * fx + fy * fy + fz * fz)
+            cos = (ex * fx + ey * fy + ez * fz) / max(lengths, 1e-300)
+            angle = math.acos(min(max(cos, -1.0), 1.0))
+            for j in range(3):
+                vn[p, j] += face[t, j] * angle
+    for t in range(nt):
+        for k in range(3):
+            e = edge_of[3 * t + k]
+            for j in range(3):
+                en[e, j] += face[t, j]
+    for t in range(nt):
+        for j in range(3):
+            out[t, 0, j] = face[t, j]
+            for k in range(3):
+                out[t, 1 + k, j] = vn[tri[t, k], j]
+                out[t, 4 + k, j] = en[edge_of[3 * t + k], j]
+
+
+@njit(cache=True, parallel=True)
+def triangle_numbers(rel, tri, rows, corners, centres, radii, planes):
+    """Each triangle's numbers as the queries read them, from its corners ``rel`` (V, 3) float64
+    relative to the grid's origin (``collision.triangles.TriangleIndex``; the plain references
+    are ``triangle_rows``, ``side_planes`` and the numpy lines beside them there):
+    ``rows`` (T, 19) float64 — a, ab, ac, bc and their dot products (``triangles._gram``);
+    ``corners`` (T, 3, 3) float32; ``centres`` (3, T) float32, the corners' mean, and ``radii``
+    (T,) float32, the farthest corner from it; ``planes`` (T, 16) float32 — the unit normal n and
+    n·a, then per edge (a→b, b→c, c→a) its unit outward normal in the plane, (end − start) × n,
+    and that times the start. Each triangle its own iteration."""
+    for t in prange(tri.shape[0]):
+        a, b, c = tri[t, 0], tri[t, 1], tri[t, 2]
+        ax, ay, az = rel[a, 0], rel[a, 1], rel[a, 2]
+        bx, by, bz = rel[b, 0], rel[b, 1], rel[b, 2]
+        cx, cy, cz = rel[c, 0], rel[c, 1], rel[c, 2]
+        abx, aby, abz = bx - ax, by - ay, bz - az
+        acx, acy, acz = cx - ax, cy - ay, cz - az
+        bcx, bcy, bcz = cx - bx, cy - by, cz - bz
+        d00 = abx * abx + aby * aby + abz * abz
+        d01 = abx * acx + aby * acy + abz * acz
+        d11 = acx * acx + acy * acy + acz * acz
+        ll = bcx * bcx + bcy * bcy + bcz * bcz
+        den = d00 * d11 - d01 * d01
+        r = rows[t]
+        r[0], r[1], r[2], r[3], r[4], r[5] = ax, ay, az, abx, aby, abz
+        r[6], r[7], r[8], r[9], r[10], r[11] = acx, acy, acz, bcx, bcy, bcz
+        r[12], r[13], r[14] = d00, d01, d11
+        r[15] = 1.0 / den if den != 0 else 1.0
+        r[16] = 1.0 / d00 if d00 != 0 else 1.0
+        r[17] = 1.0 / d11 if d11 != 0 else 1.0
+        r[18] = 1.0 / ll if ll != 0 else 1.0
+        mx, my, mz = (ax + bx + cx) / 3.0, (ay + by + cy) / 3.0, (az + bz + cz) / 3.0
+        far = 0.0
+        for k in range(3):
+            x, y, z = rel[tri[t, k], 0], rel[tri[t, k], 1], rel[tri[t, k], 2]
+            corners[t, k, 0], corners[t, k, 1], corners[t, k, 2] = x, y, z
+            far = max(far, math.sqrt((x - mx) ** 2 + (y - my) ** 2 + (z - mz) ** 2))
+        centres[0, t], centres[1, t], centres[2, t] = mx, my, mz
+        radii[t] = far
+        nx, ny, nz = aby * acz - abz * acy, abz * acx - abx * acz, abx * acy - aby * acx
+        norm = math.sqrt(nx * nx + ny * ny + nz * nz)       # no area: NaN, which fails every test
+        nx, ny, nz = nx / norm, ny / norm, nz / norm
+        p = planes[t]
+        p[0], p[1], p[2], p[3] = nx, ny, nz, nx * ax + ny * ay + nz * az
+        for k in range(3):
+            s, e = tri[t, k], tri[t, (k + 1) % 3]
+            sx, sy, sz = rel[s, 0], rel[s, 1], rel[s, 2]
+            ex, ey, ez = rel[e, 0] - sx, rel[e, 1] - sy, rel[e, 2] - sz
+            ox, oy, oz = ey * nz - ez * ny, ez * nx - ex * nz, ex * ny - ey * nx
+            norm = max(math.sqrt(ox * ox + oy * oy + oz * oz), 1e-300)
+            ox, oy, oz = ox / norm, oy / norm, oz / norm
+            p[4 + 4 * k], p[5 + 4 * k], p[6 + 4 * k] = ox, oy, oz
+            p[7 + 4 * k] = ox * sx + oy * sy + oz * sz
+
+
+@njit(cache=True)
+def cluster_shapes(v, t, member, clusters, centres, normals, radii):
+    """Each cluster's area-weighted centre (K, 3) (the plain mean where it has no area), summed
+    halved normal (K, 3) and the radius (K,) of a ball about the centre holding its triangles'
+    corners, triangle ``i`` of ``t`` (T, 3) at vertices ``v`` in cluster ``member[i]``
+    (``collision.solid._cluster_shapes``, its plain reference, for the winding number's
+    clusters). One thread, triangles in order: the sums are added as numpy's ``bincount`` adds
+    them."""
+    count = np.zeros(clusters)
+    weight = np.zeros(clusters)
+    at = np.zeros((clusters, 3))
+    plain = np.zeros((clusters, 3))
+    normals[:] = 0.0
+    radii[:] = 0.0
+    for i in range(t.shape[0]):
+        a, b, c = t[i, 0], t[i, 1], t[i, 2]
+        ux, uy, uz = v[b, 0] - v[a, 0], v[b, 1] - v[a, 1], v[b, 2] - v[a, 2]
+        wx, wy, wz = v[c, 0] - v[a, 0], v[c, 1] - v[a, 1], v[c, 2] - v[a, 2]
+        nx, ny, nz = 0.5 * (uy * wz - uz * wy), 0.5 * (uz * wx - ux * wz), 0.5 * (ux * wy - uy * wx)
+        area = math.sqrt(nx * nx + ny * ny + nz * nz)
+        k = member[i]
+        count[k] += 1.0
+        weight[k] += area
+        for j in range(3):
+            mid = (v[a, j] + v[b, j] + v[c, j]) / 3.0
+            at[k, j] += area * mid
+            plain[k, j] += mid
+        normals[k, 0] += nx
+        normals[k, 1] += ny
+        normals[k, 2] += nz
+    for k in range(clusters):
+        for j in range(3):
+            centres[k, j] = at[k, j] / max(weight[k], 1e-300) if weight[k] > 0 else plain[k, j] / count[k]
+    for i in range(t.shape[0]):
+        k = member[i]
+        for m in range(3):
+            x = t[i, m]
+            d = math.sqrt((v[x, 0] - centres[k, 0]) ** 2 + (v[x, 1] - centres[k, 1]) ** 2
+                          + (v[x, 2] - centres[k, 2]) ** 2)
+            radii[k] = max(radii[k], d)
+
+
 def _as_called():
     """The argument types ``collision.grid.DistanceGrid`` passes: a tetrahedron's grid."""
     v = np.array([[0.1, 0.1, 0.1], [1, 0.1, 0.1], [0.1, 1, 0.1], [0.1, 0.1, 1]], np.float64)
@@ -328,6 +467,11 @@ def _as_called():
     sweep(cp, src, feature, dims, 0.2, 2)
     out = np.empty(216, np.float32)
     signed_nodes(cp, src, feature, np.ones((4, 7, 3), np.float32), dims, 0.2, out)
+    normals = np.empty((4, 7, 3))
+    pseudo_normals(v, t, np.array([0, 1, 2, 0, 3, 4, 0, 5, 1, 2, 4, 5], np.int64), 6, normals)
+    triangle_numbers(v, t, np.empty((4, 19)), np.empty((4, 3, 3), np.float32), np.empty((3, 4), np.float32),
+                     np.empty(4, np.float32), np.empty((4, 16), np.float32))
+    cluster_shapes(v, t, np.array([0, 0, 1, 1], np.int64), 2, np.empty((2, 3)), np.empty((2, 3)), np.empty(2))
     for index in (np.int32, np.int64):                # nodes as a small grid or a large one has them
         carry_nodes(out, np.arange(3, dtype=index), np.zeros(3, np.int32), np.ones((3, 3), np.float32),
                     np.ones((3, 3), np.float32), np.zeros(3, np.float32), t, np.zeros((4, 3)))
