@@ -424,3 +424,17 @@ def test_cluster_shapes_are_the_numpy_reference():
     assert alone.any()                                         # the flat triangles' own leaf
     flat[len(groups) - 1:] = alone
     assert np.isfinite(centres[flat]).all()
+
+
+def test_a_face_whose_corner_is_not_a_vertex_is_refused_by_name():
+    """The kernels read a collider's faces unchecked: a face naming a vertex the mesh does not
+    have (a broken import) is refused with the collider's name before any of them runs."""
+    from hair_wig.collision.triangles import usable_triangles
+    from hair_wig.errors import HairWigError
+
+    v, t = sphere(1.0, 6, 12)
+    for bad in (len(v), -1):
+        broken = t.copy()
+        broken[3, 1] = bad
+        with pytest.raises(HairWigError, match="'Helmet' has faces whose corners are not among its"):
+            usable_triangles(v, broken, "Helmet")

@@ -138,15 +138,15 @@ def edges(triangles: np.ndarray):
     return got
 
 
-def pseudo_normals(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
+def pseudo_normals(vertices: np.ndarray, triangles: np.ndarray, topology=None) -> np.ndarray:
     """Angle-weighted pseudo-normals (T, 7, 3) float64 of every triangle's features, in
     feature-code order: the face, its three vertices (angle-weighted sum of the faces round each
     vertex) and its three edges (sum of the faces on each edge; a boundary edge has its one
     face's). By a kernel (``kernels.grid_build.pseudo_normals``): a deforming collider asks every
-    frame."""
+    frame. ``topology``: the triangles' ``edges``, if known."""
     v = np.ascontiguousarray(vertices, np.float64)
     tri = np.ascontiguousarray(triangles, np.int64)
-    inverse, count = edges(tri)
+    inverse, count = edges(tri) if topology is None else topology
     out = np.empty((len(tri), 7, 3))
     grid_build.pseudo_normals(v, tri, inverse, len(count), out)
     return out
@@ -219,12 +219,14 @@ def usable_triangles(vertices, triangles, name: str):
     """A collider's vertices (V, 3) float64 and its triangles (T, 3) int64 without the faces of
     no area (they have no normal to sign by); an error that names the collider when none is
     left."""
-    v = np.asarray(vertices, np.float64)
-    tri = np.asarray(triangles, np.int64)
+    v = np.ascontiguousarray(vertices, np.float64)
+    tri = np.ascontiguousarray(triangles, np.int64)
     if tri.ndim != 2 or tri.shape[1] != 3 or len(tri) == 0:
         raise HairWigError(f"'{name}' has no faces to collide with")
-    a, b, c = v[tri[:, 0]], v[tri[:, 1]], v[tri[:, 2]]
-    area2 = np.linalg.norm(np.cross(b - a, c - a), axis=1)
+    if tri.min() < 0 or tri.max() >= len(v):
+        raise HairWigError(f"'{name}' has faces whose corners are not among its {len(v)} vertices")
+    area2 = np.empty(len(tri))
+    grid_build.doubled_areas(v, tri, area2)        # a deforming collider asks every frame
     tri = tri[area2 > 1e-12 * max(float(area2.max()), 1e-300)]      # degenerate faces: no normal
     if len(tri) == 0:
         raise HairWigError(f"'{name}' has only degenerate faces")
@@ -280,8 +282,9 @@ class TriangleIndex:
         self.extent = extent
         # ``like``: an index of the same triangles elsewhere (a deforming mesh's rest pose), whose
         # topology — closed or not, its open edges, its winding clusters' grouping — is kept
-        self.closed = is_closed(tri) if like is None else like.closed
-        normals = pseudo_normals(v, tri)
+        self._edges = edges(tri) if like is None else like._edges
+        self.closed = bool(np.all(self._edges[1] == 2)) if like is None else like.closed
+        normals = pseudo_normals(v, tri, self._edges)
         # A closed mesh modelled inside out: its inside is still its inside.
         self.flipped = self.closed and _signed_volume(v, tri) < 0
         if self.flipped:

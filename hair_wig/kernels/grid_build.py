@@ -303,46 +303,60 @@ def carry_nodes(dist, nodes, tri_of, bary, grow, value, triangles, shift):
         dist[nodes[k]] = value[k] - np.float32(along)
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def pseudo_normals(v, tri, edge_of, edges, out):
     """Angle-weighted pseudo-normals (T, 7, 3) float64 of every triangle's features into ``out``
     (``collision.triangles.pseudo_normals``, its plain reference): the unit face normal, each
     corner's sum of the faces round it weighted by their angles there, each edge's sum of its
     faces (Bærentzen & Aanæs 2005). ``v`` (V, 3) float64, ``tri`` (T, 3) int64, ``edge_of`` (3T,)
-    which of the mesh's ``edges`` each triangle's edge ab, bc, ca is (``triangles.edges``). One
-    thread, triangles in order: the sums are added as numpy's ``bincount`` adds them."""
+    which of the mesh's ``edges`` each triangle's edge ab, bc, ca is (``triangles.edges``). Each
+    triangle's normal and angles are its own iteration; the sums over triangles are added on one
+    thread in triangle order, as numpy's ``bincount`` adds them: the same bits on any thread
+    count."""
     nt = tri.shape[0]
     face = np.empty((nt, 3))
-    vn = np.zeros((v.shape[0], 3))
-    en = np.zeros((edges, 3))
-    for t in range(nt):
+    angle = np.empty((nt, 3))
+    for t in prange(nt):
         a, b, c = tri[t, 0], tri[t, 1], tri[t, 2]
         ux, uy, uz = v[b, 0] - v[a, 0], v[b, 1] - v[a, 1], v[b, 2] - v[a, 2]
         wx, wy, wz = v[c, 0] - v[a, 0], v[c, 1] - v[a, 1], v[c, 2] - v[a, 2]
         nx, ny, nz = uy * wz - uz * wy, uz * wx - ux * wz, ux * wy - uy * wx
         norm = max(math.sqrt(nx * nx + ny * ny + nz * nz), 1e-300)
         face[t, 0], face[t, 1], face[t, 2] = nx / norm, ny / norm, nz / norm
-    for t in range(nt):
         for k in range(3):
             p, q, r = tri[t, k], tri[t, (k + 1) % 3], tri[t, (k + 2) % 3]
             ex, ey, ez = v[q, 0] - v[p, 0], v[q, 1] - v[p, 1], v[q, 2] - v[p, 2]
             fx, fy, fz = v[r, 0] - v[p, 0], v[r, 1] - v[p, 1], v[r, 2] - v[p, 2]
             lengths = math.sqrt(ex * ex + ey * ey + ez * ez) * math.sqrt(fx * fx + fy * fy + fz * fz)
             cos = (ex * fx + ey * fy + ez * fz) / max(lengths, 1e-300)
-            angle = math.acos(min(max(cos, -1.0), 1.0))
-            for j in range(3):
-                vn[p, j] += face[t, j] * angle
+            angle[t, k] = math.acos(min(max(cos, -1.0), 1.0))
+    vn = np.zeros((v.shape[0], 3))
+    en = np.zeros((edges, 3))
     for t in range(nt):
         for k in range(3):
-            e = edge_of[3 * t + k]
+            p, e = tri[t, k], edge_of[3 * t + k]
             for j in range(3):
+                vn[p, j] += face[t, j] * angle[t, k]
                 en[e, j] += face[t, j]
-    for t in range(nt):
+    for t in prange(nt):
         for j in range(3):
             out[t, 0, j] = face[t, j]
             for k in range(3):
                 out[t, 1 + k, j] = vn[tri[t, k], j]
                 out[t, 4 + k, j] = en[edge_of[3 * t + k], j]
+
+
+@njit(cache=True, parallel=True)
+def doubled_areas(v, tri, out):
+    """Twice each triangle's area (T,) float64 into ``out``: the length of (b − a) × (c − a)
+    (``collision.triangles.usable_triangles``' test for faces of no area). Each triangle its own
+    iteration."""
+    for t in prange(tri.shape[0]):
+        a, b, c = tri[t, 0], tri[t, 1], tri[t, 2]
+        ux, uy, uz = v[b, 0] - v[a, 0], v[b, 1] - v[a, 1], v[b, 2] - v[a, 2]
+        wx, wy, wz = v[c, 0] - v[a, 0], v[c, 1] - v[a, 1], v[c, 2] - v[a, 2]
+        nx, ny, nz = uy * wz - uz * wy, uz * wx - ux * wz, ux * wy - uy * wx
+        out[t] = math.sqrt(nx * nx + ny * ny + nz * nz)
 
 
 @njit(cache=True, parallel=True)
@@ -472,6 +486,7 @@ def _as_called():
     triangle_numbers(v, t, np.empty((4, 19)), np.empty((4, 3, 3), np.float32), np.empty((3, 4), np.float32),
                      np.empty(4, np.float32), np.empty((4, 16), np.float32))
     cluster_shapes(v, t, np.array([0, 0, 1, 1], np.int64), 2, np.empty((2, 3)), np.empty((2, 3)), np.empty(2))
+    doubled_areas(v, t, np.empty(4))
     for index in (np.int32, np.int64):                # nodes as a small grid or a large one has them
         carry_nodes(out, np.arange(3, dtype=index), np.zeros(3, np.int32), np.ones((3, 3), np.float32),
                     np.ones((3, 3), np.float32), np.zeros(3, np.float32), t, np.zeros((4, 3)))
