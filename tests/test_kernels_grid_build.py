@@ -438,3 +438,20 @@ def test_a_face_whose_corner_is_not_a_vertex_is_refused_by_name():
         broken[3, 1] = bad
         with pytest.raises(HairWigError, match="'Helmet' has faces whose corners are not among its"):
             usable_triangles(v, broken, "Helmet")
+
+
+def test_doubled_areas_are_the_numpy_reference():
+    """``doubled_areas`` (what ``usable_triangles`` drops faces of no area by) against numpy's
+    ``|(b − a) × (c − a)|``: within a few float64 roundings of the products it sums, and zero
+    for a face whose corners lie on a line."""
+    v, t = bumpy(6)
+    far = len(v)
+    v = np.concatenate([v, [[4.0, 0, 0], [4.1, 0, 0], [4.2, 0, 0]]])
+    t = np.concatenate([t, [[far, far + 1, far + 2]]])
+    got = np.empty(len(t))
+    grid_build.doubled_areas(v, t, got)
+    a, b, c = v[t[:, 0]], v[t[:, 1]], v[t[:, 2]]
+    want = np.linalg.norm(np.cross(b - a, c - a), axis=1)
+    eps, scale = float(np.finfo(np.float64).eps), float(np.abs(v).max())
+    _within(got, want, 16 * eps * scale * scale)
+    assert got[-1] == 0.0

@@ -478,7 +478,7 @@ def _shaped(v: np.ndarray, t: np.ndarray, starts: np.ndarray, leaf_group: np.nda
     measured, the groups' first."""
     v = np.ascontiguousarray(v, np.float64)
     t = np.ascontiguousarray(t, np.int64)
-    leaf_of = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
+    leaf_of = np.repeat(np.arange(len(starts) - 1, dtype=np.int64), np.diff(starts))
     leaves, kinds = len(starts) - 1, len(groups) - 1
     centres, normals, radii = np.empty((kinds + leaves, 3)), np.empty((kinds + leaves, 3)), np.empty(kinds + leaves)
     # the groups' first, then the leaves (a deforming collider measures them every frame: kernels)

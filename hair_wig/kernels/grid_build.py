@@ -482,7 +482,9 @@ def _as_called():
     out = np.empty(216, np.float32)
     signed_nodes(cp, src, feature, np.ones((4, 7, 3), np.float32), dims, 0.2, out)
     normals = np.empty((4, 7, 3))
-    pseudo_normals(v, t, np.array([0, 1, 2, 0, 3, 4, 0, 5, 1, 2, 4, 5], np.int64), 6, normals)
+    edge_of = np.array([0, 1, 2, 0, 3, 4, 0, 5, 1, 2, 4, 5], np.int64)
+    edge_of.setflags(write=False)                     # as ``collision.triangles.edges`` keeps them
+    pseudo_normals(v, t, edge_of, 6, normals)
     triangle_numbers(v, t, np.empty((4, 19)), np.empty((4, 3, 3), np.float32), np.empty((3, 4), np.float32),
                      np.empty(4, np.float32), np.empty((4, 16), np.float32))
     cluster_shapes(v, t, np.array([0, 0, 1, 1], np.int64), 2, np.empty((2, 3)), np.empty((2, 3)), np.empty(2))
