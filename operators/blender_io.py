@@ -856,6 +856,34 @@ def mute_modifiers(obs) -> list:
     return record
 
 
+_muted_for_frame: dict[str, list] = {}      # hair name -> ``mute_modifiers``' record, for one frame change
+
+
+def mute_for_frame(obs) -> None:
+    """Switch off the viewport modifiers of hair shown live (``obs``) for the first evaluation of a
+    frame change, until :func:`unmute_for_frame`.
+
+    Blender evaluates a new frame, calls the frame-change handlers, and evaluates again whatever
+    they changed. The live preview writes the hair in its handler, so without this the hair's whole
+    stack (Quick Fur's children, noise, frizz: far more than the wig's own frame) ran twice a frame,
+    the first time on the frame before's hair, never shown. The preview reads only the hair's own
+    curves and its object matrix, and a binding that needs the stack's children switches it back
+    on first (``scene_reader.bind``)."""
+    for ob in obs:
+        if ob.name not in _muted_for_frame:
+            _muted_for_frame[ob.name] = mute_modifiers([ob])
+
+
+def unmute_for_frame(name: str | None = None) -> bool:
+    """Switch back on what :func:`mute_for_frame` switched off, for hair ``name`` (None: all);
+    whether there was any."""
+    names = list(_muted_for_frame) if name is None else [name]
+    records = [_muted_for_frame.pop(n) for n in names if n in _muted_for_frame]
+    for record in records:
+        unmute_modifiers(record)
+    return any(records)
+
+
 def unmute_modifiers(record: list) -> None:
     """Switch back on what :func:`mute_modifiers` switched off (found by their persistent ids, so
     a renamed or reordered modifier comes back too; one that was deleted meanwhile is skipped)."""

@@ -145,6 +145,7 @@ def _drop_rest(ob) -> None:
 
 
 def stop_all() -> None:
+    blender_io.unmute_for_frame()
     for uid in list(_previews):
         ob = _object(uid)
         if ob is not None:
@@ -391,14 +392,33 @@ def catch_up(scene) -> None:
 
 
 @bpy.app.handlers.persistent
-def on_frame_change(scene, depsgraph=None):
-    if _busy or _kernels_pending(scene):
+def on_frame_change_pre(scene, depsgraph=None):
+    """The previewed hair's modifiers off for the frame's first evaluation: its positions are
+    written after it (``on_frame_change``), which evaluates the stack again
+    (``blender_io.mute_for_frame``)."""
+    if _busy or not _previews or _kernels_pending(scene):
         return
-    if _dirty:
-        _checked()
-    _start_live_wigs(bpy.context, scene)
-    if _previews:
-        update(scene, depsgraph)
+    obs = [ob for ob in map(_object, _previews) if ob is not None and ob.mode == "OBJECT"
+           and ob.name not in _baking and scene.objects.get(ob.name) is not None]
+    with _quiet():
+        blender_io.mute_for_frame(obs)
+
+
+@bpy.app.handlers.persistent
+def on_frame_change(scene, depsgraph=None):
+    if _busy:
+        return
+    try:
+        if _kernels_pending(scene):
+            return
+        if _dirty:
+            _checked()
+        _start_live_wigs(bpy.context, scene)
+        if _previews:
+            update(scene, depsgraph)
+    finally:
+        with _quiet():
+            blender_io.unmute_for_frame()
 
 
 @bpy.app.handlers.persistent
@@ -444,6 +464,7 @@ def _unedited():
 @bpy.app.handlers.persistent
 def on_save_pre(*_args):
     """The file gets the rest pose and no trace of the preview."""
+    blender_io.unmute_for_frame()             # never left between a frame's handlers; to be sure
     for ob, preview in _unedited():
         _write(ob, preview.rest)
         _drop_rest(ob)
@@ -459,6 +480,7 @@ def on_save_post(*_args):
 
 @bpy.app.handlers.persistent
 def on_load_pre(*_args):
+    blender_io.unmute_for_frame()
     _previews.clear()         # the objects belong to the file being closed
     _messages.clear()
 
@@ -517,7 +539,8 @@ def on_undo_redo_post(*_args):
         update(context.scene, context.evaluated_depsgraph_get())
 
 
-handlers = ((bpy.app.handlers.frame_change_post, on_frame_change),
+handlers = ((bpy.app.handlers.frame_change_pre, on_frame_change_pre),
+            (bpy.app.handlers.frame_change_post, on_frame_change),
             (bpy.app.handlers.depsgraph_update_post, on_depsgraph_update),
             (bpy.app.handlers.save_pre, on_save_pre),
             (bpy.app.handlers.save_post, on_save_post),

@@ -431,6 +431,7 @@ def bind(context, ob, rest_points=None, dynamics: bool = True, children=READ_NOW
     s = ob.hair_wig
     head = require_head(ob)
     scene = context.scene
+    blender_io.unmute_for_frame(ob.name)      # its stack's children are read from what it evaluates
     depsgraph = context.evaluated_depsgraph_get()
     empties = magnet_objects(scene, ob)
     if not s.rest_captured:

@@ -348,6 +348,54 @@ def test_quick_fur_on_a_bent_head_shows_live_as_its_bake_plays(glue):
         np.testing.assert_allclose(pts, evaluated(f), rtol=0, atol=rounding(magnitude(pts), 4), err_msg=f"frame {f}")
 
 
+def test_a_live_frame_runs_the_hairs_own_stack_once_on_the_hair_it_shows(glue):
+    """Blender evaluates a new frame, calls the frame-change handlers, then evaluates again what
+    they changed: the hair's stack (Quick Fur's children, noise, frizz) runs only on the hair the
+    live wig wrote, never on the frame before's. What a handler before ours sees is the hair with
+    its modifiers off (no children grown); after the frame they are all back, the user's own
+    switched-off modifier still off, and what Blender shows is what a fresh evaluation gives. A
+    binding inside a frame change (the frame range changed) still reads the children it keeps
+    room for."""
+    import grooms
+
+    _, io, _, preview = glue
+    g = grooms.quick_fur("LOW")
+    scene, ob = bpy.context.scene, g.hair
+    scene.frame_start, scene.frame_end = 1, 12
+    scene.frame_set(1)
+    ob.modifiers["Frizz Hair Curves"].show_viewport = False          # the user's own choice
+    shown = [m.show_viewport for m in ob.modifiers]
+    guides = len(ob.data.points)
+    ob.hair_wig.use_live_dynamics = True
+    first = []
+
+    def before_ours(scene, depsgraph=None):
+        first.append(([m.show_viewport for m in ob.modifiers],
+                      len(io.read_evaluated_points(ob, bpy.context.evaluated_depsgraph_get()))))
+    post = bpy.app.handlers.frame_change_post
+    post.insert(0, before_ours)
+    try:
+        for f in (2, 3, 7, 4):
+            scene.frame_set(f)
+            assert [m.show_viewport for m in ob.modifiers] == shown, f
+            now = io.read_evaluated_points(ob, bpy.context.evaluated_depsgraph_get()).copy()
+            assert len(now) > 10 * guides                              # the children are shown
+            ob.update_tag()                                            # evaluated afresh: the same
+            np.testing.assert_array_equal(io.read_evaluated_points(ob, bpy.context.evaluated_depsgraph_get()), now)
+        # every frame's first evaluation, the live wig's own steps to frame 7 among them
+        assert len(first) >= 4 and all(f == ([False] * len(shown), guides) for f in first)
+        wig = preview._previews[ob.session_uid].wig
+        assert wig.walk.children is not None
+        scene.frame_end = 11                                           # a new session, bound in the frame change
+        scene.frame_set(5)
+        assert preview._previews[ob.session_uid].wig is not wig
+        assert preview._previews[ob.session_uid].wig.walk.children is not None
+        assert [m.show_viewport for m in ob.modifiers] == shown
+    finally:
+        post.remove(before_ours)
+        ob.hair_wig.use_live_dynamics = False
+
+
 def test_sculpt_mode_gets_the_groom_before_a_stroke(glue):
     """Into Sculpt Mode with Live Dynamics showing frame 8: the groom is back at once (a stroke
     must never land on a shown pose), and back in object mode playing starts it again."""
