@@ -856,7 +856,8 @@ def mute_modifiers(obs) -> list:
     return record
 
 
-_muted_for_frame: dict[str, list] = {}      # hair name -> ``mute_modifiers``' record, for one frame change
+_muted_for_frame: dict[str, list] = {}      # hair name -> the modifiers switched off, for one frame change
+MUTED_FOR_FRAME = "_hair_wig_muted"         # on the hair object meanwhile: their persistent ids
 
 
 def mute_for_frame(obs) -> None:
@@ -868,10 +869,22 @@ def mute_for_frame(obs) -> None:
     stack (Quick Fur's children, noise, frizz: far more than the wig's own frame) ran twice a frame,
     the first time on the frame before's hair, never shown. The preview reads only the hair's own
     curves and its object matrix, and a binding that needs the stack's children switches it back
-    on first (``scene_reader.bind``)."""
+    on first (``scene_reader.bind``). A modifier whose visibility is keyed or driven is left to its
+    animation. The object keeps the list of what was switched off meanwhile, so a state saved or
+    recorded for undo before it is switched back (a frame change whose handlers were cut short)
+    gets it back when loaded (:func:`restore_muted`)."""
     for ob in obs:
-        if ob.name not in _muted_for_frame:
-            _muted_for_frame[ob.name] = mute_modifiers([ob])
+        if ob.name in _muted_for_frame:
+            continue
+        keyed = _animated_visibility(ob)
+        record = []
+        for md in ob.modifiers:
+            if md.show_viewport and md.path_from_id("show_viewport") not in keyed:
+                record.append((ob, md.persistent_uid))
+                md.show_viewport = False
+        if record:
+            _muted_for_frame[ob.name] = record
+            ob[MUTED_FOR_FRAME] = [uid for _, uid in record]
 
 
 def unmute_for_frame(name: str | None = None) -> bool:
@@ -881,7 +894,40 @@ def unmute_for_frame(name: str | None = None) -> bool:
     records = [_muted_for_frame.pop(n) for n in names if n in _muted_for_frame]
     for record in records:
         unmute_modifiers(record)
+        try:
+            ob = record[0][0]
+            if MUTED_FOR_FRAME in ob:
+                del ob[MUTED_FOR_FRAME]
+        except ReferenceError:          # the object was deleted meanwhile
+            pass
     return any(records)
+
+
+def restore_muted(objects) -> None:
+    """Switch back on the modifiers :func:`mute_for_frame` left a list of on ``objects`` (a file
+    or an undo state saved between a frame's two evaluations, now loaded: what was kept of the
+    objects before is gone)."""
+    _muted_for_frame.clear()
+    for ob in objects:
+        uids = ob.get(MUTED_FOR_FRAME)
+        if uids is None:
+            continue
+        uids = set(uids)
+        for md in ob.modifiers:
+            if md.persistent_uid in uids:
+                md.show_viewport = True
+        del ob[MUTED_FOR_FRAME]
+
+
+def _animated_visibility(ob) -> set:
+    """The paths of ``ob``'s modifiers' viewport visibility that an action (its own or an NLA
+    strip's) keys or a driver drives."""
+    ad = ob.animation_data
+    if ad is None:
+        return set()
+    actions = [ad.action] + [strip.action for track in ad.nla_tracks for strip in track.strips]
+    curves = [fc for action in actions if action is not None for fc in compat.action_fcurves(action)]
+    return {fc.data_path for fc in [*curves, *ad.drivers] if fc.data_path.endswith(".show_viewport")}
 
 
 def unmute_modifiers(record: list) -> None:

@@ -13,6 +13,7 @@ an undo, a redo or a recovered file give that state's own rest pose back.
 from __future__ import annotations
 
 import contextlib
+import threading
 from dataclasses import dataclass
 
 import bpy
@@ -117,6 +118,7 @@ def _bind(context, ob, rest: np.ndarray, dynamics: bool = False) -> None:
 
 def stop(ob, restore: bool = True) -> None:
     """Stop previewing ``ob``; put its rest positions back exactly (unless it was edited)."""
+    blender_io.unmute_for_frame(ob.name)
     preview = _previews.pop(ob.session_uid, None)
     if preview is not None and restore:
         _write(ob, preview.rest)
@@ -396,12 +398,21 @@ def on_frame_change_pre(scene, depsgraph=None):
     """The previewed hair's modifiers off for the frame's first evaluation: its positions are
     written after it (``on_frame_change``), which evaluates the stack again
     (``blender_io.mute_for_frame``)."""
-    if _busy or not _previews or _kernels_pending(scene):
+    if _busy or not _main_thread():
         return
-    obs = [ob for ob in map(_object, _previews) if ob is not None and ob.mode == "OBJECT"
-           and ob.name not in _baking and scene.objects.get(ob.name) is not None]
     with _quiet():
+        blender_io.unmute_for_frame()          # a frame change whose handlers were cut short
+        if not _previews or _kernels_pending(scene):
+            return
+        obs = [ob for ob in map(_object, _previews) if ob is not None and ob.mode == "OBJECT"
+               and ob.name not in _baking and scene.objects.get(ob.name) is not None]
         blender_io.mute_for_frame(obs)
+
+
+def _main_thread() -> bool:
+    """Whether this handler runs in Blender's main thread (a render job calls the frame-change
+    handlers from its own: the viewport's modifiers are not its to switch)."""
+    return threading.current_thread() is threading.main_thread()
 
 
 @bpy.app.handlers.persistent
@@ -417,8 +428,9 @@ def on_frame_change(scene, depsgraph=None):
         if _previews:
             update(scene, depsgraph)
     finally:
-        with _quiet():
-            blender_io.unmute_for_frame()
+        if _main_thread():
+            with _quiet():
+                blender_io.unmute_for_frame()
 
 
 @bpy.app.handlers.persistent
@@ -489,6 +501,7 @@ def on_load_pre(*_args):
 def on_load_post(*_args):
     """A file saved by Blender itself during a preview (an autosave, a recovered session) holds a
     previewed pose: give it its rest pose back."""
+    blender_io.restore_muted(bpy.data.objects)
     for ob in bpy.data.objects:
         rest = _kept_rest(ob)
         if rest is not None:
@@ -505,6 +518,7 @@ def on_undo_redo_post(*_args):
     magnets, head and hair as they were then); hair no longer previewed gets its rest pose back. A
     live wig with the same groom keeps its frames, outdated by what the undo changed."""
     context = bpy.context
+    blender_io.restore_muted(bpy.data.objects)
     for ob in bpy.data.objects:
         if ob.type != "CURVES":
             continue

@@ -396,6 +396,53 @@ def test_a_live_frame_runs_the_hairs_own_stack_once_on_the_hair_it_shows(glue):
         ob.hair_wig.use_live_dynamics = False
 
 
+def test_a_live_frame_leaves_keyed_visibility_to_its_keys_and_a_cut_short_frame_is_mended(glue):
+    """A modifier whose viewport visibility is keyed shows as its keys say, frame by frame. A
+    frame whose handlers were cut short (a run-once handler before ours that removes itself makes
+    Blender skip the next one) leaves the hair's modifiers off with their list on the object: the
+    next frame change, stopping the preview, or loading a state that kept them off, switches them
+    back on."""
+    import grooms
+
+    _, io, _, preview = glue
+    g = grooms.quick_fur("LOW")
+    scene, ob = bpy.context.scene, g.hair
+    scene.frame_start, scene.frame_end = 1, 12
+    scene.frame_set(1)
+    noise = ob.modifiers["Hair Curves Noise"]
+    for f, on in ((1, True), (4, False), (6, True)):
+        noise.show_viewport = on
+        noise.keyframe_insert("show_viewport", frame=f)
+    ob.hair_wig.use_live_dynamics = True
+    try:
+        for f in (2, 3, 4, 5, 6, 7, 5, 3):
+            scene.frame_set(f)
+            assert noise.show_viewport == (f < 4 or f >= 6), f
+            assert all(m.show_viewport for m in ob.modifiers if m != noise), f
+        shown = [m.show_viewport for m in ob.modifiers]
+
+        def once(scene, depsgraph=None):
+            bpy.app.handlers.frame_change_post.remove(once)
+        bpy.app.handlers.frame_change_post.insert(0, once)
+        scene.frame_set(8)                                             # ours skipped: left off
+        assert not any(m.show_viewport for m in ob.modifiers if m != noise)
+        assert io.MUTED_FOR_FRAME in ob
+        scene.frame_set(9)                                             # the next frame mends it
+        assert [m.show_viewport for m in ob.modifiers] == shown and io.MUTED_FOR_FRAME not in ob
+        bpy.app.handlers.frame_change_post.insert(0, once)
+        scene.frame_set(10)
+        ob.hair_wig.use_live_dynamics = False                          # stopping mends it
+        assert [m.show_viewport for m in ob.modifiers] == shown and io.MUTED_FOR_FRAME not in ob
+        # a state loaded with them off and their list (saved before the frame was over)
+        frizz = ob.modifiers["Frizz Hair Curves"]
+        frizz.show_viewport = False
+        ob[io.MUTED_FOR_FRAME] = [frizz.persistent_uid]
+        io.restore_muted(bpy.data.objects)
+        assert frizz.show_viewport and io.MUTED_FOR_FRAME not in ob
+    finally:
+        ob.hair_wig.use_live_dynamics = False
+
+
 def test_sculpt_mode_gets_the_groom_before_a_stroke(glue):
     """Into Sculpt Mode with Live Dynamics showing frame 8: the groom is back at once (a stroke
     must never land on a shown pose), and back in object mode playing starts it again."""
