@@ -348,6 +348,17 @@ def test_quick_fur_on_a_bent_head_shows_live_as_its_bake_plays(glue):
         np.testing.assert_allclose(pts, evaluated(f), rtol=0, atol=rounding(magnitude(pts), 4), err_msg=f"frame {f}")
 
 
+def quick_fur_at_rest():
+    """Quick Fur (low density) on the bent head, frames 1..12, at frame 1: the scene and hair."""
+    import grooms
+
+    g = grooms.quick_fur("LOW")
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 12
+    scene.frame_set(1)
+    return scene, g.hair
+
+
 def test_a_live_frame_runs_the_hairs_own_stack_once_on_the_hair_it_shows(glue):
     """Blender evaluates a new frame, calls the frame-change handlers, then evaluates again what
     they changed: the hair's stack (Quick Fur's children, noise, frizz) runs only on the hair the
@@ -356,13 +367,8 @@ def test_a_live_frame_runs_the_hairs_own_stack_once_on_the_hair_it_shows(glue):
     switched-off modifier still off, and what Blender shows is what a fresh evaluation gives. A
     binding inside a frame change (the frame range changed) still reads the children it keeps
     room for."""
-    import grooms
-
     _, io, _, preview = glue
-    g = grooms.quick_fur("LOW")
-    scene, ob = bpy.context.scene, g.hair
-    scene.frame_start, scene.frame_end = 1, 12
-    scene.frame_set(1)
+    scene, ob = quick_fur_at_rest()
     ob.modifiers["Frizz Hair Curves"].show_viewport = False          # the user's own choice
     shown = [m.show_viewport for m in ob.modifiers]
     guides = len(ob.data.points)
@@ -402,13 +408,8 @@ def test_a_live_frame_leaves_keyed_visibility_to_its_keys_and_a_cut_short_frame_
     Blender skip the next one) leaves the hair's modifiers off with their list on the object: the
     next frame change, stopping the preview, or loading a state that kept them off, switches them
     back on."""
-    import grooms
-
     _, io, _, preview = glue
-    g = grooms.quick_fur("LOW")
-    scene, ob = bpy.context.scene, g.hair
-    scene.frame_start, scene.frame_end = 1, 12
-    scene.frame_set(1)
+    scene, ob = quick_fur_at_rest()
     noise = ob.modifiers["Hair Curves Noise"]
     for f, on in ((1, True), (4, False), (6, True)):
         noise.show_viewport = on
