@@ -63,7 +63,7 @@ def hair_reach(rows: np.ndarray, offsets: np.ndarray, lo: np.ndarray, hi: np.nda
     return float((np.linalg.norm(gap, axis=1) + length).max(initial=0.0))
 
 
-_NO_CHILDREN = np.zeros((0, 0, 0), np.float32)
+_NO_CHILDREN = np.zeros((2, 0, 0, 0), np.float32)
 _NONE32 = np.zeros(0, np.float32)
 
 
@@ -175,8 +175,8 @@ class Collider:
         moved = self.to_field is not None
         to_field = np.eye(4) if not moved else np.ascontiguousarray(self.to_field, np.float64)
         from_field = np.eye(4) if not moved else np.ascontiguousarray(self.from_field, np.float64)
-        children = getattr(self, "child_limit", None)
-        children = _NO_CHILDREN if children is None else np.ascontiguousarray(children, np.float32)
+        children = getattr(self, "child_bounds", None)
+        children = _NO_CHILDREN if children is None else children
         # a collider met by contacts alone need not be bound for the walk (no limits of its own)
         limit, skip2 = (np.ascontiguousarray(getattr(self, k, _NONE32), np.float32) for k in ("limit", "skip2"))
         return (f._k_nodes, f._k_grid32, f._k_grid64, f._k_errors, f._k_tris, f._k_box, f._k_planes, limit, skip2, to_field,
@@ -195,24 +195,7 @@ class Collider:
         d = self.field.signed_distance(np.ascontiguousarray(rest_rows.T, np.float64))
         self.clearance = d.astype(np.float32)
         self.limit = groom_limits(self.clearance, self.offset)
-        # Skip lookups for a point while it has moved less than half its room (distances are
-        # 1-Lipschitz). The room is trusted where the clearance is exact (near the surface);
-        # farther, the grid's swept distance can be too large on a messy mesh, so only the
-        # distance to the collider's box (a true lower bound) counts.
-        room = self.clearance - self.limit
-        if isinstance(self.field, MeshField):
-            far = np.abs(self.clearance) >= self.field.exact_reach
-            if far.any():
-                lo, hi = self.field.box
-                x = rest_rows.T[far]
-                gap = np.maximum(np.maximum(lo - x, x - hi), 0)
-                room[far] = np.maximum(np.sqrt((gap * gap).sum(axis=1)) - np.maximum(self.limit[far], 0), 0)
-        # and a point that moved no more than the push tolerance (float32 rounding of a length
-        # pass) is no closer than its limit less that tolerance, which a push ignores
-        skip = 0.5 * room + self.tolerance
-        if not isinstance(self.field, MeshField):
-            skip[:] = 0          # a distance along rays is not 1-Lipschitz: nothing can be skipped
-        self.skip2 = (skip * skip).astype(np.float32)
+        self.skip2 = self._skip2(self.clearance, self.limit, rest_rows.T)
         self._steps = None
         if uniform and isinstance(self.field, MeshField):
             # point-major (n, strands): step j of a walk reads contiguous rows
@@ -220,6 +203,28 @@ class Collider:
                 return np.ascontiguousarray(a.reshape(-1, uniform).T)
             self._steps = {"limit": cols(self.limit), "skip2": cols(self.skip2),
                            "rest": np.ascontiguousarray(self.rest_rows.reshape(3, -1, uniform).transpose(0, 2, 1))}
+
+    def _skip2(self, clearance: np.ndarray, limit: np.ndarray, points: np.ndarray, rounding: float = 0.0):
+        """The squared distance (float32, as ``clearance``) each point (``points`` (N, 3) at rest,
+        field space) may move from its rest place unlooked: half its room. Distances are
+        1-Lipschitz; the room is trusted where the clearance is exact (near the surface), farther
+        the grid's swept distance can be too large on a messy mesh, so only the distance to the
+        collider's box (a true lower bound) counts. A point that moved no more than the push
+        tolerance (float32 rounding of a length pass) is no closer than its limit less that
+        tolerance, which a push ignores; ``rounding``: how far the place it is compared with may
+        lie from the one measured here."""
+        room = clearance - limit
+        if isinstance(self.field, MeshField):
+            far = np.abs(clearance) >= self.field.exact_reach
+            if far.any():
+                lo, hi = self.field.box
+                x = points[far]
+                gap = np.maximum(np.maximum(lo - x, x - hi), 0)
+                room[far] = np.maximum(np.sqrt((gap * gap).sum(axis=1)) - np.maximum(limit[far], 0), 0)
+        skip = np.maximum(0.5 * room + (self.tolerance - rounding), 0)
+        if not isinstance(self.field, MeshField):
+            skip[:] = 0          # a distance along rays is not 1-Lipschitz: nothing can be skipped
+        return (skip * skip).astype(np.float32)
 
     def bind_children(self, rest_rows: np.ndarray, offsets: np.ndarray, turn: np.ndarray | None,
                       uniform: int, margin: np.ndarray) -> None:
@@ -233,9 +238,18 @@ class Collider:
         rest = rest_rows.reshape(3, g, uniform).astype(np.float64)
         moved = np.stack([transplant(rest[:, :, j], rest[:, :, 0], offsets, turn) for j in range(uniform)], -1)
         x = np.ascontiguousarray(moved.transpose(0, 2, 3, 1).reshape(-1, 3), np.float64)   # (K, G, n)
-        d = self.bound_field.signed_distance(x).reshape(k, g, uniform)
-        limit = groom_limits(d.astype(np.float32), self.offset, margin[None, :, None])
-        self.child_limit = np.ascontiguousarray(limit.transpose(0, 2, 1))
+        d = self.bound_field.signed_distance(x).reshape(k, g, uniform).astype(np.float32)
+        limit = groom_limits(d, self.offset, margin[None, :, None])
+        # a sample's rest place, as the walk's kernel moves the guide's float32 rest point onto
+        # its child (a few float32 roundings of the coordinates, offsets and turn) lies that far
+        # from the one measured here
+        eps = float(np.finfo(np.float32).eps)
+        size = float(np.abs(rest).max(initial=0.0)) + float(np.abs(offsets).max(initial=0.0))
+        skip2 = self._skip2(d.ravel(), limit.ravel(), x, rounding=16 * eps * size).reshape(k, g, uniform)
+        # (2, K, n, G): the limits and the squared distances a sample may move from where it
+        # rested unlooked while the collider has not moved, point-major like a walk's steps
+        self.child_bounds = np.ascontiguousarray(np.stack([limit, skip2]).transpose(0, 1, 3, 2))
+        self.child_limit = self.child_bounds[0]
 
     def set_frame(self, to_field: np.ndarray | None, vertices: np.ndarray | None = None) -> None:
         """This frame's head-local -> field-space map (``None``: identity) and, for a deforming

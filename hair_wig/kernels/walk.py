@@ -18,14 +18,15 @@ reads), all of one type, in a numba typed List a thread (``threads_colliders``):
 
 ``(nodes, grid32, grid64, errors, tris, box, planes, limit (P,) f32, skip2 (P,) f32, to_field
 (4, 4) f64, from_field (4, 4) f64, moved, slack f32, exact_reach f64, tolerance f64, stretch f32,
-transformed, every, child_limit (K, n, G) f32)``
+transformed, every, children (2, K, n, G) f32)``
 
 — the field's query tuples (``kernels.field``), the wig's points' collision surfaces and squared
 skip distances (``Collider``), this frame's head-local → field-space map and back (``transformed``
 False: the identity, the collider moves with the head), whether the collider moved or deforms
 (then no point is skipped for being near its rest position), and its triangles as one list
 (``TriangleIndex._k_every``) for the points whose list cell cannot decide, and the limits of each guide's shape
-moved onto its children's roots (``Collider.bind_children``; empty without children).
+moved onto its children's roots with the squared distances each such sample may move from where it
+rested unlooked (``Collider.bind_children``; empty without children).
 """
 
 from __future__ import annotations
@@ -604,7 +605,7 @@ def _walk_strand(p, base, n, start, first_strand, s, length, elasticity, iterati
                 r += 1
                 if got and r < tries:
                     continue
-            if kids[0].shape[0] and _children_out(p, i, j, first_strand + s, c0, cols, kids, tries):
+            if kids[0].shape[0] and _children_out(p, i, j, w, first_strand + s, c0, cols, kids, rest, tries):
                 for k in range(ncol):        # moved: no bound for the next point
                     margins[k, s] = -_INF32
                 after, r = True, tries
@@ -750,17 +751,21 @@ def _lift(p, i, j, w, c0, cols, rest, bx, by, bz, qx, qy, qz, nx, ny, nz, bound,
 
 
 @njit(cache=True)
-def _children_out(p, i, j, g, c0, cols, kids, tries):
-    """``walk.CollisionWalk._keep_children_out`` for point ``i`` (its strand's point ``j``) of
-    guide ``g``: each round, the guide's shape moved onto each of its children's roots
-    (``children.transplant``: ``kids`` = (offsets (K, 3, G) f32, turns (K, 3, 3, G) f32 or
-    empty) is pushed out of every collider to its own limit (each collider's ``child_limit``
-    (K, n, G)), and the largest push any needs moves the guide's point, set back on its
-    segment's length on that contact's tangent plane (turned back into the guide's frame).
-    Whether it moved."""
+def _children_out(p, i, j, w, g, c0, cols, kids, rest, tries):
+    """``walk.CollisionWalk._keep_children_out`` for point ``i`` (its strand's point ``j``, the
+    wig's point ``w``) of guide ``g``: each round, the guide's shape moved onto each of its
+    children's roots (``children.transplant``: ``kids`` = (offsets (K, 3, G) f32, turns
+    (K, 3, 3, G) f32 or empty) is pushed out of every collider to its own limit (each collider's
+    ``children[0]`` (K, n, G)), and the largest push any needs moves the guide's point, set back
+    on its segment's length on that contact's tangent plane (turned back into the guide's
+    frame). Whether it moved. A sample of a collider that has not moved is not looked at while it
+    lies within ``√children[1]`` of where it rested (the guide's rest shape moved onto the same
+    child, ``rest``), as a point is not (``_skipped``): it cannot be within its limit."""
     off, turn = kids
     turned = turn.shape[0] > 0
     r0 = i - j
+    w0 = w - j
+    ux0, uy0, uz0 = rest[0, w] - rest[0, w0], rest[1, w] - rest[1, w0], rest[2, w] - rest[2, w0]
     moved = False
     for _ in range(tries):
         px, py, pz = np.float32(p[0, i]), np.float32(p[1, i]), np.float32(p[2, i])
@@ -776,11 +781,22 @@ def _children_out(p, i, j, g, c0, cols, kids, tries):
                 vz = oz + off[k, 2, g] + (turn[k, 2, 0, g] * ux + turn[k, 2, 1, g] * uy + turn[k, 2, 2, g] * uz)
             else:
                 vx, vy, vz = px + off[k, 0, g], py + off[k, 1, g], pz + off[k, 2, g]
+            if turned:                   # where it rested
+                rx = rest[0, w0] + off[k, 0, g] + (turn[k, 0, 0, g] * ux0 + turn[k, 0, 1, g] * uy0 + turn[k, 0, 2, g] * uz0)
+                ry = rest[1, w0] + off[k, 1, g] + (turn[k, 1, 0, g] * ux0 + turn[k, 1, 1, g] * uy0 + turn[k, 1, 2, g] * uz0)
+                rz = rest[2, w0] + off[k, 2, g] + (turn[k, 2, 0, g] * ux0 + turn[k, 2, 1, g] * uy0 + turn[k, 2, 2, g] * uz0)
+            else:
+                rx, ry, rz = rest[0, w] + off[k, 0, g], rest[1, w] + off[k, 1, g], rest[2, w] + off[k, 2, g]
             bx, by, bz = vx, vy, vz
             ax = ay = az = 0.0
             for c in range(len(cols)):
                 col = c0 if c == 0 else cols[c]
-                lim = col[18][k, j, g]
+                bounds = col[18]
+                if not col[11]:
+                    ex, ey, ez = vx - rx, vy - ry, vz - rz
+                    if not (ex * ex + ey * ey + ez * ez > bounds[1, k, j, g]):
+                        continue
+                lim = bounds[0, k, j, g]
                 if not (_screen(col, vx, vy, vz) < lim + col[12]):
                     continue
                 h, hx, hy, hz, gx, gy, gz = _project_to(np.float64(vx), np.float64(vy), np.float64(vz),
