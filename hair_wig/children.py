@@ -127,6 +127,22 @@ def transplant(points: np.ndarray, roots: np.ndarray, offsets: np.ndarray, turn:
     return roots[None] + offsets + np.einsum("kabs,bs->kas", turn, points - roots)
 
 
+def transplant_as_walked(points: np.ndarray, roots: np.ndarray, offsets: np.ndarray,
+                        turn: np.ndarray | None) -> np.ndarray:
+    """``transplant`` in float32, each sum and product in the order the walk's kernel takes
+    them (``kernels.walk._children_out``): float32 ``points``, ``roots`` (3, S), ``offsets``
+    (K, 3, S), ``turn`` (K, 3, 3, S) give the very places (K, 3, S) the kernel reaches from them,
+    bit for bit."""
+    points, roots = np.asarray(points, np.float32), np.asarray(roots, np.float32)
+    offsets = np.asarray(offsets, np.float32)
+    if turn is None:
+        return points[None] + offsets
+    turn = np.asarray(turn, np.float32)
+    u = points - roots                                                      # (3, S)
+    turned = (turn[:, :, 0] * u[0] + turn[:, :, 1] * u[1]) + turn[:, :, 2] * u[2]
+    return (roots[None] + offsets) + turned
+
+
 def sag(offsets: np.ndarray) -> np.ndarray:
     """How much farther out (G,) than the head offset each guide keeps its shapes moved onto
     its children's roots: a child blends the shapes of guides up to its patch's radius ``r``

@@ -255,7 +255,7 @@ class Wig:
                 self.walk.bind_neighbourhood(children, head_mesh is not None, self.rest_rows, hair.offsets,
                                              self.to_local, settings.child_samples, settings.length_mode)
             for c in self.colliders:
-                self.walk.bind_children(c, self.rest_rows)
+                self.walk.bind_children(c)
             if self.layer is not None:             # a layer may meet them inside its substeps
                 self.layer.bind_colliders(self.colliders)
         self.residual = 0.0          # the deepest point left inside a collision surface, last frame
@@ -605,7 +605,7 @@ class Wig:
                 self.length.set_rest_rows(rest)
             for c in self.colliders:          # this frame's hairstyle is the groom to keep
                 c.bind(rest, self._uniform)
-                self.walk.bind_children(c, rest)
+                self.walk.bind_children(c)
         return rest
 
     def _set_colliders(self, inp: FrameInput, head: np.ndarray) -> None:

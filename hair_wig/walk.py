@@ -100,9 +100,10 @@ class CollisionWalk:
             self._children_turn = turns(up, kid_up).astype(np.float32)
         self._children_margin = sag(self.children)
 
-    def bind_children(self, c: Collider, rest: np.ndarray) -> None:
+    def bind_children(self, c: Collider) -> None:
+        """The children's limits on collider ``c``, from the rest pose it was bound to."""
         if self.children is not None:
-            c.bind_children(rest, self.children, self._children_turn, self.uniform, self._children_margin)
+            c.bind_children(self.children, self._children_turn, self.uniform, self._children_margin)
 
     @property
     def walks(self) -> bool:

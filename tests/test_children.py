@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from hair_wig import FrameInput, HairSet, Magnet, Wig, WigSettings
-from hair_wig.children import Children, nearest, neighbourhood, sag, transplant, turns
+from hair_wig.children import Children, nearest, neighbourhood, sag, transplant, transplant_as_walked, turns
 from hair_wig.collision import exact_signed_distance
 from test_collision import _hair_on_sphere, kept_length, sphere
 from tolerance import AFFINE, EPS64, FOLLOW, magnitude, rounding
@@ -132,16 +132,41 @@ def test_a_pressed_guide_keeps_its_childrens_shapes_out_and_the_groom_at_rest_st
     # a wide patch's sag) are kept by the grid's distance, not exactly: left out
     exact = np.abs(limit) < wig.colliders[0].field.exact_reach
     # while the head keeps still a sample is not looked at within half its room of where it
-    # rested, less the float32 rounding of moving the guide's rest point onto its child: the
-    # walk's kernel skips those (what it then leaves must still end at its limit, below)
+    # rested (measured where the walk's kernel puts it: the guide's float32 rest point moved
+    # onto its child in float32), as a point is not: the walk's kernel skips those, and what it
+    # then leaves must still end at its limit (below)
     c = wig.colliders[0]
-    skip = np.sqrt(c.child_bounds[1].astype(np.float64)).transpose(0, 2, 1)          # (K, G, n)
-    near = exact & (np.abs(d0) < c.field.exact_reach)
-    most = np.maximum(0.5 * (d0 - limit) + c.tolerance, 0)
-    allowance = rounding(magnitude(rest_moved), 40)
-    assert (skip[near] <= most[near] + rounding(magnitude(most), 4)).all()
-    assert (skip[near] >= most[near] - allowance).all()
-    assert (skip[near] > 0).any()          # most lie at their limit here: no room to skip
+    rest32 = c.rest_rows.reshape(3, -1, n)
+    r = np.stack([transplant_as_walked(rest32[:, :, j], rest32[:, :, 0], wig.walk.children, wig.walk._children_turn)
+                  for j in range(n)], -1).transpose(0, 2, 3, 1)                        # (K, G, n, 3) f32
+    if turn is not None:                                 # the very places the kernel reaches
+        ud = rest32[:, :, 3] - rest32[:, :, 0]
+        rot = wig.walk._children_turn[1, :, :, 5]
+        by_hand = (rest32[:, 5, 0] + wig.walk.children[1, :, 5]) + ((rot[:, 0] * ud[0, 5] + rot[:, 1] * ud[1, 5])
+                                                                   + rot[:, 2] * ud[2, 5])
+        assert np.array_equal(r[1, 5, 3], by_hand)
+    assert np.abs(r - rest_moved).max() <= rounding(magnitude(rest_moved), 8)
+    d32 = exact_signed_distance(r.reshape(-1, 3).astype(np.float64), v, t).reshape(k, -1, n)
+    skip2 = c.child_bounds[1].transpose(0, 2, 1)                                     # (K, G, n)
+    near = exact & (np.abs(d32) < c.field.exact_reach) & (np.abs(d0) < c.field.exact_reach)
+    # from the kernel's place to where a push begins (the limit, measured exactly, less the
+    # push's tolerance): half of it; never skipped where a rounding puts it inside by half that
+    room = d32 - limit + c.tolerance
+    fuzz = rounding(magnitude(d32), 8)
+    assert (skip2[near & (room < 0.5 * c.tolerance - fuzz)] == -1).all()
+    ok = near & (room > 0.5 * c.tolerance + fuzz)
+    assert np.abs(np.sqrt(skip2[ok]) - 0.5 * room[ok]).max() <= fuzz
+    # anywhere within its skip distance of there a sample is outside its limit: the exact push
+    # moves none of them (a sample with no room is skipped only where it rested)
+    rng = np.random.default_rng(7)
+    way = rng.normal(size=r.shape)
+    way /= np.linalg.norm(way, axis=-1, keepdims=True)
+    rim = np.ascontiguousarray((r + way * np.sqrt(np.maximum(skip2, 0))[..., None] * (1 - 1e-6))
+                               .astype(np.float32).reshape(-1, 3).T)
+    within = ((rim.T - r.reshape(-1, 3)) ** 2).sum(axis=1) <= skip2.ravel()
+    held = rim.copy()
+    c.push_to(held, c.child_bounds[0].transpose(0, 2, 1).ravel().copy())
+    assert within.mean() > 0.25 and np.array_equal(held[:, within], rim[:, within])
     short = np.where(exact, limit - d, -np.inf)[:, :, 1:]
     assert exact[:, :, 1:].mean() > 0.5
     # a sample is pushed to its limit to the collider's tolerance, then stands on its guide's

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..children import transplant
+from ..children import transplant, transplant_as_walked
 from ..errors import HairWigError
 from ..kernels import walk as walk_kernels
 from ..refinement import RadiusMap
@@ -195,7 +195,7 @@ class Collider:
         d = self.field.signed_distance(np.ascontiguousarray(rest_rows.T, np.float64))
         self.clearance = d.astype(np.float32)
         self.limit = groom_limits(self.clearance, self.offset)
-        self.skip2 = self._skip2(self.clearance, self.limit, rest_rows.T)
+        self.skip2 = self._skip2(self.clearance, self.limit, rest_rows.T, self.tolerance)
         self._steps = None
         if uniform and isinstance(self.field, MeshField):
             # point-major (n, strands): step j of a walk reads contiguous rows
@@ -204,15 +204,14 @@ class Collider:
             self._steps = {"limit": cols(self.limit), "skip2": cols(self.skip2),
                            "rest": np.ascontiguousarray(self.rest_rows.reshape(3, -1, uniform).transpose(0, 2, 1))}
 
-    def _skip2(self, clearance: np.ndarray, limit: np.ndarray, points: np.ndarray, rounding: float = 0.0):
+    def _skip2(self, clearance: np.ndarray, limit: np.ndarray, points: np.ndarray, tolerance: float):
         """The squared distance (float32, as ``clearance``) each point (``points`` (N, 3) at rest,
         field space) may move from its rest place unlooked: half its room. Distances are
         1-Lipschitz; the room is trusted where the clearance is exact (near the surface), farther
         the grid's swept distance can be too large on a messy mesh, so only the distance to the
-        collider's box (a true lower bound) counts. A point that moved no more than the push
-        tolerance (float32 rounding of a length pass) is no closer than its limit less that
-        tolerance, which a push ignores; ``rounding``: how far the place it is compared with may
-        lie from the one measured here."""
+        collider's box (a true lower bound) counts. ``tolerance``: how much farther a point may
+        move besides — a point that moved no more than the push tolerance (float32 rounding of a
+        length pass) is no closer than its limit less that tolerance, which a push ignores."""
         room = clearance - limit
         if isinstance(self.field, MeshField):
             far = np.abs(clearance) >= self.field.exact_reach
@@ -221,33 +220,41 @@ class Collider:
                 x = points[far]
                 gap = np.maximum(np.maximum(lo - x, x - hi), 0)
                 room[far] = np.maximum(np.sqrt((gap * gap).sum(axis=1)) - np.maximum(limit[far], 0), 0)
-        skip = np.maximum(0.5 * room + (self.tolerance - rounding), 0)
+        skip = 0.5 * room + tolerance
         if not isinstance(self.field, MeshField):
             skip[:] = 0          # a distance along rays is not 1-Lipschitz: nothing can be skipped
         return (skip * skip).astype(np.float32)
 
-    def bind_children(self, rest_rows: np.ndarray, offsets: np.ndarray, turn: np.ndarray | None,
-                      uniform: int, margin: np.ndarray) -> None:
+    def bind_children(self, offsets: np.ndarray, turn: np.ndarray | None, uniform: int, margin: np.ndarray) -> None:
         """Record the rest clearance of each guide's shape moved onto its children's roots
-        (``children.transplant``: ``offsets`` (K, 3, G), ``turn`` (K, 3, 3, G) or None, head-local;
-        ``rest_rows`` (3, P) the guides' points, ``uniform`` each): their limits
-        ``min(offset + margin, d0)`` (``groom_limits``; ``margin`` (G,), ``children.sag``) as
-        (K, uniform, G), point-major like a walk's steps. A groom at rest is outside every one of
-        them."""
+        (``children.transplant``: ``offsets`` (K, 3, G), ``turn`` (K, 3, 3, G) or None, head-local)
+        from the guides' rest points (``bind``'s rows, ``uniform`` each): their limits
+        ``min(offset + margin, d0)`` (``groom_limits``; ``margin`` (G,), ``children.sag``) and, as
+        for the points, the squared distance each may move unlooked while the collider keeps
+        still, from where the walk's kernel puts it at rest (``children.transplant_as_walked``,
+        float32: its rest place may lie a few roundings from the exact one), as ``child_bounds``
+        (2, K, uniform, G), point-major like a walk's steps. ``d0`` is the smaller clearance of
+        the two places, so a groom at rest is outside every limit wherever either puts it, and
+        a sample within half its room of the kernel's place is outside its limit."""
         k, _, g = offsets.shape
-        rest = rest_rows.reshape(3, g, uniform).astype(np.float64)
-        moved = np.stack([transplant(rest[:, :, j], rest[:, :, 0], offsets, turn) for j in range(uniform)], -1)
-        x = np.ascontiguousarray(moved.transpose(0, 2, 3, 1).reshape(-1, 3), np.float64)   # (K, G, n)
-        d = self.bound_field.signed_distance(x).reshape(k, g, uniform).astype(np.float32)
-        limit = groom_limits(d, self.offset, margin[None, :, None])
-        # a sample's rest place, as the walk's kernel moves the guide's float32 rest point onto
-        # its child (a few float32 roundings of the coordinates, offsets and turn) lies that far
-        # from the one measured here
-        eps = float(np.finfo(np.float32).eps)
-        size = float(np.abs(rest).max(initial=0.0)) + float(np.abs(offsets).max(initial=0.0))
-        skip2 = self._skip2(d.ravel(), limit.ravel(), x, rounding=16 * eps * size).reshape(k, g, uniform)
-        # (2, K, n, G): the limits and the squared distances a sample may move from where it
-        # rested unlooked while the collider has not moved, point-major like a walk's steps
+        rest = self.rest_rows.reshape(3, g, uniform)
+        clear = []
+        for move in (transplant, transplant_as_walked):
+            moved = np.stack([move(rest[:, :, j].astype(np.float64) if move is transplant else rest[:, :, j],
+                                   rest[:, :, 0].astype(np.float64) if move is transplant else rest[:, :, 0],
+                                   offsets, turn) for j in range(uniform)], -1)
+            x = np.ascontiguousarray(moved.transpose(0, 2, 3, 1).reshape(-1, 3), np.float64)   # (K, G, n)
+            clear.append(self.bound_field.signed_distance(x).astype(np.float32))
+        limit = groom_limits(clear[0].reshape(k, g, uniform), self.offset, margin[None, :, None]).ravel()
+        # half the room to where a push begins (the limit less the push's tolerance): a sample
+        # skipped lies a quarter of the tolerance or more beyond it, so the walk meets the very
+        # contacts it meets without the skip; one the kernel puts nearer than that at rest is
+        # never skipped, not even there
+        tol = self.tolerance
+        skip2 = self._skip2(clear[1] + np.float32(tol), limit, x, 0.0)
+        skip2[clear[1] - limit < -0.5 * tol] = -1
+        skip2 = skip2.reshape(k, g, uniform)
+        limit = limit.reshape(k, g, uniform)
         self.child_bounds = np.ascontiguousarray(np.stack([limit, skip2]).transpose(0, 1, 3, 2))
         self.child_limit = self.child_bounds[0]
 
