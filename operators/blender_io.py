@@ -813,6 +813,18 @@ _DEFORMS_ON_SURFACE = ("GeometryNodeDeformCurvesOnSurface",)
 _ATTACHES_BY_UV = ("GeometryNodeDeformCurvesOnSurface", "GeometryNodeSampleUVSurface")
 
 
+def simulating_modifiers(ob) -> list[str]:
+    """The shown geometry-nodes modifiers of ``ob`` that simulate on their own (a Simulation zone,
+    nested groups included: Blender's Hair Dynamics, which Quick Fur adds on 5.x): they run after
+    the wig, on what it writes, so the hair Blender shows moves twice."""
+    return [md.name for md in ob.modifiers
+            if md.type == "NODES" and (md.show_viewport or md.show_render) and not _is_playback_group(md.node_group)
+            and _uses_node(md.node_group, _SIMULATES)]
+
+
+_SIMULATES = ("GeometryNodeSimulationOutput",)
+
+
 def attaches_to_surface(ob) -> bool:
     """Whether ``ob``'s own modifier stack carries its curves with the skin of their surface
     (Quick Fur's: Surface Deform on 4.5, Interpolate Hair Curves on 5.2). Such a stack expects the

@@ -473,8 +473,11 @@ def bind(context, ob, rest_points=None, dynamics: bool = True, children=READ_NOW
     if keyed is not None:
         bind_style(keyed, wig, source, hair_rest, head, head_rest, surface)
     # Each frame's input reads the colliders again: where they are, and their shape if they deform.
-    return Bound(wig, head, empties, surface, ([head] if head_mesh is not None else []) + collider_obs,
-                 [skin[1]] if skin is not None else [])
+    warnings = [skin[1]] if skin is not None else []
+    warnings += [f"'{name}' simulates '{ob.name}' again after the wig (Blender's own hair dynamics): the hair "
+                 f"it shows moves twice; switch the modifier off to see the wig's motion alone"
+                 for name in blender_io.simulating_modifiers(ob)]
+    return Bound(wig, head, empties, surface, ([head] if head_mesh is not None else []) + collider_obs, warnings)
 
 
 def bind_style(keyed, wig, source, hair_rest, head, head_rest, surface=None) -> None:

@@ -444,6 +444,37 @@ def test_a_live_frame_leaves_keyed_visibility_to_its_keys_and_a_cut_short_frame_
         ob.hair_wig.use_live_dynamics = False
 
 
+def test_a_modifier_that_simulates_after_the_wig_is_named_in_its_warnings(glue):
+    """A geometry-nodes modifier holding a Simulation zone (Blender's own Hair Dynamics, which
+    Quick Fur adds on 5.x) runs after the wig, on what it writes: the hair Blender shows moves
+    twice. Binding the wig names each such modifier shown, in the warnings the bake reports and
+    the panel shows; one switched off is not named."""
+    from hair_wig_addon.operators import scene_reader
+
+    scene, ob = quick_fur_at_rest()
+    ng = bpy.data.node_groups.new("Sway", "GeometryNodeTree")
+    ng.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    ng.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    nodes = ng.nodes
+    given, result = nodes.new("NodeGroupInput"), nodes.new("NodeGroupOutput")
+    zone_in, zone_out = nodes.new("GeometryNodeSimulationInput"), nodes.new("GeometryNodeSimulationOutput")
+    zone_in.pair_with_output(zone_out)
+    ng.links.new(given.outputs[0], zone_in.inputs["Geometry"])
+    ng.links.new(zone_in.outputs["Geometry"], zone_out.inputs["Geometry"])
+    ng.links.new(zone_out.outputs["Geometry"], result.inputs[0])
+    sway = ob.modifiers.new("Sway", "NODES")
+    sway.node_group = ng
+
+    def named():
+        return {m for m in ob.modifiers if any(f"'{m.name}' simulates '{ob.name}'" in w
+                                               for w in scene_reader.bind(bpy.context, ob).warnings)}
+    dynamics = {m for m in ob.modifiers if m.name.startswith("Hair Dynamics")}      # Quick Fur's, on 5.x
+    assert named() == {sway} | dynamics
+    for m in (sway, *dynamics):
+        m.show_viewport = m.show_render = False
+    assert named() == set()
+
+
 def test_sculpt_mode_gets_the_groom_before_a_stroke(glue):
     """Into Sculpt Mode with Live Dynamics showing frame 8: the groom is back at once (a stroke
     must never land on a shown pose), and back in object mode playing starts it again."""
