@@ -228,34 +228,34 @@ class Collider:
     def bind_children(self, offsets: np.ndarray, turn: np.ndarray | None, uniform: int, margin: np.ndarray) -> None:
         """Record the rest clearance of each guide's shape moved onto its children's roots
         (``children.transplant``: ``offsets`` (K, 3, G), ``turn`` (K, 3, 3, G) or None, head-local)
-        from the guides' rest points (``bind``'s rows, ``uniform`` each): their limits
-        ``min(offset + margin, d0)`` (``groom_limits``; ``margin`` (G,), ``children.sag``) and, as
-        for the points, the squared distance each may move unlooked while the collider keeps
-        still, from where the walk's kernel puts it at rest (``children.transplant_as_walked``,
-        float32: its rest place may lie a few roundings from the exact one), as ``child_bounds``
-        (2, K, uniform, G), point-major like a walk's steps. ``d0`` is the smaller clearance of
-        the two places, so a groom at rest is outside every limit wherever either puts it, and
-        a sample within half its room of the kernel's place is outside its limit."""
+        from the guides' rest points (the rows ``bind`` recorded, ``uniform`` each): their limits
+        ``min(offset + margin, d0)`` (``groom_limits``; ``margin`` (G,), ``children.sag``) and the
+        squared distance each may move unlooked while the collider keeps still, as
+        ``child_bounds`` (2, K, uniform, G), point-major like a walk's steps. A groom at rest is
+        outside every limit. The skip is measured from the very float32 place the walk's kernel
+        puts a sample at rest (``children.transplant_as_walked``), a few roundings from the one
+        its limit is measured at."""
         k, _, g = offsets.shape
-        rest = self.rest_rows.reshape(3, g, uniform)
-        clear = []
-        for move in (transplant, transplant_as_walked):
-            moved = np.stack([move(rest[:, :, j].astype(np.float64) if move is transplant else rest[:, :, j],
-                                   rest[:, :, 0].astype(np.float64) if move is transplant else rest[:, :, 0],
-                                   offsets, turn) for j in range(uniform)], -1)
+        rest32 = self.rest_rows.reshape(3, g, uniform)
+        rest64 = rest32.astype(np.float64)
+
+        def clearance(move, rows):
+            moved = np.stack([move(rows[:, :, j], rows[:, :, 0], offsets, turn) for j in range(uniform)], -1)
             x = np.ascontiguousarray(moved.transpose(0, 2, 3, 1).reshape(-1, 3), np.float64)   # (K, G, n)
-            clear.append(self.bound_field.signed_distance(x).astype(np.float32))
-        limit = groom_limits(clear[0].reshape(k, g, uniform), self.offset, margin[None, :, None]).ravel()
+            return self.bound_field.signed_distance(x).astype(np.float32), x
+
+        exact, _ = clearance(transplant, rest64)
+        walked, x = clearance(transplant_as_walked, rest32)
+        limit = groom_limits(exact.reshape(k, g, uniform), self.offset, margin[None, :, None]).ravel()
         # half the room to where a push begins (the limit less the push's tolerance): a sample
         # skipped lies a quarter of the tolerance or more beyond it, so the walk meets the very
         # contacts it meets without the skip; one the kernel puts nearer than that at rest is
         # never skipped, not even there
         tol = self.tolerance
-        skip2 = self._skip2(clear[1] + np.float32(tol), limit, x, 0.0)
-        skip2[clear[1] - limit < -0.5 * tol] = -1
-        skip2 = skip2.reshape(k, g, uniform)
-        limit = limit.reshape(k, g, uniform)
-        self.child_bounds = np.ascontiguousarray(np.stack([limit, skip2]).transpose(0, 1, 3, 2))
+        skip2 = self._skip2(walked + np.float32(tol), limit, x, 0.0)
+        skip2[walked - limit < -0.5 * tol] = -1
+        bounds = np.stack([limit, skip2]).reshape(2, k, g, uniform)
+        self.child_bounds = np.ascontiguousarray(bounds.transpose(0, 1, 3, 2))
         self.child_limit = self.child_bounds[0]
 
     def set_frame(self, to_field: np.ndarray | None, vertices: np.ndarray | None = None) -> None:
