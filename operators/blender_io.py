@@ -850,9 +850,10 @@ def _disable_surface_deform(ob, own_modifier) -> list:
     return record
 
 
-def mute_modifiers(obs) -> list:
+def mute_modifiers(obs, leave=frozenset()) -> list:
     """Switch off, in the viewport, every modifier of ``obs`` (hair being baked) and return what to
-    switch back with :func:`unmute_modifiers`.
+    switch back with :func:`unmute_modifiers`; ``leave``: the paths of modifiers' visibility to
+    leave alone (``modifiers["name"].show_viewport``).
 
     A bake reads the hair's own curves and its object matrix, never what its modifiers make of it,
     while ``frame_set`` re-evaluates every shown modifier at every frame: Quick Fur's stack
@@ -862,7 +863,7 @@ def mute_modifiers(obs) -> list:
     record = []
     for ob in obs:
         for md in ob.modifiers:
-            if md.show_viewport:
+            if md.show_viewport and not (leave and md.path_from_id("show_viewport") in leave):
                 record.append((ob, md.persistent_uid))
                 md.show_viewport = False
     return record
@@ -888,12 +889,7 @@ def mute_for_frame(obs) -> None:
     for ob in obs:
         if ob.name in _muted_for_frame:
             continue
-        keyed = _animated_visibility(ob)
-        record = []
-        for md in ob.modifiers:
-            if md.show_viewport and md.path_from_id("show_viewport") not in keyed:
-                record.append((ob, md.persistent_uid))
-                md.show_viewport = False
+        record = mute_modifiers([ob], leave=_animated_visibility(ob))
         if record:
             _muted_for_frame[ob.name] = record
             ob[MUTED_FOR_FRAME] = [uid for _, uid in record]
