@@ -153,6 +153,31 @@ def _strands_met_as_called():
     strands.step(state, rest - 0.2, 1 / 24, gravity, contact=contacts)
 
 
+def _wisp_body_as_called():
+    """The Wisps' contacts with the head and body (``kernels.wisp_body``): two wisps of three
+    points, one pressed into a tetrahedron, one collider moving with the head and one not, with
+    the argument types ``WispLayer._slide`` and ``_penetration`` pass."""
+    from .collision import kernel_colliders
+    from .kernels import wisp_body
+
+    x = np.zeros((2, 3, 3))
+    x[:, :, 0] = x[:, :, 1] = 0.3
+    x[:, :, 2] = (0.6, 0.9, 1.2)
+    x[1, 1:, :] = 0.2
+    cs = _bound_colliders(np.ascontiguousarray(x.reshape(-1, 3).T), (None, True))
+    v, r = np.zeros_like(x), np.full((2, 3, 4), 0.01)
+    rd, ones = np.zeros_like(r), np.ones((2, 3))
+    frames, tangent, push = np.zeros((2, 3, 2, 3)), np.zeros_like(x), np.zeros_like(x)
+    axes = np.tile(np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]), (2, 1))
+    lims = np.zeros((2, 5 * 6))
+    touched = np.zeros(wisp_body.chunks(2), np.int64)
+    cols = kernel_colliders(cs)
+    wisp_body.wisp_slide(x, v, r, rd, frames, ones, cols, lims, np.eye(4), np.eye(4), np.zeros((4, 4)), 0.01, 0.001,
+                         0.3, touched)
+    wisp_body.wisp_penetrate(x, v, r, rd, ones, axes[:2], axes[2:], 0.05 * r, cols, lims, np.eye(4), np.eye(4),
+                             1.0, 4, frames, tangent, push, touched)
+
+
 def _chain_as_called():
     """The kernels with the argument types ``chain.least_motion`` and ``chain.give`` pass
     (C-ordered float64 arrays, int64 picks, Python ints and floats): a strand of three points
@@ -200,7 +225,8 @@ _SECONDS = {"follow-the-leader": 9.2, "collision grid": 2.9, "collision exact di
             "collision walk": 44.3, "continuous contact": 8.0, "collision build": 7.3, "compression": 0.8,
             "collision contacts": 7.1, "hair against hair": 15.0, "strands meeting colliders": 7.0,
             "hair volume": 4.6, "angular rods": 5.3, "strands": 5.8, "springs": 1.5, "magnets": 2.2, "output": 0.8,
-            "chain give": 8.4, "contact response": 3.0, "force fields": 1.6, "scalp space": 1.1, "wisps": 13.8, "winding numbers": 2.0}
+            "chain give": 8.4, "contact response": 3.0, "force fields": 1.6, "scalp space": 1.1, "wisps": 13.8,
+            "wisps meeting colliders": 4.0, "winding numbers": 2.0}
 
 GROUPS: dict[str, Group] = {name: Group(name, call, _SECONDS.get(name, 5.0)) for name, call in (
     kernels.WARM_UPS + (("collision grid", _grid_as_called), ("collision exact distances", _exact_as_called),
@@ -208,6 +234,7 @@ GROUPS: dict[str, Group] = {name: Group(name, call, _SECONDS.get(name, 5.0)) for
                         ("continuous contact", _cross_as_called),
                         ("collision contacts", _contacts_as_called), ("chain give", _chain_as_called),
                         ("strands meeting colliders", _strands_met_as_called),
+                        ("wisps meeting colliders", _wisp_body_as_called),
                         ("hair against hair", _pairs_as_called)))}
 
 # what every wig's frame runs, whatever its dynamics: magnets, scalp space, the force fields,

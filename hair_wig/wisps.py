@@ -61,9 +61,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .collision import groom_limits
+from .collision import MeshField, groom_limits, kernel_colliders
 from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, setting
 from .errors import HairWigError
+from .kernels import wisp_body
 from .kernels.field import launch
 from .kernels.response import met_rows
 from .kernels.wisps import (ENVELOPE_MASS, wisp_carry, wisp_frames, wisp_gather, wisp_interact, wisp_place, wisp_positions,
@@ -430,7 +431,7 @@ class WispLayer(DynamicsLayer):
                    "other, wisps that cross collide: thick long hair")
     SETTINGS = WispSettings
     KEYED = ("dynablend", "goal_stiffness", "viscosity")
-    KERNELS = ("wisps",)
+    KERNELS = ("wisps", "wisps meeting colliders")
     ABSORBS = False       # the wisps meet the colliders themselves; refinement's push is the strands' own
 
     def __init__(self, model: HairModel, settings: WispSettings):
@@ -460,6 +461,7 @@ class WispLayer(DynamicsLayer):
         self.set_goal_stiffness(s.goal_stiffness)
         self.colliders = []
         self._limits = None
+        self._stacked = None             # the limits as one array, for the body's kernels
         self.scale = scale_of(model.head_rest)
         self.counts = np.zeros(3, np.int64)     # points met in another wisp, of them colliding, pairs
         self.seconds = {"interactions": 0.0, "body": 0.0, "springs": 0.0, "strands": 0.0}
@@ -508,6 +510,7 @@ class WispLayer(DynamicsLayer):
         sacred: ``groom_limits``), by the fast distance it collides by."""
         self.colliders = list(colliders or [])
         self._limits = None
+        self._stacked = None
 
     def _points(self, x, r, frames):
         """Skeleton and envelope points (3, W·N·5) world, the skeleton's first; the envelope's
@@ -522,6 +525,7 @@ class WispLayer(DynamicsLayer):
         pts, _ = self._points(ws.skeleton_rest, ws.r0, ws.frames_rest)
         q = inv[:3, :3] @ pts + inv[:3, 3:4]
         self._limits = [groom_limits(c.fast_distance(q, rest=True), c.offset) for c in self.colliders]
+        self._stacked = None
 
     # -- the protocol -----------------------------------------------------------------------------
     def initial_state(self, goal: np.ndarray, frame: LayerFrame) -> dict:
@@ -560,6 +564,7 @@ class WispLayer(DynamicsLayer):
         heads = (np.linalg.inv(was), np.linalg.inv(now))       # head-local → world, last frame and now
         if self.colliders and self._limits is None:
             self._bind_limits()
+        body = self._body_parts() if self.colliders else None
         self.touched = 0
         for i in range(1, m + 1):
             target = g0 + step * i
@@ -583,7 +588,7 @@ class WispLayer(DynamicsLayer):
                 self.seconds["interactions"] += time.perf_counter() - clock
             if self.colliders:
                 clock = time.perf_counter()
-                self._slide(x, v, r, rd, frames, (i - 1) / m, 1.0 / m, h, heads)
+                self._slide(x, v, r, rd, frames, (i - 1) / m, 1.0 / m, h, heads, body)
                 self.seconds["body"] += time.perf_counter() - clock
             clock = time.perf_counter()
             wisp_positions(x, v, r, rd, target, ws.inv_mass, lengths, h, kh2, bend, s.max_stretch)
@@ -591,7 +596,7 @@ class WispLayer(DynamicsLayer):
             self.seconds["springs"] += time.perf_counter() - clock
             if self.colliders:
                 clock = time.perf_counter()
-                self._penetration(x, v, r, rd, anchor, e1, i / m, heads)
+                self._penetration(x, v, r, rd, anchor, e1, i / m, heads, body)
                 self.seconds["body"] += time.perf_counter() - clock
         state["goal"] = g1
         state["head_inv"] = now.copy()
@@ -641,33 +646,62 @@ class WispLayer(DynamicsLayer):
         back = h0 + f * (h1 - h0)
         return np.linalg.inv(back), back
 
+    def _body_parts(self):
+        """What the body's kernels (``kernels.wisp_body``) read this frame: the colliders' kernel
+        views, the limits (C, 5 W N), the envelope's floor and scratch; None where a collider is
+        not a grid (the patent's ray head), which only the numpy form meets."""
+        if not all(isinstance(c.field, MeshField) for c in self.colliders):
+            return None
+        if self._stacked is None:
+            self._stacked = np.ascontiguousarray(np.stack(self._limits), np.float64)
+        x = self.set.skeleton_rest
+        return (kernel_colliders(self.colliders), self._stacked, np.ascontiguousarray(SQUEEZE * self.set.r0),
+                np.empty(x.shape[:2] + (2, 3)), np.empty(x.shape), np.empty(x.shape),
+                np.zeros(wisp_body.chunks(x.shape[0]), np.int64))
+
+    @staticmethod
+    def _affine(m, p):
+        """The affine map ``m`` (4, 4) of points ``p`` (3, K), by products and sums in the order
+        the kernels take them (``kernels.wisp_body._affine``): the same bits."""
+        return np.stack([m[j, 0] * p[0] + m[j, 1] * p[1] + m[j, 2] * p[2] + m[j, 3] for j in range(3)])
+
     def _query(self, pts, f, heads):
         """For every collider: distances (K,) head-local at world points ``pts`` (3, K), outward
         unit normals (3, K) world, the points' limits (K,), and the head maps at ``f``."""
         to_local, back = self._head_at(heads, f)
-        q = to_local[:3, :3] @ pts + to_local[:3, 3:4]
+        q = self._affine(to_local, pts)
         found = []
         for c, lim in zip(self.colliders, self._limits):
             d, g = c.fast_distance(q, direction=True)
-            n = back[:3, :3] @ g
-            n /= np.maximum(np.linalg.norm(n, axis=0), 1e-300)
+            n = np.stack([back[j, 0] * g[0] + back[j, 1] * g[1] + back[j, 2] * g[2] for j in range(3)])
+            n /= np.maximum(np.sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]), 1e-300)
             found.append((d, n, lim))
         return found, q, back
 
-    def _slide(self, x, v, r, rd, frames, f0, df, h, heads):
+    def _slide(self, x, v, r, rd, frames, f0, df, h, heads, body=None):
         """Sliding contact (§4.3.1): a point within Contact Distance of its collision surface loses
         the part of its velocity (relative to the surface's) going in, and Coulomb friction slows
         its sliding by Friction times that part, no more than it has (``kernels.response.met``).
-        Envelope points take it along their half-lines."""
-        s, ws = self.settings, self.set
+        Envelope points take it along their half-lines. One kernel (``kernels.wisp_body.
+        wisp_slide``) where ``body`` has its parts; else, and as its reference, numpy."""
+        s = self.settings
+        margin = s.contact_distance / self.scale
+        to_local, back = self._head_at(heads, f0)
+        _, back_next = self._head_at(heads, min(f0 + df, 1.0))
+        if body is not None:
+            cols, lims, _floor, _frames, _tangent, _push, touched = body
+            touched[:] = 0
+            wisp_body.wisp_slide(x, v, r, rd, frames, self.set.inv_mass, cols, lims, to_local, back,
+                                 back_next - back, h, margin, float(s.friction), touched)
+            self.touched += int(touched.sum())
+            return
+        ws = self.set
         pts, axes = self._points(x, r, frames)
         found, q, back = self._query(pts, f0, heads)
         num = x.shape[0] * x.shape[1]
         vel = np.concatenate([v.reshape(-1, 3), (v[:, :, None, :] + rd[..., None] * axes).reshape(-1, 3)]).T
         # the surface's velocity at each point: where the head carries its head-local place
-        _, back_next = self._head_at(heads, min(f0 + df, 1.0))
-        surface = ((back_next[:3, :3] - back[:3, :3]) @ q + (back_next[:3, 3:4] - back[:3, 3:4])) / h
-        margin = s.contact_distance / self.scale
+        surface = self._affine(back_next - back, q) / h
         change = np.zeros_like(vel)
         for d, n, lim in found:
             near = np.flatnonzero(d < lim + margin)
@@ -681,15 +715,27 @@ class WispLayer(DynamicsLayer):
             change[:, near] += after - rel
         skel = change[:, :num].T.reshape(v.shape)
         v += skel
-        rd += np.einsum("wnqk,wnqk->wnq", change[:, num:].T.reshape(axes.shape), axes)
+        env = change[:, num:].T.reshape(axes.shape)
+        rd += env[..., 0] * axes[..., 0] + env[..., 1] * axes[..., 1] + env[..., 2] * axes[..., 2]
 
-    def _penetration(self, x, v, r, rd, anchor, e1, f, heads):
+    def _penetration(self, x, v, r, rd, anchor, e1, f, heads, body=None):
         """Penetration reaction (§4.3.2): a skeleton point inside its collision surface moves out,
         set at its segment's length from the point before it, the rest of the wisp carried along
         (``kernels.wisps.wisp_carry``); then envelope points inside move in along their
         half-lines. Up to PASSES passes: a carried point may have met the surface in turn, and a
-        point set on its tangent plane is still inside a surface curving away under it."""
+        point set on its tangent plane is still inside a surface curving away under it. One
+        kernel (``kernels.wisp_body.wisp_penetrate``) where ``body`` has its parts; else, and as
+        its reference, numpy."""
         ws = self.set
+        if body is not None:
+            cols, lims, floor, frames, tangent, push, touched = body
+            to_local, back = self._head_at(heads, f)
+            touched[:] = 0
+            wisp_body.wisp_penetrate(x, v, r, rd, ws.inv_mass, np.ascontiguousarray(anchor, np.float64),
+                                     np.ascontiguousarray(e1, np.float64), floor, cols, lims, to_local, back,
+                                     float(self.scale), PASSES, frames, tangent, push, touched)
+            self.touched += int(touched.sum())
+            return
         num = x.shape[0] * x.shape[1]
         for _ in range(PASSES):
             pts = x.reshape(-1, 3).T
@@ -715,8 +761,9 @@ class WispLayer(DynamicsLayer):
             inside = np.flatnonzero(d < lim)
             if inside.size == 0:
                 continue
-            cos = (flat_axes[:, inside] * n[:, inside]).sum(axis=0)
-            ok = cos < -0.3                  # a half-line along the surface: moving in along it does not help
+            cos = flat_axes[0, inside] * n[0, inside] + flat_axes[1, inside] * n[1, inside] + \
+                flat_axes[2, inside] * n[2, inside]
+            ok = cos < wisp_body.TURNED_AWAY       # a half-line along the surface: moving in along it does not help
             k = inside[ok]
             rr[k] = np.maximum(rr[k] - (lim[k] - d[k]) * self.scale / -cos[ok], floor[k])
             rdd[k] = np.minimum(rdd[k], 0.0)

@@ -419,41 +419,46 @@ def wisp_carry(x, v, push):
     at its segment's present length from the point before it, on the surface's side of the
     tangent plane through where the push takes it — the nearest such place to it (the sphere of
     that radius about the point before cut by the plane) — and every point after it moves as it
-    did (lengths kept); its velocity loses what it had into the surface. Serial: few points, fewer
-    pushed."""
-    num_w, n = x.shape[0], x.shape[1]
-    for w in range(num_w):
-        cx = cy = cz = 0.0
-        for i in range(1, n):
-            x[w, i, 0] += cx
-            x[w, i, 1] += cy
-            x[w, i, 2] += cz
-            px, py, pz = push[w, i, 0], push[w, i, 1], push[w, i, 2]
-            if px == 0.0 and py == 0.0 and pz == 0.0:
-                continue
-            nux, nuy, nuz, _ = _unit3(px, py, pz)
-            bx, by, bz = x[w, i - 1, 0], x[w, i - 1, 1], x[w, i - 1, 2]
-            L = np.sqrt((x[w, i, 0] - bx) ** 2 + (x[w, i, 1] - by) ** 2 + (x[w, i, 2] - bz) ** 2)
-            sx, sy, sz = x[w, i, 0] + px, x[w, i, 1] + py, x[w, i, 2] + pz          # on the surface
-            ux, uy, uz, _ = _unit3(sx - bx, sy - by, sz - bz)
-            nx, ny, nz = bx + L * ux, by + L * uy, bz + L * uz
-            above = (bx - sx) * nux + (by - sy) * nuy + (bz - sz) * nuz           # the point before, over the plane
-            if (nx - sx) * nux + (ny - sy) * nuy + (nz - sz) * nuz < 0.0 and -L < above < L:
-                # the length's sphere dips under the plane there: the nearest place on their circle
-                ox, oy, oz = bx - above * nux, by - above * nuy, bz - above * nuz
-                tx, ty, tz, tr = _unit3(sx - ox, sy - oy, sz - oz)
-                if tr > 0.0:
-                    rad = np.sqrt(L * L - above * above)
-                    nx, ny, nz = ox + rad * tx, oy + rad * ty, oz + rad * tz
-            cx += nx - x[w, i, 0]
-            cy += ny - x[w, i, 1]
-            cz += nz - x[w, i, 2]
-            x[w, i, 0], x[w, i, 1], x[w, i, 2] = nx, ny, nz
-            into = v[w, i, 0] * nux + v[w, i, 1] * nuy + v[w, i, 2] * nuz
-            if into < 0.0:
-                v[w, i, 0] -= into * nux
-                v[w, i, 1] -= into * nuy
-                v[w, i, 2] -= into * nuz
+    did (lengths kept); its velocity loses what it had into the surface (``carry`` wisp by wisp)."""
+    for w in range(x.shape[0]):
+        carry(x, v, push, w)
+
+
+@njit(cache=True)
+def carry(x, v, push, w):
+    """``wisp_carry`` of wisp ``w`` alone: it reads and writes only that wisp's rows."""
+    n = x.shape[1]
+    cx = cy = cz = 0.0
+    for i in range(1, n):
+        x[w, i, 0] += cx
+        x[w, i, 1] += cy
+        x[w, i, 2] += cz
+        px, py, pz = push[w, i, 0], push[w, i, 1], push[w, i, 2]
+        if px == 0.0 and py == 0.0 and pz == 0.0:
+            continue
+        nux, nuy, nuz, _ = _unit3(px, py, pz)
+        bx, by, bz = x[w, i - 1, 0], x[w, i - 1, 1], x[w, i - 1, 2]
+        L = np.sqrt((x[w, i, 0] - bx) ** 2 + (x[w, i, 1] - by) ** 2 + (x[w, i, 2] - bz) ** 2)
+        sx, sy, sz = x[w, i, 0] + px, x[w, i, 1] + py, x[w, i, 2] + pz          # on the surface
+        ux, uy, uz, _ = _unit3(sx - bx, sy - by, sz - bz)
+        nx, ny, nz = bx + L * ux, by + L * uy, bz + L * uz
+        above = (bx - sx) * nux + (by - sy) * nuy + (bz - sz) * nuz           # the point before, over the plane
+        if (nx - sx) * nux + (ny - sy) * nuy + (nz - sz) * nuz < 0.0 and -L < above < L:
+            # the length's sphere dips under the plane there: the nearest place on their circle
+            ox, oy, oz = bx - above * nux, by - above * nuy, bz - above * nuz
+            tx, ty, tz, tr = _unit3(sx - ox, sy - oy, sz - oz)
+            if tr > 0.0:
+                rad = np.sqrt(L * L - above * above)
+                nx, ny, nz = ox + rad * tx, oy + rad * ty, oz + rad * tz
+        cx += nx - x[w, i, 0]
+        cy += ny - x[w, i, 1]
+        cz += nz - x[w, i, 2]
+        x[w, i, 0], x[w, i, 1], x[w, i, 2] = nx, ny, nz
+        into = v[w, i, 0] * nux + v[w, i, 1] * nuy + v[w, i, 2] * nuz
+        if into < 0.0:
+            v[w, i, 0] -= into * nux
+            v[w, i, 1] -= into * nuy
+            v[w, i, 2] -= into * nuz
 
 
 @njit(cache=True)

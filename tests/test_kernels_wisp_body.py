@@ -1,0 +1,128 @@
+"""The Wisps' contacts with the head and body as kernels (``kernels.wisp_body``: ``wisp_slide``,
+``wisp_penetrate``) against their numpy form (``WispLayer._slide``, ``_penetration`` without the
+kernels' parts): wisps a magnet drags down through a turning sphere head, and a ball beside it
+that keeps still relative to the head, frame after frame — the same bits and the same contacts
+counted; a ball that moves relative to the head (its field reached through the frame's map, which
+numpy multiplies as matrices) within that map's rounding; and the same bits on one and two
+threads. No Blender.
+"""
+
+import numba
+import numpy as np
+import pytest
+
+from hair_wig import FrameInput, Magnet, Wig, WigSettings
+from hair_wig.collision import ColliderMesh
+from hair_wig.kernels import wisp_body
+from hair_wig.wisps import WispLayer, WispSettings
+from test_collision import sphere
+from test_strands import G, _turn, _wig_hair
+from tolerance import AFFINE, NORM, rounding
+
+
+def _ball_at(f, moving):
+    m = np.eye(4)
+    m[:3, 3] = (0.0, 0.0 if not moving else 0.02 * f, -1.2)
+    return m
+
+
+def _wig(moving=False):
+    """Wisps on a sphere head (radius 0.98) that turns, a magnet dragging them down through it
+    and onto a ball under it; the ball keeps still, or with ``moving`` slides 2 cm a frame."""
+    hair = _wig_hair(sizes=(10, 6))
+    v, t = sphere(0.3, 12, 24)
+    s = WispSettings(wisps=12, goal_stiffness=5.0, substeps=4)
+    wig = Wig(hair, np.eye(4), np.eye(4), [Magnet("Drag", np.eye(4), radius=3.0)],
+              WigSettings(dynamics=s, use_collision=True), head_mesh=sphere(0.98, 24, 48),
+              colliders=[ColliderMesh("Ball", v, t, _ball_at(0, moving))])
+    return wig
+
+
+def _frames(moving, count=14):
+    for f in range(count):
+        m = np.eye(4)
+        m[2, 3] = -1.1 * min(f, 8) / 8
+        yield FrameInput(np.eye(4), _turn(1.2 * min(f, 6) / 6), np.array([m]), time=f / 24, gravity=G,
+                         collider_matrices=np.array([_ball_at(f, moving)]))
+
+
+def _run(numpy, moving=False, count=14):
+    """Each frame's wisps (x, v, r, rd) and the contacts the layer counted."""
+    wig = _wig(moving)
+    layer = wig.layer
+    assert isinstance(layer, WispLayer) and len(layer.colliders) == 2
+    if numpy:
+        layer._body_parts = lambda: None
+    state, out = None, []
+    for inp in _frames(moving, count):
+        _, state = wig.step(inp, state)
+        out.append(([state.layer[k].copy() for k in ("x", "v", "r", "rd")], layer.touched))
+    return out
+
+
+def test_the_kernels_meet_the_head_and_a_ball_as_the_numpy_contacts_do():
+    """The kernels do the numpy form's operations in its order and types (the head's maps by
+    products and sums, the colliders' fast distances, ``response.met``, ``wisps.carry``): the same
+    bits, frame after frame, and the same contacts counted — of which there are many, skeleton
+    and envelope."""
+    kernel, reference = _run(False), _run(True)
+    assert sum(t for _, t in reference) > 500
+    for (a, ta), (b, tb) in zip(kernel, reference):
+        assert ta == tb
+        for x, y in zip(a, b):
+            assert np.array_equal(x, y)
+
+
+def test_a_ball_moving_relative_to_the_head_is_met_through_its_map_within_its_rounding():
+    """Through a moving collider's map numpy multiplies matrices (BLAS, which may fuse a product
+    and a sum) where the kernel multiplies and adds (``kernels.contacts._in_field``): the
+    field-space point differs by a float64 rounding, which reaches the float32 field's value
+    where a coordinate lies that near a float32 rounding's edge. One penetration reaction, from
+    the same state, then puts a point off by the field's rounding at the point — the map's
+    (AFFINE) and the gradient's turn and norm (NORM) in float32 of coordinates up to the points'
+    — or, where a rounding decides whether it counts as inside, by as much as its depth then
+    (the collider's tolerance); carried down the wisp by every point before it (N), over its
+    passes (PASSES), for two colliders."""
+    from hair_wig.wisps import PASSES
+
+    wig = _wig(True)
+    layer = wig.layer
+    state = None
+    frames = list(_frames(True, 8))
+    for inp in frames[:-1]:
+        _, state = wig.step(inp, state)
+    x = state.layer["x"]
+    heads = (np.eye(4), np.linalg.inv(np.asarray(_turn(1.2), np.float64)))
+    anchor = np.tile(np.array([0.0, 0.0, -1.0]), (x.shape[0], 1))
+    e1 = np.tile(np.array([1.0, 0.0, 0.0]), (x.shape[0], 1))
+    runs = []
+    for parts in (layer._body_parts(), None):
+        s = {k: state.layer[k].copy() for k in ("x", "v", "r", "rd")}
+        s["x"][:, 1:, 2] -= 0.05                     # pressed in
+        layer._penetration(s["x"], s["v"], s["r"], s["rd"], anchor, e1, 1.0, heads, parts)
+        runs.append(s)
+    a, b = runs
+    size = float(np.abs(b["x"]).max())
+    tol = 2 * PASSES * x.shape[1] * (rounding(size, AFFINE + NORM) + max(c.tolerance for c in layer.colliders))
+    assert not np.array_equal(state.layer["x"], b["x"])
+    assert np.abs(a["x"] - b["x"]).max() <= tol
+    assert np.abs(a["r"] - b["r"]).max() <= tol
+
+
+def test_the_wisps_body_kernels_give_the_same_bits_on_one_and_two_threads():
+    """Every wisp is met by one chunk of the kernels, which writes only its own wisps' rows and
+    its own count."""
+    was = numba.get_num_threads()
+    runs = []
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            runs.append(_run(False, moving=True))
+    finally:
+        numba.set_num_threads(was)
+    layer = _wig().layer
+    assert layer.set.num_wisps > wisp_body.CHUNK           # more than one chunk
+    for (a, ta), (b, tb) in zip(*runs):
+        assert ta == tb
+        for x, y in zip(a, b):
+            assert np.array_equal(x, y)
