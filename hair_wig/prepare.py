@@ -169,13 +169,13 @@ def _wisp_body_as_called():
     rd, ones = np.zeros_like(r), np.ones((2, 3))
     frames, tangent, push = np.zeros((2, 3, 2, 3)), np.zeros_like(x), np.zeros_like(x)
     axes = np.tile(np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]), (2, 1))
-    lims = np.zeros((2, 5 * 6))
+    lims, lims_s = np.zeros((2, 5 * 6)), np.zeros((2, 2 * 2))
     touched = np.zeros(wisp_body.chunks(2), np.int64)
     cols = kernel_colliders(cs)
     wisp_body.wisp_slide(x, v, r, rd, frames, ones, cols, lims, np.eye(4), np.eye(4), np.zeros((4, 4)), 0.01, 0.001,
                          0.3, touched)
-    wisp_body.wisp_penetrate(x, v, r, rd, ones, axes[:2], axes[2:], 0.05 * r, cols, lims, np.eye(4), np.eye(4),
-                             1.0, 4, frames, tangent, push, touched)
+    wisp_body.wisp_penetrate(x, v, r, rd, ones, axes[:2], axes[2:], 0.05 * r, cols, lims, lims_s, np.eye(4),
+                             np.eye(4), 1.0, 4, frames, tangent, push, touched)
 
 
 def _chain_as_called():

@@ -520,11 +520,19 @@ class WispLayer(DynamicsLayer):
         return np.concatenate([x.reshape(-1, 3), env.reshape(-1, 3)]).T, axes
 
     def _bind_limits(self):
+        """Each collider's limits of every skeleton and envelope point and of every skeleton
+        segment — at the deepest of its samples (``kernels.wisp_body.SAMPLES``) — from the rest
+        wisps, by the distance they collide by, taken head-local as the kernels take it."""
         ws = self.set
         inv = np.linalg.inv(self.model.head_rest)
         pts, _ = self._points(ws.skeleton_rest, ws.r0, ws.frames_rest)
-        q = inv[:3, :3] @ pts + inv[:3, 3:4]
+        q = self._affine(inv, pts)
         self._limits = [groom_limits(c.fast_distance(q, rest=True), c.offset) for c in self.colliders]
+        x = ws.skeleton_rest
+        a, ab = x[:, :-1].reshape(-1, 3).T, (x[:, 1:] - x[:, :-1]).reshape(-1, 3).T
+        samples = [self._affine(inv, a + t * ab) for t in wisp_body.SAMPLES]
+        self._segment_limits = [groom_limits(np.min([c.fast_distance(p, rest=True) for p in samples], axis=0),
+                                             c.offset) for c in self.colliders]
         self._stacked = None
 
     # -- the protocol -----------------------------------------------------------------------------
@@ -653,7 +661,8 @@ class WispLayer(DynamicsLayer):
         if not all(isinstance(c.field, MeshField) for c in self.colliders):
             return None
         if self._stacked is None:
-            self._stacked = np.ascontiguousarray(np.stack(self._limits), np.float64)
+            self._stacked = tuple(np.ascontiguousarray(np.stack(k), np.float64)
+                                  for k in (self._limits, self._segment_limits))
         x = self.set.skeleton_rest
         return (kernel_colliders(self.colliders), self._stacked, np.ascontiguousarray(SQUEEZE * self.set.r0),
                 np.empty(x.shape[:2] + (2, 3)), np.empty(x.shape), np.empty(x.shape),
@@ -689,7 +698,7 @@ class WispLayer(DynamicsLayer):
         to_local, back = self._head_at(heads, f0)
         _, back_next = self._head_at(heads, min(f0 + df, 1.0))
         if body is not None:
-            cols, lims, _floor, _frames, _tangent, _push, touched = body
+            cols, (lims, _), _floor, _frames, _tangent, _push, touched = body
             touched[:] = 0
             wisp_body.wisp_slide(x, v, r, rd, frames, self.set.inv_mass, cols, lims, to_local, back,
                                  back_next - back, h, margin, float(s.friction), touched)
@@ -718,6 +727,37 @@ class WispLayer(DynamicsLayer):
         env = change[:, num:].T.reshape(axes.shape)
         rd += env[..., 0] * axes[..., 0] + env[..., 1] * axes[..., 1] + env[..., 2] * axes[..., 2]
 
+    def _segments_met(self, x, push, f, heads):
+        """The segments' pushes of a penetration pass (``kernels.wisp_body.wisp_penetrate``'s), added
+        to ``push`` (3, W N) world: a segment of a free far end, neither end pushed, met at the
+        deepest of its samples inside its collision surface pushes its far end by its depth times
+        ``t / max(t², ¼)``, collider after collider."""
+        ws = self.set
+        n = x.shape[1]
+        to_local, back = self._head_at(heads, f)
+        free = (ws.inv_mass[:, 1:] > 0).reshape(-1)
+        a, ab = x[:, :-1].reshape(-1, 3).T, (x[:, 1:] - x[:, :-1]).reshape(-1, 3).T
+        ends = (np.arange(x.shape[0])[:, None] * n + np.arange(1, n)[None, :]).reshape(-1)
+        for c, lim in zip(self.colliders, self._segment_limits):
+            hit = push.any(axis=0)
+            look = np.flatnonzero(free & ~hit[ends - 1] & ~hit[ends])
+            if look.size == 0:
+                continue
+            best_t, best_d, best_g = np.zeros(look.size), np.full(look.size, np.inf), np.zeros((3, look.size))
+            for t in wisp_body.SAMPLES:
+                d, g = c.fast_distance(self._affine(to_local, a[:, look] + t * ab[:, look]), direction=True)
+                lower = d < best_d
+                best_t[lower], best_d[lower], best_g[:, lower] = t, d[lower], g[:, lower]
+            inside = np.flatnonzero(best_d < lim[look])
+            if inside.size == 0:
+                continue
+            g = best_g[:, inside]
+            nrm = np.stack([back[j, 0] * g[0] + back[j, 1] * g[1] + back[j, 2] * g[2] for j in range(3)])
+            nrm /= np.maximum(np.sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]), 1e-300)
+            t = best_t[inside]
+            depth = (lim[look[inside]] - best_d[inside]) * self.scale * (t / np.maximum(t * t, 0.25))
+            push[:, ends[look[inside]]] += depth * nrm
+
     def _penetration(self, x, v, r, rd, anchor, e1, f, heads, body=None):
         """Penetration reaction (§4.3.2): a skeleton point inside its collision surface moves out,
         set at its segment's length from the point before it, the rest of the wisp carried along
@@ -728,11 +768,11 @@ class WispLayer(DynamicsLayer):
         its reference, numpy."""
         ws = self.set
         if body is not None:
-            cols, lims, floor, frames, tangent, push, touched = body
+            cols, (lims, lims_s), floor, frames, tangent, push, touched = body
             to_local, back = self._head_at(heads, f)
             touched[:] = 0
             wisp_body.wisp_penetrate(x, v, r, rd, ws.inv_mass, np.ascontiguousarray(anchor, np.float64),
-                                     np.ascontiguousarray(e1, np.float64), floor, cols, lims, to_local, back,
+                                     np.ascontiguousarray(e1, np.float64), floor, cols, lims, lims_s, to_local, back,
                                      float(self.scale), PASSES, frames, tangent, push, touched)
             self.touched += int(touched.sum())
             return
@@ -746,6 +786,7 @@ class WispLayer(DynamicsLayer):
                 inside = inside[ws.inv_mass.reshape(-1)[inside] > 0]
                 if inside.size:
                     push[:, inside] += (lim[:num][inside] - d[inside]) * self.scale * n[:, inside]
+            self._segments_met(x, push, f, heads)
             if not push.any():
                 break
             self.touched += int(np.count_nonzero(push.any(axis=0)))

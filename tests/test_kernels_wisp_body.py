@@ -126,3 +126,48 @@ def test_the_wisps_body_kernels_give_the_same_bits_on_one_and_two_threads():
         assert ta == tb
         for x, y in zip(a, b):
             assert np.array_equal(x, y)
+
+
+
+def _cap_run(segments: bool):
+    """One wisp of three points round a ball (radius 0.3, 5 mm kept): its root held, its points
+    1 cm out, its second segment a chord that cuts the ball's cap between them; one penetration
+    reaction, with its segments met or not (their limits −inf). The wisp after it, and the ball."""
+    from hair_wig.collision import Collider, kernel_colliders
+
+    c = Collider(ColliderMesh("Ball", *sphere(0.3, 24, 48)), np.eye(4), 0.005)
+    th = np.radians([-50.0, -10.0, 30.0])
+    x = np.ascontiguousarray(np.stack([0.31 * np.sin(th), np.zeros(3), 0.31 * np.cos(th)], axis=1)[None])
+    n = x.shape[1]
+    r, rd, v = np.full((1, n, 4), 1e-3), np.zeros((1, n, 4)), np.zeros_like(x)
+    lims = np.full((1, 5 * n), 0.005)
+    lims_s = np.full((1, n - 1), 0.005 if segments else -np.inf)
+    anchor, e1 = np.array([[1.0, 0.0, 0.0]]), np.array([[0.0, 1.0, 0.0]])
+    frames, tangent, push = np.zeros((1, n, 2, 3)), np.zeros_like(x), np.zeros_like(x)
+    wisp_body.wisp_penetrate(x, v, r, rd, np.array([[0.0, 1.0, 1.0]]), anchor, e1, 0.05 * r, kernel_colliders([c]),
+                             lims, lims_s, np.eye(4), np.eye(4), 1.0, 4, frames, tangent, push,
+                             np.zeros(1, np.int64))
+    return x, c
+
+
+def test_a_wisp_segment_that_cuts_a_ball_between_its_points_is_pushed_off_it():
+    """Both ends of each chord lie 5 mm past the 5 mm the ball keeps, their middles 8 mm inside
+    the ball: the points alone meet nothing (the chords stay in); each segment's deepest sample
+    pushes its far end out (the near end held: the sample moves by ``t`` of its end's move, so a
+    quarter point takes a quarter of its depth a pass, and the next pass goes on) — the chords
+    then clear the ball itself everywhere along them (exact distances), and what is left of
+    their depth under the surface kept, by the distance the kernels read, is at most (3/4) to the
+    passes' power of what it was — every length kept."""
+    from hair_wig.wisps import PASSES
+
+    start, c = _cap_run(False)
+    x, _ = _cap_run(True)
+    t = np.linspace(0, 1, 41)[:, None]
+    for j in (0, 1):
+        seg0, seg = start[0, j + 1] - start[0, j], x[0, j + 1] - x[0, j]
+        assert abs(np.linalg.norm(seg) - np.linalg.norm(seg0)) <= rounding(0.31, 32, 2.2e-16)
+        assert c.field.signed_distance(start[0, j] + t * seg0).min() < -0.005      # in, by the points alone
+        assert c.field.signed_distance(x[0, j] + t * seg).min() > 0.0                # out
+        was = 0.005 - c.fast_distance(np.stack([start[0, j] + u * seg0 for u in wisp_body.SAMPLES]).T).min()
+        left = 0.005 - c.fast_distance(np.stack([x[0, j] + u * seg for u in wisp_body.SAMPLES]).T).min()
+        assert left <= 0.75 ** PASSES * was

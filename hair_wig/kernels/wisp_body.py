@@ -29,6 +29,7 @@ from .response import met
 from .wisps import _frames_of, carry
 
 CHUNK = 16              # wisps a parallel iteration meets one after another (a collider read once a chunk)
+SAMPLES = (0.5, 0.25, 0.75)   # where a skeleton's segment is met (``collision.contacts.SurfaceContacts.SAMPLES``)
 TURNED_AWAY = -0.3      # an envelope half-line whose cosine with the outward normal is above this runs
                         # along the surface: moving its point in along it does not help
 
@@ -129,13 +130,18 @@ def wisp_slide(x, v, r, rd, frames, inv_mass, cols, lims, to_local, back, moving
 
 
 @njit(cache=True, parallel=True)
-def wisp_penetrate(x, v, r, rd, inv_mass, anchor, e1_root, floor, cols, lims, to_local, back, scale, passes,
-                   frames, tangent, push, touched):
+def wisp_penetrate(x, v, r, rd, inv_mass, anchor, e1_root, floor, cols, lims, lims_s, to_local, back, scale,
+                   passes, frames, tangent, push, touched):
     """The penetration reaction (seed 001 §4.3.2) of skeletons ``x`` (W, N, 3) world: a free
     skeleton point inside its collision surface is pushed out by its depth along the outward
-    normal, summed over the colliders, and set at its segment's length from the point before it,
-    the rest of the wisp carried along (``wisps.carry``) — up to ``passes`` times, while any of
-    the wisp's points is inside; then, on the cross-sections the wisp has now (its frames into
+    normal, summed over the colliders; a segment neither of whose ends is pushed, met at the
+    deepest of its middle and quarter points (SAMPLES) inside its collision surface (``lims_s``
+    (C, W (N − 1))), pushes its far end so that point moves out by its depth (a share ``t /
+    max(t², ¼)`` of it: the near end is held, as the carry holds it; twice the depth at most) — so
+    a wisp does not cut an ear's rim or a plate's edge with both points outside; every pushed
+    point is set at its segment's length from the point before it, the rest of the wisp carried
+    along (``wisps.carry``) — up to ``passes`` times, while any of the wisp's points is inside or
+    pushed; then, on the cross-sections the wisp has now (its frames into
     ``frames``, ``tangent``: scratch (W, N, 2, 3), (W, N, 3)), each envelope point inside moves
     in along its half-line — its radius shortened, to no less than ``floor`` (W, N, 4), its
     speed outward taken off — where the half-line points into the surface (cosine with the
@@ -151,6 +157,7 @@ def wisp_penetrate(x, v, r, rd, inv_mass, anchor, e1_root, floor, cols, lims, to
         hi = min(num_w, lo + CHUNK)
         met_here = 0
         mine = cols[get_thread_id()]
+        hit = np.empty((hi - lo, n), np.bool_)
         for _ in range(passes):
             push[lo:hi] = 0.0
             for k in range(len(mine)):
@@ -165,6 +172,30 @@ def wisp_penetrate(x, v, r, rd, inv_mass, anchor, e1_root, floor, cols, lims, to
                         if d < limit:
                             nx, ny, nz = _normal(back, gx, gy, gz)
                             depth = (limit - d) * scale
+                            push[w, i, 0] += depth * nx
+                            push[w, i, 1] += depth * ny
+                            push[w, i, 2] += depth * nz
+            for k in range(len(mine)):
+                col = mine[k]
+                for w in range(lo, hi):         # what each collider's segments find pushed already
+                    for i in range(n):
+                        hit[w - lo, i] = _pushed(push, w, i)
+                for w in range(lo, hi):
+                    for i in range(1, n):
+                        if not inv_mass[w, i] > 0.0 or hit[w - lo, i - 1] or hit[w - lo, i]:
+                            continue
+                        ax, ay, az = x[w, i - 1, 0], x[w, i - 1, 1], x[w, i - 1, 2]
+                        bx, by, bz = x[w, i, 0] - ax, x[w, i, 1] - ay, x[w, i, 2] - az
+                        t, deepest, gx, gy, gz = 0.0, np.inf, 0.0, 0.0, 0.0
+                        for t0 in SAMPLES:
+                            qx, qy, qz = _affine(to_local, ax + t0 * bx, ay + t0 * by, az + t0 * bz)
+                            d, ux, uy, uz = _direction(col, qx, qy, qz)
+                            if d < deepest:
+                                t, deepest, gx, gy, gz = t0, d, ux, uy, uz
+                        limit = lims_s[k, w * (n - 1) + i - 1]
+                        if deepest < limit:
+                            nx, ny, nz = _normal(back, gx, gy, gz)
+                            depth = (limit - deepest) * scale * (t / max(t * t, 0.25))
                             push[w, i, 0] += depth * nx
                             push[w, i, 1] += depth * ny
                             push[w, i, 2] += depth * nz
@@ -208,6 +239,11 @@ def wisp_penetrate(x, v, r, rd, inv_mass, anchor, e1_root, floor, cols, lims, to
                         rd[w, i, a] = min(rd[w, i, a], 0.0)
                         met_here += 1
         touched[c] += met_here
+
+
+@njit(cache=True, inline="always")
+def _pushed(push, w, i):
+    return push[w, i, 0] != 0.0 or push[w, i, 1] != 0.0 or push[w, i, 2] != 0.0
 
 
 def chunks(num_wisps: int) -> int:
