@@ -754,6 +754,10 @@ class WispLayer(DynamicsLayer):
             g = best_g[:, inside]
             nrm = np.stack([back[j, 0] * g[0] + back[j, 1] * g[1] + back[j, 2] * g[2] for j in range(3)])
             nrm /= np.maximum(np.sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]), 1e-300)
+            s = ab[:, look[inside]]
+            along = s[0] * nrm[0] + s[1] * nrm[1] + s[2] * nrm[2]
+            dips = along * along <= wisp_body.GRAZE * (s[0] * s[0] + s[1] * s[1] + s[2] * s[2])
+            inside, nrm = inside[dips], nrm[:, dips]
             t = best_t[inside]
             depth = (lim[look[inside]] - best_d[inside]) * self.scale * (t / np.maximum(t * t, 0.25))
             push[:, ends[look[inside]]] += depth * nrm
