@@ -460,8 +460,8 @@ class WispLayer(DynamicsLayer):
         self.set_dynablend(s.dynablend)
         self.set_goal_stiffness(s.goal_stiffness)
         self.colliders = []
-        self._limits = None
-        self._stacked = None             # the limits as one array, for the body's kernels
+        self._limits = self._segment_limits = None
+        self._stacked = None             # the limits as arrays, for the body's kernels
         self.scale = scale_of(model.head_rest)
         self.counts = np.zeros(3, np.int64)     # points met in another wisp, of them colliding, pairs
         self.seconds = {"interactions": 0.0, "body": 0.0, "springs": 0.0, "strands": 0.0}
@@ -509,7 +509,7 @@ class WispLayer(DynamicsLayer):
         envelope point's collision surface is ``min(offset, its rest clearance)`` (the groom is
         sacred: ``groom_limits``), by the fast distance it collides by."""
         self.colliders = list(colliders or [])
-        self._limits = None
+        self._limits = self._segment_limits = None
         self._stacked = None
 
     def _points(self, x, r, frames):

@@ -20,17 +20,23 @@ from test_strands import G, _turn, _wig_hair
 from tolerance import AFFINE, NORM, rounding
 
 
+def _turned(f):
+    return _turn(1.2 * min(f, 6) / 6)
+
+
 def _ball_at(f, moving):
+    """A body under the head (a ball of radius 1.2 whose top the wisps hang onto), riding the
+    head as it turns, or with ``moving`` also sliding 3 cm a frame across it."""
     m = np.eye(4)
-    m[:3, 3] = (0.0, 0.0 if not moving else 0.02 * f, -1.2)
-    return m
+    m[:3, 3] = (0.03 * f if moving else 0.0, 0.0, -0.35)
+    return _turned(f) @ m
 
 
 def _wig(moving=False):
-    """Wisps on a sphere head (radius 0.98) that turns, a magnet dragging them down through it
-    and onto a ball under it; the ball keeps still, or with ``moving`` slides 2 cm a frame."""
+    """Wisps on a sphere head (radius 0.98) that turns, a magnet dragging them down over it and
+    onto the body under it (``_ball_at``)."""
     hair = _wig_hair(sizes=(10, 6))
-    v, t = sphere(0.3, 12, 24)
+    v, t = sphere(1.2, 24, 48)
     s = WispSettings(wisps=12, goal_stiffness=5.0, substeps=4)
     wig = Wig(hair, np.eye(4), np.eye(4), [Magnet("Drag", np.eye(4), radius=3.0)],
               WigSettings(dynamics=s, use_collision=True), head_mesh=sphere(0.98, 24, 48),
@@ -42,22 +48,36 @@ def _frames(moving, count=14):
     for f in range(count):
         m = np.eye(4)
         m[2, 3] = -1.1 * min(f, 8) / 8
-        yield FrameInput(np.eye(4), _turn(1.2 * min(f, 6) / 6), np.array([m]), time=f / 24, gravity=G,
+        yield FrameInput(np.eye(4), _turned(f), np.array([m]), time=f / 24, gravity=G,
                          collider_matrices=np.array([_ball_at(f, moving)]))
 
 
+def _met(layer, inp, state):
+    """The skeleton points within Contact Distance of each collider's surface (C,)."""
+    x = state.layer["x"]
+    inv = np.linalg.inv(inp.head_matrix)
+    q = inv[:3, :3] @ x.reshape(-1, 3).T + inv[:3, 3:4]
+    margin = layer.settings.contact_distance / layer.scale
+    return np.array([int((c.fast_distance(q) < lim[:q.shape[1]] + margin).sum())
+                     for c, lim in zip(layer.colliders, layer._limits)])
+
+
 def _run(numpy, moving=False, count=14):
-    """Each frame's wisps (x, v, r, rd) and the contacts the layer counted."""
+    """Each frame's wisps (x, v, r, rd) and the contacts the layer counted; and how many skeleton
+    points each collider held at the frames' ends, all frames."""
     wig = _wig(moving)
     layer = wig.layer
     assert isinstance(layer, WispLayer) and len(layer.colliders) == 2
     if numpy:
         layer._body_parts = lambda: None
-    state, out = None, []
-    for inp in _frames(moving, count):
+    state, out, met = None, [], 0
+    for f, inp in enumerate(_frames(moving, count)):
         _, state = wig.step(inp, state)
+        assert (layer.colliders[1].to_field is None) != (moving and f > 0)     # riding the head, or sliding on it
         out.append(([state.layer[k].copy() for k in ("x", "v", "r", "rd")], layer.touched))
-    return out
+        if f > 0:                                   # the first frame is the groom (no step)
+            met = met + _met(layer, inp, state)
+    return out, met
 
 
 def test_the_kernels_meet_the_head_and_a_ball_as_the_numpy_contacts_do():
@@ -65,8 +85,9 @@ def test_the_kernels_meet_the_head_and_a_ball_as_the_numpy_contacts_do():
     products and sums, the colliders' fast distances, ``response.met``, ``wisps.carry``): the same
     bits, frame after frame, and the same contacts counted — of which there are many, skeleton
     and envelope."""
-    kernel, reference = _run(False), _run(True)
+    (kernel, met), (reference, _) = _run(False), _run(True)
     assert sum(t for _, t in reference) > 500
+    assert met.min() > 20                               # the head and the body each hold wisps
     for (a, ta), (b, tb) in zip(kernel, reference):
         assert ta == tb
         for x, y in zip(a, b):
@@ -92,13 +113,16 @@ def test_a_ball_moving_relative_to_the_head_is_met_through_its_map_within_its_ro
     for inp in frames[:-1]:
         _, state = wig.step(inp, state)
     x = state.layer["x"]
-    heads = (np.eye(4), np.linalg.inv(np.asarray(_turn(1.2), np.float64)))
+    heads = (_turned(7), _turned(7))                # the head's local -> world, still since frame 6
     anchor = np.tile(np.array([0.0, 0.0, -1.0]), (x.shape[0], 1))
     e1 = np.tile(np.array([1.0, 0.0, 0.0]), (x.shape[0], 1))
     runs = []
     for parts in (layer._body_parts(), None):
         s = {k: state.layer[k].copy() for k in ("x", "v", "r", "rd")}
         s["x"][:, 1:, 2] -= 0.05                     # pressed in
+        if parts is not None:                        # the moving body is met
+            q = np.linalg.inv(heads[1])[:3, :3] @ s["x"].reshape(-1, 3).T
+            assert (layer.colliders[1].fast_distance(q) < layer._limits[1][:q.shape[1]]).sum() > 10
         layer._penetration(s["x"], s["v"], s["r"], s["rd"], anchor, e1, 1.0, heads, parts)
         runs.append(s)
     a, b = runs
@@ -117,7 +141,7 @@ def test_the_wisps_body_kernels_give_the_same_bits_on_one_and_two_threads():
     try:
         for threads in (1, 2):
             numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-            runs.append(_run(False, moving=True))
+            runs.append(_run(False, moving=True)[0])
     finally:
         numba.set_num_threads(was)
     layer = _wig().layer

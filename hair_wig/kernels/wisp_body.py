@@ -9,7 +9,9 @@ The distance and the outward direction are the colliders' fast ones, read as eve
 kernel reads them (``kernels.contacts._direction``: the grid's trilinear value and gradient), and
 the response is the one every client shares (``kernels.response.met``). The head's maps at the
 substep (world → head-local, and back for the normal) are applied here by float64 products and
-sums in the reference's order, so the two give the same bits.
+sums in the reference's order, so the two give the same bits for colliders that ride the head
+(the head itself, a body parented to it); through a collider's own map (one moving relative to
+the head) numpy multiplies matrices, and they agree to that map's rounding.
 
 Wisps are met a chunk at a time on parallel threads (``prange``), collider after collider, each
 wisp's points and velocities written only by its own chunk: the same bits on any number of
@@ -30,7 +32,7 @@ from .wisps import _frames_of, carry
 
 CHUNK = 16              # wisps a parallel iteration meets one after another (a collider read once a chunk)
 SAMPLES = (0.5, 0.25, 0.75)   # where a skeleton's segment is met (``collision.contacts.SurfaceContacts.SAMPLES``)
-GRAZE = 0.25            # a segment is pushed where it lies within 60° of the surface (cos² below this)
+GRAZE = 0.25            # a segment is pushed where it lies within 30° of the surface (cos² with its normal up to this)
 TURNED_AWAY = -0.3      # an envelope half-line whose cosine with the outward normal is above this runs
                         # along the surface: moving its point in along it does not help
 
@@ -139,7 +141,7 @@ def wisp_penetrate(x, v, r, rd, inv_mass, anchor, e1_root, floor, cols, lims, li
     deepest of its middle and quarter points (SAMPLES) inside its collision surface (``lims_s``
     (C, W (N − 1))), pushes its far end so that point moves out by its depth (a share ``t /
     max(t², ¼)`` of it: the near end is held, as the carry holds it; twice the depth at most) —
-    where it dips into the surface (within 60° of it, GRAZE), so a wisp's chord does not cut into
+    where it dips into the surface (within 30° of it, GRAZE), so a wisp's chord does not cut into
     the head between its points; a segment passing through a part thinner than it (an ear's rim
     met edge-on) is left to its points, as pushing its end round the part swung the whole wisp
     (pops of 0.6 m on Suzanne's fast turn); every pushed
@@ -200,7 +202,7 @@ def wisp_penetrate(x, v, r, rd, inv_mass, anchor, e1_root, floor, cols, lims, li
                         if deepest < limit:
                             nx, ny, nz = _normal(back, gx, gy, gz)
                             along = bx * nx + by * ny + bz * nz
-                            if along * along > GRAZE * (bx * bx + by * by + bz * bz):
+                            if not along * along <= GRAZE * (bx * bx + by * by + bz * bz):
                                 continue            # through a thin part, not dipping into a surface
                             depth = (limit - deepest) * scale * (t / max(t * t, 0.25))
                             push[w, i, 0] += depth * nx
