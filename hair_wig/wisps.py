@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .collision import MeshField, groom_limits, kernel_colliders
+from .collision.rows import _dot
 from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, setting
 from .errors import HairWigError
 from .kernels import wisp_body
@@ -674,6 +675,14 @@ class WispLayer(DynamicsLayer):
         the kernels take them (``kernels.wisp_body._affine``): the same bits."""
         return np.stack([m[j, 0] * p[0] + m[j, 1] * p[1] + m[j, 2] * p[2] + m[j, 3] for j in range(3)])
 
+    @staticmethod
+    def _world_normals(back, g):
+        """Head-local unit directions ``g`` (3, K) taken into the world by ``back``'s linear part and
+        made unit, in the kernels' order (``kernels.wisp_body._normal``)."""
+        n = np.stack([back[j, 0] * g[0] + back[j, 1] * g[1] + back[j, 2] * g[2] for j in range(3)])
+        n /= np.maximum(np.sqrt(_dot(n, n)), 1e-300)
+        return n
+
     def _query(self, pts, f, heads):
         """For every collider: distances (K,) head-local at world points ``pts`` (3, K), outward
         unit normals (3, K) world, the points' limits (K,), and the head maps at ``f``."""
@@ -682,9 +691,7 @@ class WispLayer(DynamicsLayer):
         found = []
         for c, lim in zip(self.colliders, self._limits):
             d, g = c.fast_distance(q, direction=True)
-            n = np.stack([back[j, 0] * g[0] + back[j, 1] * g[1] + back[j, 2] * g[2] for j in range(3)])
-            n /= np.maximum(np.sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]), 1e-300)
-            found.append((d, n, lim))
+            found.append((d, self._world_normals(back, g), lim))
         return found, q, back
 
     def _slide(self, x, v, r, rd, frames, f0, df, h, heads, body=None):
@@ -751,12 +758,10 @@ class WispLayer(DynamicsLayer):
             inside = np.flatnonzero(best_d < lim[look])
             if inside.size == 0:
                 continue
-            g = best_g[:, inside]
-            nrm = np.stack([back[j, 0] * g[0] + back[j, 1] * g[1] + back[j, 2] * g[2] for j in range(3)])
-            nrm /= np.maximum(np.sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]), 1e-300)
+            nrm = self._world_normals(back, best_g[:, inside])
             s = ab[:, look[inside]]
-            along = s[0] * nrm[0] + s[1] * nrm[1] + s[2] * nrm[2]
-            dips = along * along <= wisp_body.GRAZE * (s[0] * s[0] + s[1] * s[1] + s[2] * s[2])
+            along = _dot(s, nrm)
+            dips = along * along <= wisp_body.GRAZE * _dot(s, s)
             inside, nrm = inside[dips], nrm[:, dips]
             t = best_t[inside]
             depth = (lim[look[inside]] - best_d[inside]) * self.scale * (t / np.maximum(t * t, 0.25))
@@ -806,8 +811,7 @@ class WispLayer(DynamicsLayer):
             inside = np.flatnonzero(d < lim)
             if inside.size == 0:
                 continue
-            cos = flat_axes[0, inside] * n[0, inside] + flat_axes[1, inside] * n[1, inside] + \
-                flat_axes[2, inside] * n[2, inside]
+            cos = _dot(flat_axes[:, inside], n[:, inside])
             ok = cos < wisp_body.TURNED_AWAY       # a half-line along the surface: moving in along it does not help
             k = inside[ok]
             rr[k] = np.maximum(rr[k] - (lim[k] - d[k]) * self.scale / -cos[ok], floor[k])
