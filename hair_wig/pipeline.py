@@ -449,6 +449,11 @@ class Wig:
 
         rest = self._frame_rest(inp)
         self._set_colliders(inp, head)
+        was = state.contact_maps
+        for k, c in enumerate(self.colliders):
+            # where each was the frame before, for the layer's substeps (its state's, so a resumed
+            # bake meets the same)
+            c.sweep_from(None if was is None or len(was) != len(self.colliders) else was[k])
         if self._rows is None:
             self._rows = _Rows(self)
         span, first_strand = self._points(), self.strand_range[0]

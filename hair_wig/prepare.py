@@ -58,6 +58,8 @@ def _grid_as_called():
     f.distance_rows(x)
     f.lookup(p)
     f.error_at(p)
+    f.contact_rows(np.ascontiguousarray(p.T), False)
+    f.contact_rows(np.ascontiguousarray(p.T), True)
 
 
 def _exact_as_called():
@@ -158,6 +160,7 @@ def _wisp_body_as_called():
     points, one pressed into a tetrahedron, one collider moving with the head and one not, with
     the argument types ``WispLayer._slide`` and ``_penetration`` pass."""
     from .collision import kernel_colliders
+    from .collision.contacts import contact_maps
     from .kernels import wisp_body
 
     x = np.zeros((2, 3, 3))
@@ -172,9 +175,11 @@ def _wisp_body_as_called():
     lims, lims_s = np.zeros((2, 5 * 6)), np.zeros((2, 2 * 2))
     touched = np.zeros(wisp_body.chunks(2), np.int64)
     cols = kernel_colliders(cs)
-    wisp_body.wisp_slide(x, v, r, rd, frames, ones, cols, lims, np.eye(4), np.eye(4), np.zeros((4, 4)), 0.01, 0.001,
-                         0.3, touched)
-    wisp_body.wisp_penetrate(x, v, r, rd, ones, axes[:2], axes[2:], 0.05 * r, cols, lims, lims_s, np.eye(4),
+    fmaps, moving = contact_maps(cs, 1.0, carry=False)
+    wisp_body.wisp_slide(x, v, r, rd, frames, ones, cols, fmaps, moving, lims, np.eye(4), np.eye(4), np.zeros((4, 4)),
+                         0.01, 0.001, 0.3, touched)
+    wisp_body.wisp_penetrate(x, v, r, rd, ones, axes[:2], axes[2:], 0.05 * r, cols, fmaps, moving, lims, lims_s,
+                             np.eye(4),
                              np.eye(4), 1.0, 4, frames, tangent, push, touched)
 
 

@@ -419,7 +419,7 @@ class RodLayer(DynamicsLayer):
         segment turns on its joint)."""
         self.contacts = None
         if colliders:
-            self.contacts = [SurfaceContacts(colliders, index, 1) for _, index, _ in self.groups]
+            self.contacts = [SurfaceContacts(colliders, index, 1, carry=False) for _, index, _ in self.groups]
 
     @property
     def clamped(self) -> bool:

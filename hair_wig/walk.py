@@ -301,18 +301,21 @@ class CollisionWalk:
         their wig points): each segment that cuts through ``c`` swung about its leader to the
         nearest way that does not cut it and keeps its point on the side it was held on — the
         first of ``_AROUND`` in the segment's own frame, then where the arc to it stops cutting
-        (``WRAP_HALVINGS`` halvings)."""
+        (``WRAP_HALVINGS`` halvings); where no way keeps that side, the nearest that does not
+        cut it (the strand slips over the edge after its leader)."""
         lead = q[:, j - 1, at].astype(np.float64)
         seg = q[:, j, at].astype(np.float64) - lead
         length = np.sqrt(np.sum(seg * seg, axis=0))
 
         held = lead + seg
 
-        def clear(d, pick):
+        def clear(d, pick, side):
             cand = lead[:, pick] + d * length[pick]
             out = np.ones(pick.size, bool)
             out[self._meets(c, lead[:, pick], cand, index[pick], strict=True)[0]] = False
-            out[self._meets(c, held[:, pick], cand, index[pick])[0]] = False
+            on = np.flatnonzero(side)
+            if on.size:
+                out[on[self._meets(c, held[:, pick[on]], cand[:, on], index[pick[on]])[0]]] = False
             return out
 
         pick = np.flatnonzero(length > 0)
@@ -320,21 +323,24 @@ class CollisionWalk:
         axes = _frame(lo, lo)
         hi = np.zeros_like(lo)
         found = np.zeros(pick.size, bool)
-        for u, v, t in _AROUND:
-            looking = np.flatnonzero(~found)
-            if looking.size == 0:
-                break
-            d = u * axes[0][:, looking] + v * axes[1][:, looking] + t * axes[2][:, looking]
-            ok = clear(d, pick[looking])
-            hi[:, looking[ok]] = d[:, ok]
-            found[looking[ok]] = True
-        pick, lo, hi = pick[found], lo[:, found], hi[:, found]
+        side = np.ones(pick.size, bool)
+        for keep in (True, False):
+            side[~found] = keep
+            for u, v, t in _AROUND:
+                looking = np.flatnonzero(~found)
+                if looking.size == 0:
+                    break
+                d = u * axes[0][:, looking] + v * axes[1][:, looking] + t * axes[2][:, looking]
+                ok = clear(d, pick[looking], side[looking])
+                hi[:, looking[ok]] = d[:, ok]
+                found[looking[ok]] = True
+        pick, lo, hi, side = pick[found], lo[:, found], hi[:, found], side[found]
         if pick.size == 0:
             return
         cut, free = np.zeros(pick.size), np.ones(pick.size)     # fractions of each arc
         for _ in range(WRAP_HALVINGS):
             t = 0.5 * (cut + free)
-            ok = clear(_arc(lo, hi, t[None, None, :], hi)[0], pick)
+            ok = clear(_arc(lo, hi, t[None, None, :], hi)[0], pick, side)
             free = np.where(ok, t, free)
             cut = np.where(ok, cut, t)
         hi = _arc(lo, hi, free[None, None, :], hi)[0]

@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .collision import MeshField, groom_limits, kernel_colliders
+from .collision.contacts import contact_maps
 from .collision.rows import _dot
 from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, setting
 from .errors import HairWigError
@@ -669,6 +670,11 @@ class WispLayer(DynamicsLayer):
                 np.empty(x.shape[:2] + (2, 3)), np.empty(x.shape), np.empty(x.shape),
                 np.zeros(wisp_body.chunks(x.shape[0]), np.int64))
 
+    def _maps_at(self, f: float):
+        """Each collider's maps and how it moves, as the body's kernels read them: where it ends
+        the frame, at every substep ``f`` (``collision.contacts.contact_maps`` without ``carry``)."""
+        return contact_maps(self.colliders, f, carry=False)
+
     @staticmethod
     def _affine(m, p):
         """The affine map ``m`` (4, 4) of points ``p`` (3, K), by products and sums in the order
@@ -690,7 +696,7 @@ class WispLayer(DynamicsLayer):
         q = self._affine(to_local, pts)
         found = []
         for c, lim in zip(self.colliders, self._limits):
-            d, g = c.fast_distance(q, direction=True)
+            d, g = c.fast_distance(q, direction=True, at=None)
             found.append((d, self._world_normals(back, g), lim))
         return found, q, back
 
@@ -707,8 +713,8 @@ class WispLayer(DynamicsLayer):
         if body is not None:
             cols, (lims, _), _floor, _frames, _tangent, _push, touched = body
             touched[:] = 0
-            wisp_body.wisp_slide(x, v, r, rd, frames, self.set.inv_mass, cols, lims, to_local, back,
-                                 back_next - back, h, margin, float(s.friction), touched)
+            wisp_body.wisp_slide(x, v, r, rd, frames, self.set.inv_mass, cols, *self._maps_at(f0), lims, to_local,
+                                 back, back_next - back, h, margin, float(s.friction), touched)
             self.touched += int(touched.sum())
             return
         ws = self.set
@@ -752,7 +758,7 @@ class WispLayer(DynamicsLayer):
                 continue
             best_t, best_d, best_g = np.zeros(look.size), np.full(look.size, np.inf), np.zeros((3, look.size))
             for t in wisp_body.SAMPLES:
-                d, g = c.fast_distance(self._affine(to_local, a[:, look] + t * ab[:, look]), direction=True)
+                d, g = c.fast_distance(self._affine(to_local, a[:, look] + t * ab[:, look]), direction=True, at=None)
                 lower = d < best_d
                 best_t[lower], best_d[lower], best_g[:, lower] = t, d[lower], g[:, lower]
             inside = np.flatnonzero(best_d < lim[look])
@@ -781,8 +787,9 @@ class WispLayer(DynamicsLayer):
             to_local, back = self._head_at(heads, f)
             touched[:] = 0
             wisp_body.wisp_penetrate(x, v, r, rd, ws.inv_mass, np.ascontiguousarray(anchor, np.float64),
-                                     np.ascontiguousarray(e1, np.float64), floor, cols, lims, lims_s, to_local, back,
-                                     float(self.scale), PASSES, frames, tangent, push, touched)
+                                     np.ascontiguousarray(e1, np.float64), floor, cols, *self._maps_at(f), lims,
+                                     lims_s, to_local, back, float(self.scale), PASSES, frames, tangent, push,
+                                     touched)
             self.touched += int(touched.sum())
             return
         num = x.shape[0] * x.shape[1]

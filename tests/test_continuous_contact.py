@@ -252,3 +252,73 @@ def test_continuous_contact_gives_the_same_bits_on_one_and_two_threads():
     (a, crossed), (b, _) = runs
     assert sum(crossed) > 0
     assert all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def test_a_point_whose_leader_went_round_the_edge_slips_over_it_rather_than_cut_it():
+    """A strand slipping off the top edge of a plate that dragged it (``scripts/thin_plate.py
+    --to 0.4``): its leader has gone round the edge and fallen 2.5 cm behind the plate, 6 cm
+    under its top, while its point is still held 2 cm before the front face — the segment goes
+    straight through the plate, and no way from the leader reaches the front round the edge.
+    Before, the point stayed held and the segment cut the plate (400 strands pierced it). Now it
+    is swung after its leader (``_wrap``'s last resort, the nearest way that does not cut it):
+    it keeps its length, cuts nothing, and has not passed the plate's middle towards the front
+    (the walk's next push takes it to the back face). The kernel and the numpy walk alike, to
+    the rounding of the arc's halvings (2^-24 of an arc of at most half a turn, float32
+    coordinates ~1)."""
+    from hair_wig.collision import kernel_colliders
+    from hair_wig.kernels import walk as walk_kernels
+    from hair_wig.walk import _AROUND
+
+    wig = _plate_wig()
+    wig.step(FrameInput(np.eye(4), np.eye(4), np.array([np.eye(4)]), time=0.0,
+                        collider_matrices=np.array([_at(0.0)])), None)
+    plate = wig.colliders[-1]
+    j = 11                                              # strand 0's 12th point, its leader the 11th
+    lead = np.array([-THICK / 2 - 0.025, 0.0, TOP - 0.061])
+    way = np.array([0.066, 0.0, -0.008])
+    q = np.zeros((3, POINTS, 1), np.float32)
+    q[:, j - 1, 0], q[:, j, 0] = lead, lead + way * (SEGMENT / np.linalg.norm(way))   # 2 cm before the plate
+    col = kernel_colliders([plate])[0][0]                 # the plate's tuple, as a thread reads it
+    rows = np.ascontiguousarray(q[:, :, 0])
+    assert walk_kernels._cuts(rows, j, j, col)
+    assert walk_kernels._wrap(rows, j, j, col, _AROUND, walk_kernels.WRAP_HALVINGS)
+    wig.walk._wrap(plate, q, j, np.array([0]), np.array([j]))
+    for out in (rows, np.ascontiguousarray(q[:, :, 0])):
+        assert not walk_kernels._cuts(out, j, j, col)
+        np.testing.assert_allclose(np.linalg.norm(out[:, j] - lead), SEGMENT, rtol=0, atol=rounding(1.0, 8))
+        assert out[0, j] <= 0.0                                   # with its leader, not before the plate
+    np.testing.assert_allclose(q[:, j, 0], rows[:, j], rtol=0, atol=rounding(1.0, 16) + 2.0 ** -24 * np.pi * SEGMENT)
+
+
+def _passed(was, out, x_was, x, edge=0.02):
+    """Which points (S, n) of strands went through the plate between two frames: their way from
+    ``was`` (plate at ``x_was``) to ``out`` (plate at ``x``), seen from the plate, crosses its
+    middle ``edge`` or more in from its edges (``scripts/thin_plate.py``'s count)."""
+    r0, r1 = was[..., 0] - x_was, out[..., 0] - x
+    way = (r0 > 0) & (r1 < 0)
+    t = np.where(way, r0 / np.where(way, r0 - r1, 1.0), 0.0)
+    y, z = was[..., 1] + t * (out[..., 1] - was[..., 1]), was[..., 2] + t * (out[..., 2] - was[..., 2])
+    return way & (z < TOP - edge) & (z > BOTTOM + edge) & (np.abs(y) < 1.0 - edge)
+
+
+@pytest.mark.parametrize("speed", [0.004, 0.01])
+def test_strands_substeps_hold_the_hair_before_a_slow_plate(speed):
+    """Strands hanging in the plate's way, the plate moving 4 mm and 1 cm a frame — far less
+    than it is thick — from 5 cm before them to 10 cm past where they hang. The layer's substeps
+    meet the plate on its way through the frame (``Collider.maps_at``), read exactly where its
+    grid, coarser than the plate is thick, cannot see it (``kernels.field.in_doubt``), and see
+    every point while it moves: the hair is pushed along on its front face, and no point goes
+    through the plate between two frames and no segment cuts it at any frame. Before, the
+    substeps met the plate where the frame ends, by its grid alone, and every strand's points
+    over its face went through it between two frames (``scripts/thin_plate.py --to 0.1``)."""
+    wig = _plate_wig(StrandSettings())
+    state, was = None, None
+    for f, x in enumerate(np.arange(-0.05, 0.1 + speed / 2, speed)):
+        out, state = wig.step(FrameInput(np.eye(4), np.eye(4), np.array([np.eye(4)]), time=f / 24,
+                                         collider_matrices=np.array([_at(x)])), state)
+        out = out.reshape(STRANDS, POINTS, 3).astype(np.float64)
+        assert not _cut(out, x).any()
+        if was is not None:
+            assert not _passed(was[0], out, was[1], x).any()
+        was = (out, x)
+    assert (out[:, FACE, 0] > x).all()                      # held before the plate, dragged along

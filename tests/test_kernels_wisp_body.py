@@ -13,6 +13,7 @@ import pytest
 
 from hair_wig import FrameInput, Magnet, Wig, WigSettings
 from hair_wig.collision import ColliderMesh
+from hair_wig.collision.contacts import contact_maps
 from hair_wig.kernels import wisp_body
 from hair_wig.wisps import WispLayer, WispSettings
 from test_collision import sphere
@@ -153,6 +154,11 @@ def test_the_wisps_body_kernels_give_the_same_bits_on_one_and_two_threads():
 
 
 
+def _still(colliders):
+    """The maps (C, 2, 4, 4) and kinds (C,) of colliders, as ``WispLayer._maps_at`` passes them."""
+    return contact_maps(colliders, 1.0, carry=False)
+
+
 def _cap_run(segments: bool):
     """One wisp of three points round a ball (radius 0.3, 5 mm kept): its root held, its points
     1 cm out, its second segment a chord that cuts the ball's cap between them; one penetration
@@ -169,7 +175,7 @@ def _cap_run(segments: bool):
     anchor, e1 = np.array([[1.0, 0.0, 0.0]]), np.array([[0.0, 1.0, 0.0]])
     frames, tangent, push = np.zeros((1, n, 2, 3)), np.zeros_like(x), np.zeros_like(x)
     wisp_body.wisp_penetrate(x, v, r, rd, np.array([[0.0, 1.0, 1.0]]), anchor, e1, 0.05 * r, kernel_colliders([c]),
-                             lims, lims_s, np.eye(4), np.eye(4), 1.0, 4, frames, tangent, push,
+                             *_still([c]), lims, lims_s, np.eye(4), np.eye(4), 1.0, 4, frames, tangent, push,
                              np.zeros(1, np.int64))
     return x, c
 
@@ -214,7 +220,8 @@ def test_a_wisp_segment_through_a_slab_thinner_than_it_is_left_to_its_points():
     r, rd, v = np.full((1, 3, 4), 1e-3), np.zeros((1, 3, 4)), np.zeros_like(x)
     touched = np.zeros(1, np.int64)
     wisp_body.wisp_penetrate(x, v, r, rd, np.array([[0.0, 1.0, 1.0]]), np.array([[0.0, 0.0, -1.0]]),
-                             np.array([[1.0, 0.0, 0.0]]), 0.05 * r, kernel_colliders([slab]), np.full((1, 15), 0.005),
+                             np.array([[1.0, 0.0, 0.0]]), 0.05 * r, kernel_colliders([slab]), *_still([slab]),
+                             np.full((1, 15), 0.005),
                              np.full((1, 2), 0.005), np.eye(4), np.eye(4), 1.0, 4, np.zeros((1, 3, 2, 3)),
                              np.zeros_like(x), np.zeros_like(x), touched)
     assert np.array_equal(x, before) and touched[0] == 0

@@ -159,6 +159,7 @@ class Collider:
         self.offset = float(offset)
         self.to_field = None
         self.from_field = None
+        self.swept_from = None           # the head-local -> field map at the frame before, where it moved since
         self.stretch = 1.0
         # How far inside a push may leave a point and still count as out: float32 rounding of
         # the field's size, and of the coordinates where it lies (a point pushed out by less
@@ -286,6 +287,32 @@ class Collider:
         self.field = field if field is not None else MeshField(v, f.triangles, cell=f.cell, margin=self.margin,
                                                                name=self.name, winding=self.solid.winding(v),
                                                                kept=False, like=f)
+
+    def sweep_from(self, was: np.ndarray | None) -> None:
+        """Where the collider was relative to the head at the frame before — its head-local ->
+        field map then (``walk.CollisionWalk.maps``), None where unknown (the first frame) — after
+        ``set_frame``: a dynamics layer's substeps then meet it moving from there (``maps_at``), as
+        the head moves through them, not jumping the frame's whole way at the first."""
+        now = np.eye(4) if self.to_field is None else self.to_field
+        moved = was is not None and not np.array_equal(was, now)
+        self.swept_from = np.array(was, np.float64) if moved else None
+
+    @property
+    def sweeping(self) -> bool:
+        """Whether the substeps meet the collider through a map (it moves relative to the head,
+        or did since the frame before)."""
+        return self.to_field is not None or self.swept_from is not None
+
+    def maps_at(self, f: float) -> np.ndarray:
+        """The head-local -> field map and back (2, 4, 4) at the fraction ``f`` of the frame: the
+        collider carried linearly from where it was at the frame before (``sweep_from``) to where
+        it is (``f`` = 1: this frame's own maps, exactly)."""
+        to = np.eye(4) if self.to_field is None else self.to_field
+        back = np.eye(4) if self.from_field is None else self.from_field
+        if self.swept_from is None or f >= 1:
+            return np.stack([to, back])
+        m = self.swept_from + f * (to - self.swept_from)
+        return np.stack([m, np.linalg.inv(m)])
 
     def _deforming_field(self) -> MeshField:
         """The rest pose's field with GIVE cells of give (``MeshField.refit``), built the first
@@ -472,30 +499,51 @@ class Collider:
             return self.field.screen(self._field_rows(q).astype(np.float32), reach + self.field.slack)
         return np.arange(q.shape[1])
 
-    def fast_distance(self, q: np.ndarray, rest: bool = False, direction: bool = False):
-        """The field's own distance (K,) at head-local points ``q`` (3, K) — the grid's
-        trilinear value (+inf beyond it), or along the ray — what a dynamics layer's contacts
-        read at every substep, where the frame's refinement reads exact distances once; with
-        ``direction`` also the outward unit direction (3, K), head-local. ``rest``: the
-        collider as bound, where the groom's rest clearances are read by the same function, so
-        a groom at rest meets no contact."""
+    def fast_distance(self, q: np.ndarray, rest: bool = False, direction: bool = False, at: float | None = 1.0):
+        """The distance a dynamics layer's contacts read at every substep, where the frame's
+        refinement reads exact distances once: at head-local points ``q`` (3, K), the grid's
+        trilinear value (+inf beyond it) — on a collider that moved relative to the head since the
+        frame before (a hand, a plate: ``sweep_from``), exact where the grid cannot be trusted to
+        see the surface (``MeshField.contact_rows``: a part thinner than a cell, a seam) — or along
+        the ray; with ``direction`` also the outward unit direction (3, K), head-local. ``at``: the
+        fraction of the frame, where the collider is on its way from the frame before
+        (``maps_at``); None: where it ends the frame, by its grid alone, as if it had kept still
+        (``collision.contacts.contact_maps``' ``carry`` off). ``rest``: the collider as bound,
+        where the groom's rest clearances are read by the same function, so a groom at rest meets
+        no contact."""
         field = self.bound_field if rest else self.field
-        f = q if rest else self._field_rows(q)
-        if isinstance(field, MeshField):
-            if not direction:
-                return field.trilinear_rows(f.astype(np.float32)).astype(np.float64)
-            d, g = field._lookup_rows(np.ascontiguousarray(f, np.float64))
-            d, g = d.astype(np.float64), g.astype(np.float64)
+        maps = None if rest or not self.sweeping else self.maps_at(1.0 if at is None else at)
+        f = q if maps is None else self._mapped_rows(maps[0], q)
+        if isinstance(field, MeshField) and self.swept_from is not None and not rest and at is not None:
+            d, g = field.contact_rows(f, direction)
+        elif isinstance(field, MeshField):
+            # a collider that has kept still relative to the head since the frame before (the head
+            # itself): the grid alone, as the walk after the substeps reads exact distances where
+            # it is thin
+            if direction:
+                d, g = field._lookup_rows(np.ascontiguousarray(f, np.float64))
+                d, g = d.astype(np.float64), g.astype(np.float64)
+            else:
+                d, g = field.trilinear_rows(f.astype(np.float32)).astype(np.float64), None
         else:
             r, dirs, radius = field._polar(f.T)
             d, g = r - radius, dirs.T
-            if not direction:
-                return d
-        if self.from_field is not None and not rest:
-            g = self.from_field[:3, :3] @ g
+        if not direction:
+            return d
+        if maps is not None:
+            back = maps[1]
+            g = np.stack([back[j, 0] * g[0] + back[j, 1] * g[1] + back[j, 2] * g[2] for j in range(3)])
         norm = np.sqrt(_dot(g, g))
         g *= np.divide(1.0, norm, out=np.zeros_like(norm), where=norm > 1e-12)
         return d, g
+
+    @staticmethod
+    def _mapped_rows(m: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """Head-local rows ``q`` (3, K) through the map ``m`` (4, 4) with its entries rounded to
+        float32 (as ``_field_rows``), by products and sums in the contacts kernels' order
+        (``kernels.contacts._in_field``): the same bits."""
+        m = m.astype(np.float32).astype(np.float64)
+        return np.stack([m[j, 0] * q[0] + m[j, 1] * q[1] + m[j, 2] * q[2] + m[j, 3] for j in range(3)])
 
     def project_rows(self, p: np.ndarray, span: slice, mask: np.ndarray | None = None,
                      pushes: np.ndarray | None = None) -> np.ndarray:

@@ -26,9 +26,12 @@ class SurfaceContacts:
     dynamics' split by the ends' shares ``(1 − t, t)``).
 
     Distances are the collider's fast ones (``Collider.fast_distance``: the grid's trilinear
-    value), read at every substep; the frame's refinement after the layer places the points by
-    exact distances. Each point's and each segment's surface is ``min(offset, rest clearance)``
-    by the same fast distance (the groom is sacred).
+    value; exact where the grid cannot see a collider that moves relative to the head, with
+    ``carry``), read at every substep; the frame's refinement after the layer places the points
+    by exact distances. Each point's and each segment's surface is ``min(offset, rest
+    clearance)`` by the same fast distance at rest (the groom is sacred). ``carry``: a collider
+    that moved relative to the head since the frame before is met on its way through the
+    substeps (``contact_maps``).
 
     ``colliders``: the wig's ``Collider`` objects (head-local); ``index`` (n, S): the group's
     wig points; ``fixed``: how many points from the root the constraints hold (pinned root, and
@@ -44,8 +47,9 @@ class SurfaceContacts:
     SAMPLES = contact_kernels.SAMPLES    # where a segment is met: (0.5, 0.25, 0.75), the middle first
     LIPSCHITZ = 2.0                      # the fast distance's slope at most (√3 for exact nodes)
 
-    def __init__(self, colliders, index: np.ndarray, fixed: int):
+    def __init__(self, colliders, index: np.ndarray, fixed: int, carry: bool = True):
         self.colliders = list(colliders)
+        self.carry = bool(carry)         # carry moving colliders through the substeps (``contact_maps``)
         self.index = index
         self.fixed = int(fixed)
         self._head = (np.eye(4), np.zeros((4, 4)))     # local → world at the last frame, and its change
@@ -126,7 +130,7 @@ class SurfaceContacts:
         node distances: each partial derivative is at most 1), so the others cannot have reached
         their surface."""
         seen = self._seen.get(key)
-        if seen is None or self.every:
+        if seen is None or self.every or (self.carry and c.swept_from is not None):
             return np.arange(now.shape[1])
         ref, ref_spread, room = seen
         step = now - ref
@@ -163,8 +167,9 @@ class SurfaceContacts:
         transform_rows(m, x.reshape(3, -1), q.reshape(3, -1))                          # head-local
         cols, lim_p, lim_s = self._kernel_colliders()
         seen = self._kernel_records(lim_p.shape, lim_s.shape)
-        contact_kernels.meet(q, self.fixed, cols, lim_p, lim_s, *self._shares(n), self._fresh, self.every,
-                             self.LIPSCHITZ, seen, push, touched, looked)
+        fmaps, moving = self._maps_at(f)
+        contact_kernels.meet(q, self.fixed, cols, fmaps, moving, lim_p, lim_s, *self._shares(n), self._fresh,
+                             self.every, self.LIPSCHITZ, seen, push, touched, looked)
         self._fresh = False
         self.touched = int(touched.sum())
         self.looked += int(looked.sum())
@@ -182,18 +187,20 @@ class SurfaceContacts:
         if not self.colliders or not all(isinstance(c.field, MeshField) for c in self.colliders):
             return None
         maps, backs = np.empty((substeps, 4, 4)), np.empty((substeps, 4, 4))
+        cmaps = np.empty((substeps, len(self.colliders), 2, 4, 4))
         for i in range(substeps):
             maps[i], backs[i] = self._head_at((i + 1) / substeps)
+            cmaps[i], moving = self._maps_at((i + 1) / substeps)
         q, push, _, _ = self._scratch(shape)
         cols, lim_p, lim_s = self._kernel_colliders()
-        return (maps, backs, q, push, self.fixed, cols, lim_p, lim_s, *self._shares(shape[1]))
+        return (maps, backs, q, push, self.fixed, cols, cmaps, moving, lim_p, lim_s, *self._shares(shape[1]))
 
     def launch_parts(self, parts: tuple) -> tuple:
         """``substep_parts`` and a launch's own: whether it is the frame's first look, the
         skipping's rule, the records of the last looks and the counts' arrays (``counted``
         reads them after it)."""
         touched, looked = self._scratch(parts[2].shape)[2:]
-        seen = self._kernel_records(parts[6].shape, parts[7].shape)
+        seen = self._kernel_records(parts[8].shape, parts[9].shape)
         fresh, self._fresh = self._fresh, False
         return (*parts, fresh, self.every, self.LIPSCHITZ, *seen, touched, looked)
 
@@ -210,6 +217,16 @@ class SurfaceContacts:
             num = shape[2]
             self._buffers = (np.empty(shape), np.empty(shape), np.empty(num, np.int64), np.empty(num, np.int64))
         return self._buffers
+
+    def _maps_at(self, f: float):
+        """Each collider's maps at the fraction ``f`` of the frame and how it moves
+        (``contact_maps``)."""
+        return contact_maps(self.colliders, f, self.carry)
+
+    def _at(self, f: float):
+        """The fraction ``Collider.fast_distance`` reads a collider at: ``f``, or None (where it
+        ends the frame, by its grid) without ``carry``."""
+        return f if self.carry else None
 
     def _shares(self, n: int):
         """Each segment's ends' shares of its push (n − 1,) each, as the numpy code broadcasts
@@ -265,12 +282,11 @@ class SurfaceContacts:
             self.looked += look.size
             if look.size:
                 at = _take_rows(free, look)
-                d = c.fast_distance(at)
-                room = d - lim_points.take(look)
+                room = c.fast_distance(at, at=self._at(f)) - lim_points.take(look)
                 self._saw((id(c), "points"), free, look, room)
                 inside = np.flatnonzero(room < -tol)
                 if inside.size:
-                    d, g = c.fast_distance(_take_rows(at, inside), direction=True)
+                    d, g = c.fast_distance(_take_rows(at, inside), direction=True, at=self._at(f))
                     k = look.take(inside)
                     free[:, k] += g * (lim_points.take(k) - d)
                     q[:, self.fixed:] = free.reshape(3, n - self.fixed, num)
@@ -284,20 +300,20 @@ class SurfaceContacts:
             if look.size == 0:
                 continue
             # a middle farther than half the segment past its surface keeps the segment out
-            d_mid = c.fast_distance(_take_rows(mid, look))
+            d_mid = c.fast_distance(_take_rows(mid, look), at=self._at(f))
             room = d_mid - half.take(look) - lim_seg.take(look)
             self._saw((id(c), "segments"), mid, look, room, half)
             keep = np.flatnonzero(room < 0)
             near, d_mid = look.take(keep), d_mid.take(keep)
             if near.size == 0:
                 continue
-            t, d = self.deepest(_take_rows(a, near), _take_rows(b, near), c.fast_distance, d_mid)
+            t, d = self.deepest(_take_rows(a, near), _take_rows(b, near), lambda p: c.fast_distance(p, at=self._at(f)), d_mid)
             inside = np.flatnonzero(d < lim_seg.take(near) - tol)
             if inside.size == 0:
                 continue
             k, t = near.take(inside), t.take(inside)
             p = _take_rows(a, k) + t * _take_rows(ab, k)
-            d, g = c.fast_distance(p, direction=True)
+            d, g = c.fast_distance(p, direction=True, at=self._at(f))
             push = g * (lim_seg.take(k) - d)
             wa = np.broadcast_to(self.w_a, (n - 1, num)).ravel().take(k)
             wb = np.broadcast_to(self.w_b, (n - 1, num)).ravel().take(k)
@@ -316,6 +332,30 @@ class SurfaceContacts:
             return None
         q -= start
         return transform_rows(back, q.reshape(3, -1), np.empty((3, n * num)), translate=False).reshape(shape)
+
+
+def moving_kinds(colliders) -> np.ndarray:
+    """How each collider moves relative to the head (C,) int8 (``kernels.contacts.MAPPED``,
+    ``SWEPT``, 0: not), as the contacts' kernels read it."""
+    return np.array([contact_kernels.SWEPT if c.swept_from is not None else
+                     contact_kernels.MAPPED if c.sweeping else 0 for c in colliders], np.int8)
+
+
+def contact_maps(colliders, f: float, carry: bool = True):
+    """Each collider's head-local -> field map and back (C, 2, 4, 4) at the fraction ``f`` of the
+    frame and how it moves relative to the head (C,) int8, as the contacts' kernels read them.
+    With ``carry`` (the Strands substeps) a collider that moved since the frame before is carried
+    through the substeps from where it was (``Collider.maps_at``), as the head is, and SWEPT: every
+    point looked at, exactly where its grid is in doubt. Without (Rods, which meet their colliders
+    once a substep where the frame ends; Wisps) it is met where it ends the frame, by its grid, as
+    one that keeps still (MAPPED) — measured for the Wisps: against a plate swept through hanging
+    hair they went through it alike, and on Suzanne's fast turn with her sockets filled, carried
+    shoulders left their tips swinging 63 cm a frame ten frames after the stop (13 cm)."""
+    kinds = moving_kinds(colliders)
+    if not carry:
+        return (np.ascontiguousarray(np.stack([c.maps_at(1.0) for c in colliders])),
+                np.minimum(kinds, contact_kernels.MAPPED))
+    return np.ascontiguousarray(np.stack([c.maps_at(f) for c in colliders])), kinds
 
 
 def respond(pos: np.ndarray, prev: np.ndarray, delta: np.ndarray, friction: float) -> None:

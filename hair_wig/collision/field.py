@@ -263,6 +263,19 @@ class MeshField:
                              err)
         return d, err
 
+    def contact_rows(self, rows: np.ndarray, direction: bool = False):
+        """The distance the substeps' contacts collide by at float64 rows (3, N) field space
+        (``kernels.field.contact_rows``): the grid's — trilinear at the float32 point, or with
+        ``direction`` the float64 lookup's and its gradient (3, N) — but exact where the grid
+        cannot be trusted to see the surface (a folded cell: a part thinner than a cell, which its
+        corners may all read outside; a seam: ``DistanceGrid._doubt_cells``), float64 (N,)."""
+        rows = np.ascontiguousarray(rows, np.float64)
+        n = rows.shape[1]
+        d, g = np.empty(n), np.empty((3, n) if direction else (3, 0))
+        field_kernels.launch(field_kernels.contact_rows, n, rows, self._k_grid32, self._k_grid64, self._k_errors,
+                             self._k_tris, bool(direction), d, g, serial=field_kernels.SERIAL_EXACT)
+        return d, (g if direction else None)
+
     def _cells(self, p: np.ndarray):
         """The list cell and the (clipped) grid cell, flat, of each point ``p`` (N, 3)."""
         rows = _rows64(p)

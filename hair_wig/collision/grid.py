@@ -108,6 +108,7 @@ class DistanceGrid:
         self._build_lists(tris)
         self._build_grid(tris)
         self._mark_seams()
+        self.doubt = self._doubt_cells()
         self._widen_lists(tris)
         self._kernel_tuples()
         self._skin = self._skin_nodes(tris) if self.give else None
@@ -215,6 +216,19 @@ class DistanceGrid:
             self.untrusted = cell.ravel()
         self._slack = np.float32(0.5 * np.sqrt(3.0) * self.cell * 1.01 + self.grid_error.max())
 
+    def _doubt_cells(self) -> np.ndarray:
+        """Per list cell (int16), whether the grid cannot be trusted to see the surface there at
+        all — it folds (a part thinner than a cell: a plate, an ear's rim, which the grid's corners
+        may all read outside) or holds part of a seam: −1 for a cell with a seam, 0 for a folded
+        one, 1 elsewhere. What a swept collider's contacts read there is exact
+        (``kernels.field.in_doubt``)."""
+        folded = (self.grid_error > np.float32(1.5 * self.cell)).reshape(tuple(int(x) for x in self.list_dims))
+        out = np.where(folded, 0, 1).astype(np.int16)
+        if self.untrusted is not None:
+            g = np.unravel_index(np.flatnonzero(self.untrusted), tuple(int(x) for x in self.dims))
+            out[tuple(x // self.list_cell for x in g)] = -1
+        return out.ravel()
+
     def _widen_lists(self, tris: TriangleIndex):
         """Where the grid may be off by more than the band its lists are exact to, the grid
         cannot be trusted with the side, so those list cells list farther: a folded cell (grid
@@ -315,7 +329,7 @@ class DistanceGrid:
                           np.array(self.dims, np.int64), np.float32(self.cell))
         untrusted = np.zeros(0, bool) if self.untrusted is None else self.untrusted
         self._k_errors = (self.grid_error, untrusted, int(self.list_cell), np.array(self.list_dims, np.int64),
-                          float(self.cell * self.list_cell), self.list_reach)
+                          float(self.cell * self.list_cell), self.list_reach, self.doubt)
 
     @property
     def nbytes(self) -> int:

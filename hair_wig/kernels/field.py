@@ -25,7 +25,8 @@ triangles' from ``collision.triangles.TriangleIndex.use_lists``):
 ``grid32`` (distances (N,) f32, origin (3,) f32, 1 / cell f32, last cell (3,) f32, stride x, stride y)
 ``grid64`` (distances (N,) f32, origin (3,) f64, cell f64, nodes per axis (3,) i64, cell f32)
 ``errors`` (error per list cell f32, untrusted per node bool (or empty), grid cells per list cell,
-           list cells per axis (3,) i64, list cell size f64, list reach per list cell f32)
+           list cells per axis (3,) i64, list cell size f64, list reach per list cell f32, how near
+           each list cell lies to one where the grid is in doubt (``DistanceGrid._doubt_cells``) i16)
 ``tris``   (list starts i64, listed triangles i32, triangles (T, 19) f64 (``collision.triangles.triangle_rows``
            transposed: a triangle's numbers side by side), bounding spheres (T, 4) f32 (centre,
            radius), pseudo-normals (T, 7, 3) f32, prune slack f64, closest-point floor f64, then
@@ -180,7 +181,7 @@ def _trilinear32(x, y, z, grid32):
 def _grid_error(i, j, k, base, errors):
     """How far the grid's distance may be off in grid cell (i, j, k) (flat ``base``): its list
     cell's error, inf where the cell is untrusted (``MeshField.distance_rows``)."""
-    grid_error, untrusted, per, list_dims, _, _ = errors
+    grid_error, untrusted, per, list_dims, _, _, _ = errors
     cell = ((i // per) * list_dims[1] + j // per) * list_dims[2] + k // per
     if untrusted.shape[0] and untrusted[base]:
         return _INF32
@@ -373,7 +374,7 @@ def _signed_point(x, y, z, grid64, errors, tris, box):
             g = g if (g != g or g >= 0.0) else 0.0
             acc += g * g
         d = np.float32(math.sqrt(acc))
-    grid_error, untrusted, per, list_dims, _, list_reach = errors
+    grid_error, untrusted, per, list_dims, _, list_reach, _ = errors
     cell = _list_cell(x, y, z, origin, errors)
     err = grid_error[cell]
     if untrusted.shape[0] and untrusted[base]:
@@ -384,6 +385,47 @@ def _signed_point(x, y, z, grid64, errors, tris, box):
     if known and abs(sd) <= list_reach[cell]:
         return np.float32(sd), False
     return d, abs(d) <= err and err > list_reach[cell]
+
+
+@njit(cache=True, inline="always")
+def in_doubt(x, y, z, d, cell, grid64, errors, tris):
+    """Where the grid cannot be trusted to see the surface near the float64 field-space point
+    (x, y, z) of list cell ``cell``, whose grid distance is ``d``: in a list cell that holds part of
+    a seam, or a folded one (a part thinner than a cell) where ``|d|`` is within its error. There
+    the exact signed distance and the outward direction from the cell's list, where it reaches:
+    (True, sd, ox, oy, oz); elsewhere (False, d, 0, 0, 0) (``MeshField.contact_rows``)."""
+    grid_error, list_reach, doubt = errors[0], errors[5], errors[6]
+    k = doubt[cell]
+    if k > 0 or (k == 0 and not abs(d) < grid_error[cell]):
+        return False, d, 0.0, 0.0, 0.0
+    origin = grid64[1]
+    known, sd, _, _, _, ox, oy, oz = _exact_point(x - origin[0], y - origin[1], z - origin[2], cell, tris)
+    if known and abs(sd) <= list_reach[cell]:
+        return True, sd, ox, oy, oz
+    return False, d, 0.0, 0.0, 0.0
+
+
+@njit(cache=True, parallel=True)
+def contact_rows(p, grid32, grid64, errors, tris, direction, d, g):
+    """``MeshField.contact_rows``: at float64 field-space points ``p`` (3, N), the grid's
+    distance (the trilinear one at the float32 point; with ``direction``, the float64 lookup's and
+    its gradient into ``g`` (3, N)), exact where the grid is in doubt (``in_doubt``), into ``d``
+    (N,) float64."""
+    for n in prange(p.shape[1]):
+        x, y, z = p[0, n], p[1, n], p[2, n]
+        if direction:
+            v, gx, gy, gz, _ = _lookup64(x, y, z, grid64)
+            dist = np.float64(v)
+            g[0, n], g[1, n], g[2, n] = np.float64(gx), np.float64(gy), np.float64(gz)
+        else:
+            dist = np.float64(_trilinear32(np.float32(x), np.float32(y), np.float32(z), grid32)[0])
+        cell = _list_cell(x, y, z, grid64[1], errors)
+        exact, sd, ox, oy, oz = in_doubt(x, y, z, dist, cell, grid64, errors, tris)
+        if exact:
+            dist = sd
+            if direction:
+                g[0, n], g[1, n], g[2, n] = ox, oy, oz
+        d[n] = dist
 
 
 # ---------------------------------------------------------------- the kernels

@@ -20,7 +20,7 @@ import numpy as np
 from numba import get_thread_id, njit, prange
 
 from .chain import give_chain, gives
-from .contacts import _points, _segments
+from .contacts import meet_collider
 from .fields import accel_at
 from .leader import place
 from .response import met
@@ -87,7 +87,7 @@ BLOCK = 64                        # strands a kernel iteration takes side by sid
 @njit(cache=True, parallel=True)
 def verlet_substeps_met(pos, prev, new, g0, step, first, count, h, keep, toward, base, extra, kh2, share, length,
                         pinned, root_direction, ftl_damping, tiny, kinds, floats, tables, maps, backs, q, push, fixed,
-                        cols, lim_p, lim_s,
+                        cols, cmaps, moving, lim_p, lim_s,
                         w_a, w_b, fresh, every, lipschitz, ref_p, room_p, ref_m, half_m, room_s, touched, looked,
                         friction, give_fixed, give, settling, head_on, rounds, ridge, kept):
     """``verlet_substeps``, each substep's points then meeting the colliders as the layer's
@@ -105,6 +105,9 @@ def verlet_substeps_met(pos, prev, new, g0, step, first, count, h, keep, toward,
     fixed, cols, lim_p, lim_s, w_a, w_b, every, lipschitz, ref_p, room_p, ref_m, half_m, room_s :
         ``kernels.contacts.surface_contacts``' (its records of the last looks read and written);
         ``fresh`` applies to the launch's first substep alone.
+    cmaps, moving : (m, C, 2, 4, 4) float64, (C,) int8
+        Each collider's maps at each substep's end (``surface_contacts``' ``fmaps``, substep ``i``'s
+        at ``cmaps[i − 1]``) and how it moves (``collision.contacts.contact_maps``).
     touched, looked : (S,) int64
         Written: each strand's points and segments pushed in the last substep, and looked at
         over the launch.
@@ -133,9 +136,9 @@ def verlet_substeps_met(pos, prev, new, g0, step, first, count, h, keep, toward,
             for k in range(len(mine)):
                 col = mine[k]
                 look = fresh and i == first
-                _points(q, lo, hi, fixed, k, col, lim_p, look, every, lipschitz, ref_p, room_p, touched, looked)
-                _segments(q, lo, hi, k, col, lim_s, w_a, w_b, look, every, lipschitz, ref_m, half_m, room_s, held,
-                          touched, looked)
+                fm, mv = cmaps[i - 1, k], moving[k]
+                meet_collider(q, lo, hi, fixed, k, col, fm, mv, lim_p, lim_s, w_a, w_b, look, every, lipschitz, ref_p,
+                              room_p, ref_m, half_m, room_s, held, touched, looked)
             for s in range(lo, hi):
                 if touched[s] > 0:
                     _respond(new, prev, q, push, backs[i - 1], s, friction)

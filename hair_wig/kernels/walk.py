@@ -46,7 +46,7 @@ from .leader import place
 from .response import held
 
 # the parts of a collider's tuple other kernels read by name (the contacts)
-_GRID32, _GRID64, _TO_FIELD, _FROM_FIELD, _TOLERANCE, _TRANSFORMED = 1, 2, 9, 10, 14, 16
+_GRID32, _GRID64, _ERRORS, _TRIS, _TO_FIELD, _FROM_FIELD, _TOLERANCE, _TRANSFORMED = 1, 2, 3, 4, 9, 10, 14, 16
 
 _F32_KEEP = 4 * float(np.finfo(np.float32).eps)   # a segment its length to 4 ulp keeps its point
 SAMPLES = 9                                       # directions a swing scan measures (tenths)
@@ -1021,12 +1021,14 @@ def _sweep(p, i, w, s, lx, ly, lz, last, maps, sweeps, cols, rest, friction, aro
 
 
 @njit(cache=True)
-def _clear(lx, ly, lz, bx, by, bz, d0, d1, d2, length, w, col):
-    """Whether the way ``d`` from the leader ``l`` (``length`` long) neither cuts through the
-    collider nor puts the point across it from ``b``, where it was held (``_cross_way``)."""
+def _clear(lx, ly, lz, bx, by, bz, d0, d1, d2, length, w, col, side):
+    """Whether the way ``d`` from the leader ``l`` (``length`` long) does not cut through the
+    collider and — with ``side`` — does not put the point across it from ``b``, where it was
+    held (``_cross_way``)."""
     cx, cy, cz = lx + d0 * length, ly + d1 * length, lz + d2 * length
-    return (not _cross_way(lx, ly, lz, cx, cy, cz, w, col, True)[0]
-            and not _cross_way(bx, by, bz, cx, cy, cz, w, col, False)[0])
+    if _cross_way(lx, ly, lz, cx, cy, cz, w, col, True)[0]:
+        return False
+    return not (side and _cross_way(bx, by, bz, cx, cy, cz, w, col, False)[0])
 
 
 @njit(cache=True)
@@ -1038,8 +1040,11 @@ def _wrap(p, i, w, col, around, halvings):
     cut it — they run from along the segment to against it — then where the arc from the
     segment to that one stops cutting it (``halvings`` halvings of the arc). The
     strand wraps the collider's edge, over it or under it, whichever is nearer, instead of
-    cutting its corner. Where every direction cuts it (the leader in a pocket), the point stays.
-    Whether it moved."""
+    cutting its corner. Where no way keeps the point on its side — its leader has gone round
+    the edge and lies too far beyond it for the segment to reach back (a strand slipping off the
+    edge of a plate that drags it) — the nearest way that does not cut it, round the edge after
+    its leader: the strand slips over the edge rather than through the collider. Where every
+    direction cuts it (the leader in a pocket), the point stays. Whether it moved."""
     lx, ly, lz = np.float64(p[0, i - 1]), np.float64(p[1, i - 1]), np.float64(p[2, i - 1])
     sx, sy, sz = np.float64(p[0, i]) - lx, np.float64(p[1, i]) - ly, np.float64(p[2, i]) - lz
     length = math.sqrt(sx * sx + sy * sy + sz * sz)
@@ -1050,22 +1055,27 @@ def _wrap(p, i, w, col, around, halvings):
     hi = np.empty(3)
     b0, b1, b2, e0, e1, e2 = _frame(lo[0], lo[1], lo[2], lo[0], lo[1], lo[2])
     found = False
-    for a in range(around.shape[0]):
-        u, v, t = around[a, 0], around[a, 1], around[a, 2]
-        d0 = u * lo[0] + v * b0 + t * e0
-        d1 = u * lo[1] + v * b1 + t * e1
-        d2 = u * lo[2] + v * b2 + t * e2
-        if _clear(lx, ly, lz, lx + sx, ly + sy, lz + sz, d0, d1, d2, length, w, col):
-            hi[0], hi[1], hi[2] = d0, d1, d2
-            found = True
+    side = True
+    for _ in range(2):
+        for a in range(around.shape[0]):
+            u, v, t = around[a, 0], around[a, 1], around[a, 2]
+            d0 = u * lo[0] + v * b0 + t * e0
+            d1 = u * lo[1] + v * b1 + t * e1
+            d2 = u * lo[2] + v * b2 + t * e2
+            if _clear(lx, ly, lz, lx + sx, ly + sy, lz + sz, d0, d1, d2, length, w, col, side):
+                hi[0], hi[1], hi[2] = d0, d1, d2
+                found = True
+                break
+        if found:
             break
+        side = False
     if not found:
         return False
     cut, clear = 0.0, 1.0            # fractions of the arc from the segment to that way
     for _ in range(halvings):
         t = 0.5 * (cut + clear)
         a0, a1, a2 = _arc(lo, hi, t, hi)
-        if _clear(lx, ly, lz, lx + sx, ly + sy, lz + sz, a0, a1, a2, length, w, col):
+        if _clear(lx, ly, lz, lx + sx, ly + sy, lz + sz, a0, a1, a2, length, w, col, side):
             clear = t
         else:
             cut = t

@@ -65,7 +65,8 @@ def _half_line(frames, w, i, a):
 
 
 @njit(cache=True, parallel=True)
-def wisp_slide(x, v, r, rd, frames, inv_mass, cols, lims, to_local, back, moving, h, margin, friction, touched):
+def wisp_slide(x, v, r, rd, frames, inv_mass, cols, fmaps, sweeping, lims, to_local, back, moving, h, margin, friction,
+               touched):
     """The sliding contact (seed 001 §4.3.1) of skeletons ``x`` (W, N, 3) world with velocities
     ``v``, envelope radii ``r`` (W, N, 4) and their speeds ``rd``, cross-section frames
     ``frames`` (W, N, 2, 3): every free skeleton point and every envelope point within
@@ -74,7 +75,11 @@ def wisp_slide(x, v, r, rd, frames, inv_mass, cols, lims, to_local, back, moving
     (``response.met``), collider after collider; a skeleton point takes it on ``v``, an envelope
     point on its radius's speed along its half-line.
 
-    ``cols``: the colliders' kernel views, a typed List a thread (``collision.kernel_colliders``); ``to_local`` (4, 4)
+    ``cols``: the colliders' kernel views, a typed List a thread (``collision.kernel_colliders``), and
+    ``fmaps`` (C, 2, 4, 4) each one's head-local -> field map and back where it ends the frame,
+    read where it is ``sweeping`` (C,) (``kernels.contacts.surface_contacts``' ``fmaps``,
+    ``moving``; ``WispLayer._maps_at``: the wisps meet a collider moving relative to the head
+    where it ends the frame, by its grid, never SWEPT); ``to_local`` (4, 4)
     world → head-local at the substep's start, ``back`` its inverse, ``moving`` (4, 4) how far
     the head's local → world map moves over the substep (``h`` seconds): the surface's velocity
     at a head-local point ``q`` is ``moving q / h``. ``touched`` (chunks,) int64: the contacts
@@ -89,6 +94,7 @@ def wisp_slide(x, v, r, rd, frames, inv_mass, cols, lims, to_local, back, moving
         mine = cols[get_thread_id()]
         for k in range(len(mine)):
             col = mine[k]
+            fm, sw = fmaps[k], sweeping[k]
             for w in range(lo, hi):
                 for i in range(n):
                     for e in range(5):
@@ -105,7 +111,7 @@ def wisp_slide(x, v, r, rd, frames, inv_mass, cols, lims, to_local, back, moving
                             vx, vy, vz = v[w, i, 0] + sd * ax, v[w, i, 1] + sd * ay, v[w, i, 2] + sd * az
                             at = num + 4 * (w * n + i) + e - 1
                         qx, qy, qz = _affine(to_local, px, py, pz)
-                        d, gx, gy, gz = _direction(col, qx, qy, qz)
+                        d, gx, gy, gz = _direction(col, fm, sw, False, qx, qy, qz)
                         if not d < lims[k, at] + margin:
                             continue
                         nx, ny, nz = _normal(back, gx, gy, gz)
@@ -133,8 +139,8 @@ def wisp_slide(x, v, r, rd, frames, inv_mass, cols, lims, to_local, back, moving
 
 
 @njit(cache=True, parallel=True)
-def wisp_penetrate(x, v, r, rd, inv_mass, anchor, e1_root, floor, cols, lims, lims_s, to_local, back, scale,
-                   passes, frames, tangent, push, touched):
+def wisp_penetrate(x, v, r, rd, inv_mass, anchor, e1_root, floor, cols, fmaps, sweeping, lims, lims_s, to_local, back,
+                   scale, passes, frames, tangent, push, touched):
     """The penetration reaction (seed 001 §4.3.2) of skeletons ``x`` (W, N, 3) world: a free
     skeleton point inside its collision surface is pushed out by its depth along the outward
     normal, summed over the colliders; a segment neither of whose ends is pushed, met at the
@@ -153,7 +159,8 @@ def wisp_penetrate(x, v, r, rd, inv_mass, anchor, e1_root, floor, cols, lims, li
     speed outward taken off — where the half-line points into the surface (cosine with the
     outward normal below TURNED_AWAY), collider after collider, all measured at the radii it had.
 
-    ``scale``: the world length of a head-local unit (depths are head-local); ``anchor``,
+    ``cols``, ``fmaps``, ``sweeping``: ``wisp_slide``'s. ``scale``: the world
+    length of a head-local unit (depths are head-local); ``anchor``,
     ``e1_root`` (W, 3): the wisps' root tangents and first axes (``wisps._frames_of``); ``push``
     (W, N, 3): scratch. ``touched`` (chunks,) int64: the points pushed, added per chunk."""
     num_w, n = x.shape[0], x.shape[1]
@@ -168,12 +175,13 @@ def wisp_penetrate(x, v, r, rd, inv_mass, anchor, e1_root, floor, cols, lims, li
             push[lo:hi] = 0.0
             for k in range(len(mine)):
                 col = mine[k]
+                fm, sw = fmaps[k], sweeping[k]
                 for w in range(lo, hi):
                     for i in range(n):
                         if not inv_mass[w, i] > 0.0:
                             continue
                         qx, qy, qz = _affine(to_local, x[w, i, 0], x[w, i, 1], x[w, i, 2])
-                        d, gx, gy, gz = _direction(col, qx, qy, qz)
+                        d, gx, gy, gz = _direction(col, fm, sw, False, qx, qy, qz)
                         limit = lims[k, w * n + i]
                         if d < limit:
                             nx, ny, nz = _normal(back, gx, gy, gz)
@@ -183,6 +191,7 @@ def wisp_penetrate(x, v, r, rd, inv_mass, anchor, e1_root, floor, cols, lims, li
                             push[w, i, 2] += depth * nz
             for k in range(len(mine)):
                 col = mine[k]
+                fm, sw = fmaps[k], sweeping[k]
                 for w in range(lo, hi):         # what each collider's segments find pushed already
                     for i in range(n):
                         hit[w - lo, i] = _pushed(push, w, i)
@@ -195,7 +204,7 @@ def wisp_penetrate(x, v, r, rd, inv_mass, anchor, e1_root, floor, cols, lims, li
                         t, deepest, gx, gy, gz = 0.0, np.inf, 0.0, 0.0, 0.0
                         for t0 in SAMPLES:
                             qx, qy, qz = _affine(to_local, ax + t0 * bx, ay + t0 * by, az + t0 * bz)
-                            d, ux, uy, uz = _direction(col, qx, qy, qz)
+                            d, ux, uy, uz = _direction(col, fm, sw, False, qx, qy, qz)
                             if d < deepest:
                                 t, deepest, gx, gy, gz = t0, d, ux, uy, uz
                         limit = lims_s[k, w * (n - 1) + i - 1]
@@ -231,11 +240,12 @@ def wisp_penetrate(x, v, r, rd, inv_mass, anchor, e1_root, floor, cols, lims, li
                         to_local, x[w, i, 0] + s * ax, x[w, i, 1] + s * ay, x[w, i, 2] + s * az)
         for k in range(len(mine)):
             col = mine[k]
+            fm, sw = fmaps[k], sweeping[k]
             for w in range(lo, hi):
                 for i in range(n):
                     for a in range(4):
                         q = inside[w - lo, i, a]
-                        d, gx, gy, gz = _direction(col, q[0], q[1], q[2])
+                        d, gx, gy, gz = _direction(col, fm, sw, False, q[0], q[1], q[2])
                         limit = lims[k, num + 4 * (w * n + i) + a]
                         if not d < limit:
                             continue
