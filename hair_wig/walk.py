@@ -17,8 +17,8 @@ from .children import Children, neighbourhood, sag, transplant, turns
 from .collision import Collider, MeshField, kernel_colliders
 from .kernels.field import launch
 from .kernels.response import held_rows
-from .kernels.walk import (CROSS_FRICTION, CROSS_STEPS, CROSS_TURN, NO_KIDS, WRAP_HALVINGS, cross_paths,
-                           walk_strands)
+from .kernels.walk import (CROSS_FRICTION, CROSS_STEPS, CROSS_TURN, NO_KIDS, PULL_REACH, PULL_ROUNDS,
+                           WRAP_HALVINGS, cross_paths, walk_strands)
 from .spaces import transform_points
 
 
@@ -215,7 +215,10 @@ class CollisionWalk:
                 np.sqrt(np.einsum("ks,ks->s", d, d), out=seg)
             at_j = index + j
             if last is not None:
-                self.crossed += self._cross_column(q, j, at_j, last, maps, sweeps)
+                pulled = []
+                self.crossed += self._cross_column(q, j, at_j, last, maps, sweeps, pulled)
+                for m in margins:            # the points before moved: no bound carried from them
+                    m[pulled] = -np.inf
             near = [c.near_step(q[:, j], j, strands, at_j, m, rest[j] if seg is None else seg)
                     for c, m in zip(self.colliders, margins)]
             at = near[0] if len(near) == 1 else np.unique(np.concatenate(near))
@@ -238,13 +241,15 @@ class CollisionWalk:
                 self._swing_out(q, j, at_j, at)
         view[...] = q.transpose(0, 2, 1)
 
-    def _cross_column(self, q, j, at_j, last, maps, sweeps) -> int:
+    def _cross_column(self, q, j, at_j, last, maps, sweeps, pulled: list) -> int:
         """Continuous contact in numpy (``kernels.walk._cross_way`` says what and why): point
         ``j`` of every strand (``q`` (3, n, S), the wig's points ``at_j``), just placed, against
         each collider that sweeps in turn: along its path from where it ended the last frame —
         where it crossed, held on the plane its limit off where it met the surface (``_held``)
         at its segment's length — then along its segment from the point before — where that
-        cuts through the collider, swung round it (``_wrap``). How many crossed or were swung."""
+        cuts through the collider, swung round it (``_wrap``); where the swing took it across,
+        its chain pulled back to where it was held instead (``_pull_back``; those strands are
+        added to ``pulled``). How many crossed or were swung."""
         count = 0
         for c, m, moved in zip(self.colliders, maps, sweeps):
             if not moved:
@@ -260,6 +265,17 @@ class CollisionWalk:
                 beyond, held = _held(b, plane, ne, self.friction)
                 at, b, plane, ne, held = at[beyond], b[:, beyond], plane[:, beyond], ne[:, beyond], held[:, beyond]
                 lead = q[:, j - 1, at].astype(np.float64)
+                if j >= 2:
+                    # a leader farther behind the plane than the segment reaches: the chain
+                    # pulled back to where the point is held, or else to where it met the surface
+                    seg = np.sqrt(np.sum((b - lead) ** 2, axis=0))
+                    back = np.zeros(at.size, bool)
+                    for k in np.flatnonzero(np.sum((plane - lead) * ne, axis=0) > seg):
+                        back[k] = any(self._pull_back(c, q, j, at[k], h, seg[k], at_j[at[k]], last, m)
+                                      for h in (held[:, k], plane[:, k]))
+                    pulled.extend(at[back])
+                    keep = ~back
+                    at, b, plane, ne, held, lead = at[keep], b[:, keep], plane[:, keep], ne[:, keep], held[:, keep], lead[:, keep]
                 # at its segment's length from its leader, then on the circle where that sphere
                 # meets the plane, nearest it
                 held = lead + (held - lead) * np.sqrt(np.sum((b - lead) ** 2, axis=0)
@@ -268,7 +284,13 @@ class CollisionWalk:
             at = self._meets(c, q[:, j - 1].astype(np.float64), q[:, j].astype(np.float64), at_j)[0]
             count += at.size
             if at.size:
-                self._wrap(c, q, j, at, at_j[at])
+                held = q[:, j, at].astype(np.float64)
+                seg = np.sqrt(np.sum((held - q[:, j - 1, at].astype(np.float64)) ** 2, axis=0))
+                across = self._wrap(c, q, j, at, at_j[at])
+                if j >= 2:
+                    for k in np.flatnonzero(across):
+                        if self._pull_back(c, q, j, at[k], held[:, k], seg[k], at_j[at[k]], last, m):
+                            pulled.append(at[k])
         return count
 
     def _meets(self, c: Collider, a, b, index, strict: bool = False):
@@ -296,13 +318,14 @@ class CollisionWalk:
             return np.union1d(at, grazes), None, None, None, None
         return at, e + ne * (c.limit[index[at]].astype(np.float64) / float(c.stretch)), ne, e, x
 
-    def _wrap(self, c: Collider, q, j, at, index) -> None:
+    def _wrap(self, c: Collider, q, j, at, index) -> np.ndarray:
         """``kernels.walk._wrap`` for point ``j`` of strands ``at`` (``q`` (3, n, S); ``index``:
         their wig points): each segment that cuts through ``c`` swung about its leader to the
         nearest way that does not cut it and keeps its point on the side it was held on — the
         first of ``_AROUND`` in the segment's own frame, then where the arc to it stops cutting
         (``WRAP_HALVINGS`` halvings); where no way keeps that side, the nearest that does not
-        cut it (the strand slips over the edge after its leader)."""
+        cut it (the strand slips over the edge after its leader). Which of ``at`` were swung
+        across so (A,) bool."""
         lead = q[:, j - 1, at].astype(np.float64)
         seg = q[:, j, at].astype(np.float64) - lead
         length = np.sqrt(np.sum(seg * seg, axis=0))
@@ -334,9 +357,10 @@ class CollisionWalk:
                 ok = clear(d, pick[looking], side[looking])
                 hi[:, looking[ok]] = d[:, ok]
                 found[looking[ok]] = True
+        across = np.zeros(at.size, bool)
         pick, lo, hi, side = pick[found], lo[:, found], hi[:, found], side[found]
         if pick.size == 0:
-            return
+            return across
         cut, free = np.zeros(pick.size), np.ones(pick.size)     # fractions of each arc
         for _ in range(WRAP_HALVINGS):
             t = 0.5 * (cut + free)
@@ -345,6 +369,60 @@ class CollisionWalk:
             cut = np.where(ok, cut, t)
         hi = _arc(lo, hi, free[None, None, :], hi)[0]
         q[:, j, at[pick]] = (lead[:, pick] + hi * length[pick]).astype(np.float32)
+        across[pick[~side]] = True
+        return across
+
+    def _pull_back(self, c: Collider, q, j: int, s: int, held, seg: float, w: int, last, m) -> bool:
+        """``kernels.walk._pull_back`` for strand ``s`` of ``q`` (3, n, S), whose point ``j``
+        (the wig's point ``w``, its segment ``seg`` long) is held at ``held`` (3,) out of its
+        leader's reach: points ``0 … j`` reaching from the root to ``held`` by forward and backward
+        reaching, each segment swung round ``c`` where it would cut it (``_follow``); taken where
+        the chain reaches it, nothing ends inside a collider or went through ``c`` since the last
+        frame (``last``, ``m``), and the point is on ``held``'s side. One strand: only the few a
+        moving collider drags off its edge come here. Whether it was taken."""
+        x = q[:, :j + 1, s].copy()
+        lng = np.r_[0.0, np.sqrt(np.sum(np.diff(x[:, :j].astype(np.float64), axis=1) ** 2, axis=0)), seg]
+        index = w - j + np.arange(j + 1)
+        reached = False
+        for _ in range(PULL_ROUNDS):
+            x[:, j] = held.astype(np.float32)
+            for k in range(j - 1, -1, -1):
+                self._follow(c, x, k, k + 1, lng[k + 1], index[k])
+            x[:, 0] = q[:, 0, s]
+            for k in range(1, j + 1):
+                self._follow(c, x, k, k - 1, lng[k], index[k])
+            if np.sum((x[:, j].astype(np.float64) - held) ** 2) <= (PULL_REACH * lng[j]) ** 2:
+                reached = True
+                break
+        if not reached or (self._depth(x[:, 1:], index[1:]) > 0).any():
+            return False
+        a = m[:3, :3] @ last[:, index[1:]].astype(np.float64) + m[:3, 3:4]
+        if c.to_field is not None:
+            a = c.from_field[:3, :3] @ a + c.from_field[:3, 3:4]
+        if self._meets(c, a, x[:, 1:].astype(np.float64), index[1:])[0].size:
+            return False
+        if self._meets(c, held[:, None], x[:, j:].astype(np.float64), index[j:])[0].size:
+            return False
+        q[:, 1:j + 1, s] = x[:, 1:]
+        return True
+
+    def _follow(self, c: Collider, x, k: int, a: int, length: float, w: int) -> None:
+        """``kernels.walk._follow``: point ``k`` of ``x`` (3, m) set ``length`` from point ``a``
+        towards where it is, swung round ``c`` (``_wrap``) where that segment cuts it, pushed
+        out of ``c`` and set back on its length on the contact's tangent plane where it is
+        inside."""
+        d = x[:, k].astype(np.float64) - x[:, a].astype(np.float64)
+        norm = np.sqrt(np.sum(d * d))
+        if norm > 0:
+            x[:, k] = (x[:, a].astype(np.float64) + d * (length / norm)).astype(np.float32)
+        pair = np.stack([x[:, a], x[:, k]], axis=1)[:, :, None]            # (3, 2, 1): a, then k
+        if self._meets(c, pair[:, 0].astype(np.float64), pair[:, 1].astype(np.float64), np.array([w]))[0].size:
+            self._wrap(c, pair, 1, np.array([0]), np.array([w]))
+            x[:, k] = pair[:, 1, 0]
+        before = x[:, k:k + 1].copy()
+        after, normal = before.copy(), np.zeros((3, 1))
+        if c.push_to(after, c.limit[[w]], normal).size:
+            x[:, k] = _onto_circle(x[:, a:a + 1], before, after, normal)[:, 0]
 
     def _advance(self, c: Collider, o, d, travel, tol, start_inside: bool):
         """Conservative advancement from ``o`` (3, K) along ``d`` (3, K, of length ``travel``)

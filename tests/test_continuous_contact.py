@@ -16,6 +16,7 @@ import pytest
 
 from hair_wig import FrameInput, HairSet, Magnet, Wig, WigSettings
 from hair_wig.collision import ColliderMesh
+from hair_wig.springs import SpringSettings
 from hair_wig.strands import StrandSettings
 from hair_wig.walk import CollisionWalk
 from test_collision import sphere
@@ -262,7 +263,8 @@ def test_a_point_whose_leader_went_round_the_edge_slips_over_it_rather_than_cut_
     Before, the point stayed held and the segment cut the plate (400 strands pierced it). Now it
     is swung after its leader (``_wrap``'s last resort, the nearest way that does not cut it):
     it keeps its length, cuts nothing, and has not passed the plate's middle towards the front
-    (the walk's next push takes it to the back face). The kernel and the numpy walk alike, to
+    (the walk's next push takes it to the back face); both say it was swung across, what asks
+    for the chain to be pulled back (``_pull_back``). The kernel and the numpy walk alike, to
     the rounding of the arc's halvings (2^-24 of an arc of at most half a turn, float32
     coordinates ~1)."""
     from hair_wig.collision import kernel_colliders
@@ -279,12 +281,13 @@ def test_a_point_whose_leader_went_round_the_edge_slips_over_it_rather_than_cut_
     q = np.zeros((3, POINTS, 1), np.float32)
     q[:, j - 1, 0], q[:, j, 0] = lead, lead + way * (SEGMENT / np.linalg.norm(way))   # 2 cm before the plate
     col = kernel_colliders([plate])[0][0]                 # the plate's tuple, as a thread reads it
-    rows = np.ascontiguousarray(q[:, :, 0])
-    assert walk_kernels._cuts(rows, j, j, col)
-    assert walk_kernels._wrap(rows, j, j, col, _AROUND, walk_kernels.WRAP_HALVINGS)
-    wig.walk._wrap(plate, q, j, np.array([0]), np.array([j]))
+    rows = q[:, :, 0].copy()                             # the kernel's own rows: q stays for the numpy walk
+    assert walk_kernels._cuts(rows, j, j - 1, j, col)
+    held = [float(v) for v in rows[:, j]]                  # the side it was held on: where it is
+    assert walk_kernels._wrap(rows, j, j - 1, j, col, _AROUND, walk_kernels.WRAP_HALVINGS, *held) == 2
+    assert wig.walk._wrap(plate, q, j, np.array([0]), np.array([j])).all()
     for out in (rows, np.ascontiguousarray(q[:, :, 0])):
-        assert not walk_kernels._cuts(out, j, j, col)
+        assert not walk_kernels._cuts(out, j, j - 1, j, col)
         np.testing.assert_allclose(np.linalg.norm(out[:, j] - lead), SEGMENT, rtol=0, atol=rounding(1.0, 8))
         assert out[0, j] <= 0.0                                   # with its leader, not before the plate
     np.testing.assert_allclose(q[:, j, 0], rows[:, j], rtol=0, atol=rounding(1.0, 16) + 2.0 ** -24 * np.pi * SEGMENT)
@@ -322,3 +325,65 @@ def test_strands_substeps_hold_the_hair_before_a_slow_plate(speed):
             assert not _passed(was[0], out, was[1], x).any()
         was = (out, x)
     assert (out[:, FACE, 0] > x).all()                      # held before the plate, dragged along
+
+
+def _slow_sweep(wig, speed):
+    """The plate from 5 cm before the hair to 10 cm past it at ``speed`` a frame: each frame's
+    strands (S, n, 3) and where the plate was."""
+    state, frames = None, []
+    for f, x in enumerate(np.arange(-0.05, 0.1 + speed / 2, speed)):
+        out, state = wig.step(FrameInput(np.eye(4), np.eye(4), np.array([np.eye(4)]), time=f / 24,
+                                         collider_matrices=np.array([_at(x)])), state)
+        frames.append((out.reshape(STRANDS, POINTS, 3).astype(np.float64), x))
+    return frames
+
+
+@pytest.mark.parametrize("numpy_walk", [False, True])
+def test_a_slow_plate_drags_the_hair_over_its_edge_and_none_through_it(monkeypatch, numpy_walk):
+    """Springs hair (the default layer, which does not feel the plate itself) a slow plate drags
+    — 1 cm a frame, half as far as it is thick: the springs pull every point back
+    towards hanging behind the plate, so a point that clears the plate's top edge falls back
+    towards hanging at once. Placed root to tip, a point
+    still held on the front face could not reach back round the edge from such a leader, and
+    went through the plate between two frames (``scripts/thin_plate.py --to 0.1``: every
+    strand). Now the chain is pulled back to where the point is held (``_pull_back``): the
+    strand slides over the edge point by point. No point goes through the plate between two
+    frames, no segment cuts it at any frame, and every segment keeps its length, to float32
+    rounding of coordinates ~1 (the 8 roundings of the step that set it last — a walk's, or a
+    pull back's reaching: each segment is set by its own step, so they do not add up along the
+    strand) — by the kernel and by the numpy walk."""
+    if numpy_walk:
+        monkeypatch.setattr(CollisionWalk, "_walk_kernel",
+                            lambda self, p, base, span, first, *last: self._walk(p, base, span, first, *last))
+    frames = _slow_sweep(_plate_wig(SpringSettings()), 0.01)
+    for (was, x_was), (out, x) in zip(frames, frames[1:]):
+        assert not _cut(out, x).any()
+        assert not _passed(was, out, x_was, x).any()
+        seg = np.linalg.norm(np.diff(out, axis=1), axis=2)
+        np.testing.assert_allclose(seg, SEGMENT, rtol=0, atol=rounding(1.3, 8))
+    out, x = frames[-1]
+    assert (out[:, -1, 0] > x).all()                  # the tips still on the front face, dragged along
+
+
+def test_without_the_pull_back_a_slow_plate_drags_the_hair_through_itself(monkeypatch):
+    """The same drag with the chain never pulled back (the numpy walk, whose ``_pull_back``
+    declines): points go through the plate between two frames — what the pull back is for."""
+    monkeypatch.setattr(CollisionWalk, "_walk_kernel",
+                        lambda self, p, base, span, first, *last: self._walk(p, base, span, first, *last))
+    monkeypatch.setattr(CollisionWalk, "_pull_back", lambda self, *a: False)
+    frames = _slow_sweep(_plate_wig(SpringSettings()), 0.01)
+    assert any(_passed(was, out, x_was, x).any() for (was, x_was), (out, x) in zip(frames, frames[1:]))
+
+
+def test_a_pull_back_gives_the_same_bits_on_one_and_two_threads():
+    """The slow drag, whose strands are pulled back: each strand is written only by its own
+    iteration of the walk."""
+    runs = []
+    was = numba.get_num_threads()
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            runs.append(_slow_sweep(_plate_wig(SpringSettings()), 0.004))
+    finally:
+        numba.set_num_threads(was)
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(*runs))

@@ -571,8 +571,10 @@ def _walk_strand(p, base, n, start, first_strand, s, length, elasticity, iterati
                                   elasticity, True, _F32_KEEP)
         if moved:
             p[0, i], p[1, i], p[2, i] = np.float32(ox), np.float32(oy), np.float32(oz)
-        if sweeping:
-            _sweep(p, i, w, s, lx, ly, lz, last, maps, sweeps, cols, rest, friction, around, crossed)
+        if sweeping and _sweep(p, i, j, w, s, lx, ly, lz, last, maps, sweeps, c0, cols, rest, friction, around,
+                               crossed):
+            for k in range(ncol):            # the points before moved: no bound carried from them
+                margins[k, s] = -_INF32
         if elasticity == 0.0:
             seg = length[i]
         else:
@@ -970,23 +972,23 @@ def _crossed(p, i, w, last, m, col, rest):
 
 
 @njit(cache=True, inline="always")
-def _cuts(p, i, w, col):
-    """Whether the segment from point ``i − 1`` of rows ``p`` to point ``i`` (the wig's point
-    ``w``) cuts through the collider (``_cross_way``: a strand a moving plate drags round its
-    edge by its leaders, one point on either face) — after the cheap test that clears most
-    segments (the leader's nearest node's distance less the grid's slack farther than the
-    segment is long)."""
-    ax, ay, az = np.float64(p[0, i - 1]), np.float64(p[1, i - 1]), np.float64(p[2, i - 1])
+def _cuts(p, i, a, w, col):
+    """Whether the segment from point ``a`` of rows ``p`` (its leader, or its follower on a
+    pull back) to point ``i`` (the wig's point ``w``) cuts through the collider (``_cross_way``:
+    a strand a moving plate drags round its edge by its leaders, one point on either face) —
+    after the cheap test that clears most segments (``a``'s nearest node's distance less the
+    grid's slack farther than the segment is long)."""
+    ax, ay, az = np.float64(p[0, a]), np.float64(p[1, a]), np.float64(p[2, a])
     dx, dy, dz = np.float64(p[0, i]) - ax, np.float64(p[1, i]) - ay, np.float64(p[2, i]) - az
     stretch = np.float64(col[15])
-    near = np.float64(_screen(col, p[0, i - 1], p[1, i - 1], p[2, i - 1])) - np.float64(col[12])
+    near = np.float64(_screen(col, p[0, a], p[1, a], p[2, a])) - np.float64(col[12])
     if near / stretch > math.sqrt(dx * dx + dy * dy + dz * dz) + col[14] / stretch:
         return False
     return _cross_way(ax, ay, az, np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i]), w, col, False)[0]
 
 
 @njit(cache=True)
-def _sweep(p, i, w, s, lx, ly, lz, last, maps, sweeps, cols, rest, friction, around, crossed):
+def _sweep(p, i, j, w, s, lx, ly, lz, last, maps, sweeps, c0, cols, rest, friction, around, crossed):
     """Continuous contact for point ``i`` of rows ``p`` (the wig's point ``w``, of strand ``s``,
     its leader at ``l``) against every collider that moved relative to the head since the last
     frame (``walk_strands`` says what each argument is): placed across such a collider from
@@ -995,7 +997,12 @@ def _sweep(p, i, w, s, lx, ly, lz, last, maps, sweeps, cols, rest, friction, aro
     where its segment from its leader cuts through that collider (``_cuts``), it is swung round
     it (``_wrap``). A plain call, made only while some collider sweeps: the walk's own
     compile is the project's longest, and each inlined site of this would be a copy of it (the
-    price here, a collider tuple's reference counts a point, is paid only then)."""
+    price here, a collider tuple's reference counts a point, is paid only then). Where a swing
+    would take the point across (its leader ran round the edge too far to reach back), the chain
+    is pulled back to where it is held instead (``_pull_back``; ``j``: the point's index on its
+    strand, ``c0``: the first collider, as ``_depth`` takes it). Whether a chain was pulled
+    back (the points before ``i`` moved)."""
+    pulled = False
     for k in range(len(cols)):
         if not sweeps[k]:
             continue
@@ -1006,18 +1013,30 @@ def _sweep(p, i, w, s, lx, ly, lz, last, maps, sweeps, cols, rest, friction, aro
             ex, ey, ez = ex + nx * lim, ey + ny * lim, ez + nz * lim
             bx, by, bz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
             beyond, hx, hy, hz = held(bx, by, bz, ex, ey, ez, nx, ny, nz, friction)
-            if beyond:
+            seg2 = (bx - lx) ** 2 + (by - ly) ** 2 + (bz - lz) ** 2
+            seg = math.sqrt(seg2)
+            if beyond and j >= 2 and (ex - lx) * nx + (ey - ly) * ny + (ez - lz) * nz > seg and (
+                    _pull_back(p, i, j, w, hx, hy, hz, seg, last, maps[k], col, c0, cols, rest, around)
+                    or _pull_back(p, i, j, w, ex, ey, ez, seg, last, maps[k], col, c0, cols, rest, around)):
+                # its leader lies farther behind the plane than its segment reaches: the chain
+                # pulled back to where the point is held, or else to where it met the surface
+                pulled = True
+            elif beyond:
                 # where it is held, at its segment's length from its leader: then on the circle
                 # where that sphere meets the plane, nearest it
                 hx, hy, hz = hx - lx, hy - ly, hz - lz
-                f = math.sqrt(((bx - lx) ** 2 + (by - ly) ** 2 + (bz - lz) ** 2)
-                              / max(hx * hx + hy * hy + hz * hz, 1e-300))
+                f = math.sqrt(seg2 / max(hx * hx + hy * hy + hz * hz, 1e-300))
                 sx, sy, sz = _onto_circle(lx, ly, lz, lx + hx * f, ly + hy * f, lz + hz * f,
                                           ex, ey, ez, nx, ny, nz)
                 p[0, i], p[1, i], p[2, i] = np.float32(sx), np.float32(sy), np.float32(sz)
-        if _cuts(p, i, w, col):
-            _wrap(p, i, w, col, around, WRAP_HALVINGS)
+        if _cuts(p, i, i - 1, w, col):
+            hx, hy, hz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
+            seg = math.sqrt((hx - lx) ** 2 + (hy - ly) ** 2 + (hz - lz) ** 2)
+            if _wrap(p, i, i - 1, w, col, around, WRAP_HALVINGS, hx, hy, hz) == 2 and j >= 2 and _pull_back(
+                    p, i, j, w, hx, hy, hz, seg, last, maps[k], col, c0, cols, rest, around):
+                pulled = True
             crossed[s] += 1
+    return pulled
 
 
 @njit(cache=True)
@@ -1032,24 +1051,26 @@ def _clear(lx, ly, lz, bx, by, bz, d0, d1, d2, length, w, col, side):
 
 
 @njit(cache=True)
-def _wrap(p, i, w, col, around, halvings):
-    """A segment that cuts through a moving collider (``_cuts``) swung about its leader, at its
-    length, to the nearest way that does not cut it and keeps the point on the side it was held
-    on (``_clear``): of the directions ``around`` (A, 3) spread
-    over the sphere in a frame of the segment's own (``_swing_out``'s), the first that does not
-    cut it — they run from along the segment to against it — then where the arc from the
-    segment to that one stops cutting it (``halvings`` halvings of the arc). The
-    strand wraps the collider's edge, over it or under it, whichever is nearer, instead of
-    cutting its corner. Where no way keeps the point on its side — its leader has gone round
-    the edge and lies too far beyond it for the segment to reach back (a strand slipping off the
-    edge of a plate that drags it) — the nearest way that does not cut it, round the edge after
-    its leader: the strand slips over the edge rather than through the collider. Where every
-    direction cuts it (the leader in a pocket), the point stays. Whether it moved."""
-    lx, ly, lz = np.float64(p[0, i - 1]), np.float64(p[1, i - 1]), np.float64(p[2, i - 1])
+def _wrap(p, i, a, w, col, around, halvings, ox, oy, oz):
+    """A segment that cuts through a moving collider (``_cuts``) swung about its point ``a`` —
+    its leader, or its follower on a pull back (``_pull_back``) — at its length, to the nearest
+    way that does not cut it and keeps point ``i`` on the side of the collider ``o`` is on (where
+    it was held: ``_clear``): of
+    the directions ``around`` (A, 3) spread over the sphere in a frame of the segment's own
+    (``_swing_out``'s), the first that does not cut it — they run from along the segment to
+    against it — then where the arc from the segment to that one stops cutting it
+    (``halvings`` halvings of the arc). The strand wraps the collider's edge, over it or under
+    it, whichever is nearer, instead of cutting its corner. Where no way keeps the point on its
+    side — its leader has gone round the edge and lies too far beyond it for the segment to
+    reach back (a strand slipping off the edge of a plate that drags it) — the nearest way that
+    does not cut it, round the edge after its leader. Where every direction cuts it (the leader
+    in a pocket), the point stays. 0 where it stays, 1 where it was swung on its side, 2 where
+    it was swung across (what ``_pull_back`` is for)."""
+    lx, ly, lz = np.float64(p[0, a]), np.float64(p[1, a]), np.float64(p[2, a])
     sx, sy, sz = np.float64(p[0, i]) - lx, np.float64(p[1, i]) - ly, np.float64(p[2, i]) - lz
     length = math.sqrt(sx * sx + sy * sy + sz * sz)
     if length == 0.0:
-        return False
+        return 0
     lo = np.empty(3)
     lo[0], lo[1], lo[2] = sx / length, sy / length, sz / length
     hi = np.empty(3)
@@ -1057,12 +1078,12 @@ def _wrap(p, i, w, col, around, halvings):
     found = False
     side = True
     for _ in range(2):
-        for a in range(around.shape[0]):
-            u, v, t = around[a, 0], around[a, 1], around[a, 2]
+        for k in range(around.shape[0]):
+            u, v, t = around[k, 0], around[k, 1], around[k, 2]
             d0 = u * lo[0] + v * b0 + t * e0
             d1 = u * lo[1] + v * b1 + t * e1
             d2 = u * lo[2] + v * b2 + t * e2
-            if _clear(lx, ly, lz, lx + sx, ly + sy, lz + sz, d0, d1, d2, length, w, col, side):
+            if _clear(lx, ly, lz, ox, oy, oz, d0, d1, d2, length, w, col, side):
                 hi[0], hi[1], hi[2] = d0, d1, d2
                 found = True
                 break
@@ -1070,12 +1091,12 @@ def _wrap(p, i, w, col, around, halvings):
             break
         side = False
     if not found:
-        return False
+        return 0
     cut, clear = 0.0, 1.0            # fractions of the arc from the segment to that way
     for _ in range(halvings):
         t = 0.5 * (cut + clear)
         a0, a1, a2 = _arc(lo, hi, t, hi)
-        if _clear(lx, ly, lz, lx + sx, ly + sy, lz + sz, a0, a1, a2, length, w, col, side):
+        if _clear(lx, ly, lz, ox, oy, oz, a0, a1, a2, length, w, col, side):
             clear = t
         else:
             cut = t
@@ -1083,6 +1104,98 @@ def _wrap(p, i, w, col, around, halvings):
     p[0, i] = np.float32(lx + a0 * length)
     p[1, i] = np.float32(ly + a1 * length)
     p[2, i] = np.float32(lz + a2 * length)
+    return 1 if side else 2
+
+
+# A pull back's rounds (forward and backward reaching, each a pass of the chain both ways), and
+# how near the held place its point must end, in its segment's length: round a collider's edge
+# the chain creeps towards it (a few millimetres off after a dozen rounds on the thin plate),
+# and where it ends matters less than that it ends on the held side, outside, cutting nothing.
+PULL_ROUNDS = 12
+PULL_REACH = 0.1
+
+
+@njit(cache=True)
+def _follow(x, k, a, length, w, col, around):
+    """Point ``k`` of rows ``x`` (the wig's point ``w``) set ``length`` from point ``a`` (the
+    chain's neighbour it follows) towards where it is, then — where that segment cuts through the
+    moving collider — swung round it (``_wrap``), and where that leaves it inside the collider,
+    pushed out and set back on the segment's length on the contact's tangent plane (as a walk's
+    round): one step of a pull back."""
+    dx = np.float64(x[0, k]) - np.float64(x[0, a])
+    dy = np.float64(x[1, k]) - np.float64(x[1, a])
+    dz = np.float64(x[2, k]) - np.float64(x[2, a])
+    d = math.sqrt(dx * dx + dy * dy + dz * dz)
+    if d > 0.0:
+        f = length / d
+        x[0, k] = np.float32(np.float64(x[0, a]) + dx * f)
+        x[1, k] = np.float32(np.float64(x[1, a]) + dy * f)
+        x[2, k] = np.float32(np.float64(x[2, a]) + dz * f)
+    if _cuts(x, k, a, w, col):
+        _wrap(x, k, a, w, col, around, WRAP_HALVINGS, np.float64(x[0, k]), np.float64(x[1, k]), np.float64(x[2, k]))
+    bx, by, bz = np.float64(x[0, k]), np.float64(x[1, k]), np.float64(x[2, k])
+    hit, qx, qy, qz, nx, ny, nz = _project_to(bx, by, bz, np.float64(col[7][w]), col)
+    if hit:
+        sx, sy, sz = _onto_circle(np.float64(x[0, a]), np.float64(x[1, a]), np.float64(x[2, a]), bx, by, bz,
+                                  qx, qy, qz, nx, ny, nz)
+        x[0, k], x[1, k], x[2, k] = np.float32(sx), np.float32(sy), np.float32(sz)
+
+
+@njit(cache=True)
+def _pull_back(p, i, j, w, hx, hy, hz, seg, last, m, col, c0, cols, rest, around):
+    """A strand a moving collider holds, whose leader has run too far round the collider's edge
+    for its segment to reach back — farther behind the plane its point is held on than the
+    segment is long, or so far that ``_wrap`` found no way on the held side (a Springs strand's
+    point falls back to hanging behind a plate that drags the points below it) — the chain pulled
+    back instead of the point pulled through: points ``0 … j`` of the strand (rows ``i − j …
+    i``; the wig's point ``w`` is its point ``j``, its segment ``seg`` long) reaching from the
+    root to ``h``, where point ``j`` is held, each segment keeping its length, by forward and
+    backward reaching
+    (FABRIK: Aristidou and Lasenby 2011) — set back from ``h`` to the root, then from the root
+    to ``h``, each segment swung round the collider where it would cut it (``_follow``) —
+    ``PULL_ROUNDS`` rounds at most. Taken where the chain reaches ``h`` (to ``PULL_REACH`` of
+    the last segment), no point ends inside a collider or went through this one since the last
+    frame (``_crossed``: ``last``, ``m``), and the point is on ``h``'s side; else the strand is
+    left as it was (its point slips after its leader). A strand that slides over an edge does so
+    point by point, none through the collider. Whether it was taken."""
+    r0 = i - j
+    x = np.empty((3, j + 1), np.float32)
+    for k in range(j + 1):
+        x[0, k], x[1, k], x[2, k] = p[0, r0 + k], p[1, r0 + k], p[2, r0 + k]
+    hx32, hy32, hz32 = np.float32(hx), np.float32(hy), np.float32(hz)
+    lng = np.empty(j + 1)
+    lng[0], lng[j] = 0.0, seg
+    for k in range(1, j):
+        dx = np.float64(x[0, k]) - np.float64(x[0, k - 1])
+        dy = np.float64(x[1, k]) - np.float64(x[1, k - 1])
+        dz = np.float64(x[2, k]) - np.float64(x[2, k - 1])
+        lng[k] = math.sqrt(dx * dx + dy * dy + dz * dz)
+    reach = PULL_REACH * lng[j]
+    reached = False
+    for _ in range(PULL_ROUNDS):
+        x[0, j], x[1, j], x[2, j] = hx32, hy32, hz32
+        for k in range(j - 1, -1, -1):
+            _follow(x, k, k + 1, lng[k + 1], w - (j - k), col, around)
+        x[0, 0], x[1, 0], x[2, 0] = p[0, r0], p[1, r0], p[2, r0]
+        for k in range(1, j + 1):
+            _follow(x, k, k - 1, lng[k], w - (j - k), col, around)
+        ex = np.float64(x[0, j]) - hx
+        ey = np.float64(x[1, j]) - hy
+        ez = np.float64(x[2, j]) - hz
+        if ex * ex + ey * ey + ez * ez <= reach * reach:
+            reached = True
+            break
+    if not reached:
+        return False
+    for k in range(1, j + 1):
+        if _depth(np.float64(x[0, k]), np.float64(x[1, k]), np.float64(x[2, k]), w - (j - k), c0, cols, rest) > 0.0:
+            return False
+        if _crossed(x, k, w - (j - k), last, m, col, rest)[0]:
+            return False
+    if _cross_way(hx, hy, hz, np.float64(x[0, j]), np.float64(x[1, j]), np.float64(x[2, j]), w, col, False)[0]:
+        return False
+    for k in range(1, j + 1):
+        p[0, r0 + k], p[1, r0 + k], p[2, r0 + k] = x[0, k], x[1, k], x[2, k]
     return True
 
 
