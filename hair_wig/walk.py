@@ -247,17 +247,15 @@ class CollisionWalk:
         each collider that sweeps in turn: along its path from where it ended the last frame —
         where it crossed, held on the plane its limit off where it met the surface (``_held``)
         at its segment's length — then along its segment from the point before — where that
-        cuts through the collider, swung round it (``_wrap``); where the swing took it across,
-        its chain pulled back to where it was held instead (``_pull_back``; those strands are
+        cuts through the collider, swung round it (``_wrap``). Where a held point's leader lies
+        farther behind the plane than its segment reaches, or the swing took it across, its
+        chain is pulled back to where it is held instead (``_pull_back``; those strands are
         added to ``pulled``). How many crossed or were swung."""
         count = 0
         for c, m, moved in zip(self.colliders, maps, sweeps):
             if not moved:
                 continue
-            a = last[:, at_j].astype(np.float64)
-            a = m[:3, :3] @ a + m[:3, 3:4]
-            if c.to_field is not None:
-                a = c.from_field[:3, :3] @ a + c.from_field[:3, 3:4]
+            a = self._where_it_was(c, last, m, at_j)
             at, plane, ne, _, _ = self._meets(c, a, q[:, j].astype(np.float64), at_j)
             count += at.size
             if at.size:
@@ -292,6 +290,18 @@ class CollisionWalk:
                         if self._pull_back(c, q, j, at[k], held[:, k], seg[k], at_j[at[k]], last, m):
                             pulled.append(at[k])
         return count
+
+    @staticmethod
+    def _where_it_was(c: Collider, last: np.ndarray, m: np.ndarray, index) -> np.ndarray:
+        """Where the wig's points ``index`` ended the last frame (``last`` (3, P)), carried by
+        ``m`` (that frame's head-local → this frame's, as collider ``c`` moved) and, where ``c``
+        is mapped, back from its field space: (3, K) float64, head-local, as ``_meets`` takes a
+        way's start."""
+        a = last[:, index].astype(np.float64)
+        a = m[:3, :3] @ a + m[:3, 3:4]
+        if c.to_field is not None:
+            a = c.from_field[:3, :3] @ a + c.from_field[:3, 3:4]
+        return a
 
     def _meets(self, c: Collider, a, b, index, strict: bool = False):
         """Which of the straight ways from ``a`` to ``b`` (3, K) head-local go through collider
@@ -396,9 +406,7 @@ class CollisionWalk:
                 break
         if not reached or (self._depth(x[:, 1:], index[1:]) > 0).any():
             return False
-        a = m[:3, :3] @ last[:, index[1:]].astype(np.float64) + m[:3, 3:4]
-        if c.to_field is not None:
-            a = c.from_field[:3, :3] @ a + c.from_field[:3, 3:4]
+        a = self._where_it_was(c, last, m, index[1:])
         if self._meets(c, a, x[:, 1:].astype(np.float64), index[1:])[0].size:
             return False
         if self._meets(c, held[:, None], x[:, j:].astype(np.float64), index[j:])[0].size:
