@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .collision import MeshField, groom_limits
+from .collision import MeshField, PoseContacts, groom_limits
 from .errors import HairWigError
 from .hairset import HairSet
 from .scalp import locate_uv
@@ -471,18 +471,13 @@ class KeyedStyle:
         """Collide in-betweens with the head and body (SPEC §6): ``fields`` are the colliders'
         signed-distance fields (``collision.MeshField`` or ``RayField``) in field space,
         ``to_field`` (4, 4) maps this hair's rest space there, ``offsets`` the distance each keeps
-        (field units). Every key pose is a groom: a point's collision surface is
-        ``min(offset, its clearance)`` (``collision.groom_limits``), the clearance interpolated
-        between the two key poses around the frame, so each key pose comes back exactly at its
-        frame."""
-        to_field = np.asarray(to_field, np.float64)
-        self.colliders = []
-        for f, offset in zip(fields, offsets):
-            clear = np.stack([f.signed_distance(shape.astype(np.float64) @ to_field[:3, :3].T + to_field[:3, 3])
-                              for shape in self.shapes])
-            self.colliders.append((f, float(offset), clear.astype(np.float32)))
-        self._to_field = to_field
-        self._from_field = np.linalg.inv(to_field)
+        (field units); the in-betweens meet them as every pose does (``collision.PoseContacts``).
+        Every key pose is a groom: a point's collision surface is ``min(offset, its clearance)``
+        (``collision.groom_limits``), the clearance interpolated between the two key poses around
+        the frame, so each key pose comes back exactly at its frame."""
+        self.contacts = PoseContacts(fields, to_field)
+        clear = [self.contacts.clearances(shape) for shape in self.shapes]          # key → field → (P,)
+        self.colliders = [(float(offset), np.stack([c[i] for c in clear])) for i, offset in enumerate(offsets)]
 
     def _interval(self, frame: float):
         """The key interval of an in-between ``frame``: (k, u in (0, 1)), or None on or outside
@@ -521,22 +516,14 @@ class KeyedStyle:
         out += delta[self.point_track]
 
     def _collide(self, out: np.ndarray, k: int, u: float) -> None:
-        to, back = self._to_field, self._from_field
         pts = np.flatnonzero(self._not_root)
-        x = out[pts].astype(np.float64) @ to[:3, :3].T + to[:3, 3]
-        hit = np.zeros(len(pts), bool)
-        for f, offset, clear in self.colliders:
+        limits = []
+        for offset, clear in self.colliders:
             c = clear[k][pts]
             c = c + np.float32(u) * (clear[k + 1][pts] - c)
-            limit = groom_limits(c, offset)
-            for _ in range(3):         # a push along the grid's gradient lands near: then exactly
-                new, moved = f.project(x, limit)
-                x[moved] = new
-                hit[moved] = True
-                if moved.size == 0:
-                    break
-        x = x[hit]
-        out[pts[hit]] = (x @ back[:3, :3].T + back[:3, 3]).astype(np.float32)
+            limits.append(groom_limits(c, offset))
+        x, hit = self.contacts.push(out[pts], limits)
+        out[pts[hit]] = x[hit].astype(np.float32)
 
     def noise(self, frame: float) -> np.ndarray:
         """The air-drag noise (P, 3) at ``frame`` (module docstring): a uniform cubic B-spline in

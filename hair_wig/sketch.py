@@ -307,7 +307,8 @@ def keep_outside(points, field, clearance: float) -> np.ndarray:
     segment turned just enough to slide over ``field`` (a ``MeshField`` in the same space) at
     ``clearance`` where it would end inside (Style Hair's ``relay``): drawn hair lies on the
     head where the drawing plane cut into it."""
-    from .styling import SurfaceCollide, relay
+    from .collision import SurfaceCollide
+    from .styling import relay
 
     x = np.asarray(points, np.float64)
     return relay(SurfaceCollide(field, np.full(len(x), float(clearance))), x)

@@ -421,29 +421,6 @@ def field_force(fields, strength: float = 1.0, time: float = 0.0):
     return force_at
 
 
-class SurfaceCollide:
-    """A ``collide`` callback for ``cantilever``: points of strand ``s`` closer to the collider
-    ``field`` (a ``MeshField`` in the same space) than ``limit[s]`` are pushed out to it — the
-    clearance plus each strand's layer (``layer_offsets``). The hair is being made, so it has no
-    rest to keep (``collision.groom_limits`` is for grooms): the limit is the one asked for."""
-
-    def __init__(self, field, limit):
-        self.field = field
-        self.limit = np.asarray(limit, np.float64)
-
-    def for_rows(self, pick) -> "SurfaceCollide":
-        """The same collider for the strands ``pick`` only."""
-        return SurfaceCollide(self.field, self.limit[pick])
-
-    def __call__(self, x, _k):
-        new, moved = self.field.project(x, self.limit)
-        if moved.size == 0:
-            return x
-        x = np.array(x, np.float64)
-        x[moved] = new
-        return x
-
-
 def style_strands(roots, directions, lengths, counts, *, gravity, stiffness: float,
                   stiffness_profile: Profile | None = None, force=None, force_at=None,
                   passes: int = 3, collide=None, curl_radius=0.0, curl_radius_profile=None,

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..hair_wig import (LAYERS, ColliderMesh, DynamicMagnet, FrameInput, HairSet, HairWigError, Magnet, MeshField,
                         Profile, ScalpSpace, Wig, WigSettings)
+from ..hair_wig.collision import SurfaceCollide
 from ..hair_wig.dynamics_layer import settings_fields
 from ..hair_wig import styling
 from ..hair_wig.spaces import scale_of
@@ -760,7 +761,7 @@ def read_style(context, ob) -> StyleJob:
     if st.collide:
         up = -gravity if np.linalg.norm(gravity) > 0 else np.array([0.0, 0.0, 1.0])
         layers = styling.layer_offsets(every_root, up, st.volume)[layer]      # on the whole hair's scale
-        settings["collide"] = styling.SurfaceCollide(field, st.clearance + layers)
+        settings["collide"] = SurfaceCollide(field, st.clearance + layers)
     if st.curl == "HELIX":
         settings.update(curl_radius=st.curl_radius, curl_turns=st.curl_turns,
                         curl_radius_profile=profile_curves.read(ob.hair_wig, "curl_radius"),

@@ -1,5 +1,6 @@
 """Collision as a layer of its own (SPEC §6.3): colliders bound once in their own space, queried
-by whoever needs them — refinement, the strand solvers of SPEC §8, key poses, Style Hair.
+by whoever needs them — refinement, the strand solvers of SPEC §8 (``contacts``), and hair that is
+placed rather than moved: key poses, Style Hair, Draw Hair (``poses``).
 
 A collider is a triangle mesh (the head, a body, shoulders, a ground plane, a hat). Its signed
 distance is kept on a regular grid built at bind (``grid``): exact point-to-triangle distances in
@@ -20,13 +21,14 @@ every client), so nothing moves at the rest frame.
 
 from .colliders import Collider, ColliderMesh, groom_limits, kernel_colliders
 from .field import MeshField, RayField
+from .poses import PoseContacts, SurfaceCollide
 from . import solid
 from .rows import _dot, _take_rows
 from .triangles import (EDGE_AB, EDGE_BC, EDGE_CA, FACE, VERT_A, VERT_B, VERT_C, closest_feet, closest_on_triangles,
                         closest_rows, exact_signed_distance, is_closed, pseudo_normals, triangle_rows)
 
 __all__ = [
-    "Collider", "ColliderMesh", "groom_limits", "kernel_colliders", "MeshField", "RayField", "solid", "_dot", "_take_rows", "FACE", "VERT_A",
+    "Collider", "ColliderMesh", "groom_limits", "kernel_colliders", "MeshField", "RayField", "PoseContacts", "SurfaceCollide", "solid", "_dot", "_take_rows", "FACE", "VERT_A",
     "VERT_B", "VERT_C", "EDGE_AB", "EDGE_BC", "EDGE_CA", "closest_feet", "closest_on_triangles", "closest_rows",
     "exact_signed_distance", "is_closed", "pseudo_normals", "triangle_rows",
 ]

@@ -39,7 +39,7 @@ def groom_limits(clearance: np.ndarray, offset: float, margin: np.ndarray | None
     contacts (``contacts.SurfaceContacts``: points and segments, by the fast distance they
     collide by) and the in-betweens of key poses (``keyposes.KeyedStyle``, the clearance
     interpolated between the two key poses). Style Hair and Draw Hair make new hair, which has
-    no rest to keep: they push to the clearance the artist asks for (``styling.SurfaceCollide``).
+    no rest to keep: they push to the clearance the artist asks for (``poses.SurfaceCollide``).
     """
     clearance = np.asarray(clearance)
     surface = np.asarray(offset, clearance.dtype)

@@ -354,12 +354,17 @@ class MeshField:
             ok[redo] = r[3]
         return sd, cp, out, ok
 
-    def project(self, p: np.ndarray, limit: np.ndarray, tolerance: float = 0.0, direction: bool = False):
+    def project(self, p: np.ndarray, limit: np.ndarray, tolerance: float = 0.0, direction: bool = False,
+                short: bool = False):
         """Push every point of ``p`` (N, 3) whose signed distance is below ``limit`` (N,) out to
         that distance: exactly from its closest point near the surface, along the grid's gradient
         beyond. Returns the new positions (N, 3) of the points moved, and their indices; with
         ``direction`` also the unit direction (N, 3) each was pushed along (the surface's outward
-        one at its closest point: a push of a rounding still has a direction to the digit)."""
+        one at its closest point: a push of a rounding still has a direction to the digit).
+        ``short``: a push along the gradient stops short by the grid's error there, so it never
+        carries a point past its limit (the distance is 1-Lipschitz: a move of ``limit − d −
+        error`` cannot raise the exact distance above ``limit``); pushed again, the point is
+        placed exactly (``collision.PoseContacts``)."""
         d, grad = self.lookup(p)
         lim = np.asarray(limit, np.float64)
         err = self.error_at(p)
@@ -387,7 +392,10 @@ class MeshField:
             g = grad[maybe][far].astype(np.float64)
             gn = np.linalg.norm(g, axis=1, keepdims=True)
             g = np.where(gn > 1e-12, g / np.maximum(gn, 1e-300), 0.0)
-            new[far] += g * (lim[far] - dm[far])[:, None]
+            step = lim[far] - dm[far]
+            if short:
+                step = step - err[maybe][far]
+            new[far] += g * step[:, None]
             along[far] = g
             moved |= far
         if direction:
@@ -416,7 +424,8 @@ class RayField:
         r, _, radius = self._polar(p)
         return r - radius
 
-    def project(self, p: np.ndarray, limit: np.ndarray, tolerance: float = 0.0, direction: bool = False):
+    def project(self, p: np.ndarray, limit: np.ndarray, tolerance: float = 0.0, direction: bool = False,
+                short: bool = False):
         r, dirs, radius = self._polar(p)
         moved = np.flatnonzero(r - radius < np.asarray(limit, np.float64) - tolerance)
         new = self.map.centre + dirs[moved] * (radius[moved] + limit[moved])[:, None]
