@@ -17,7 +17,7 @@ from .children import Children, neighbourhood, sag, transplant, turns
 from .collision import Collider, MeshField, kernel_colliders
 from .kernels.field import launch
 from .kernels.response import held_rows
-from .kernels.walk import (CROSS_FRICTION, CROSS_STEPS, CROSS_TURN, NO_KIDS, PULL_REACH, PULL_ROUNDS,
+from .kernels.walk import (CROSS_FRICTION, CROSS_STEPS, CROSS_TURN, NO_KIDS, PULL_REACH, PULL_ROUNDS, THROUGH_TURN,
                            WRAP_HALVINGS, cross_paths, walk_strands)
 from .spaces import transform_points
 
@@ -303,12 +303,13 @@ class CollisionWalk:
             a = c.from_field[:3, :3] @ a + c.from_field[:3, 3:4]
         return a
 
-    def _meets(self, c: Collider, a, b, index, strict: bool = False):
+    def _meets(self, c: Collider, a, b, index, strict: bool = False, corner=None):
         """Which of the straight ways from ``a`` to ``b`` (3, K) head-local go through collider
         ``c`` (``kernels.walk._cross_way``; ``index`` (K,): the wig's points ``b`` are): those
         (A,), the plane each is held on (a point of it (3, A): its limit off where the way met
         the surface), its normal (3, A), and where each met and left the surface (3, A).
-        ``strict``: ways that graze the surface too near to tell count too (``_cross_way``)."""
+        ``strict``: ways that graze the surface too near to tell count too; ``corner`` (K,): a
+        way that clips an edge within it is not counted (``_cross_way``'s)."""
         d = b - a
         travel = np.sqrt(np.sum(d * d, axis=0))
         tol = c.tolerance / float(c.stretch)
@@ -322,7 +323,10 @@ class CollisionWalk:
         left, x, _ = self._advance(c, b[:, at], -d[:, at], travel[at], tol, start_inside=True)
         ne = c.outward_at(e.astype(np.float32))
         nx = c.outward_at(x.astype(np.float32))
-        hit = left & (np.sum(ne * nx, axis=0) < CROSS_TURN)
+        turn = np.sum(ne * nx, axis=0)
+        hit = left & (turn < CROSS_TURN)
+        if corner is not None:
+            hit &= (turn < THROUGH_TURN) | (np.sum((x - e) ** 2, axis=0) >= corner[at] ** 2)
         at, e, ne, x = at[hit], e[:, hit], ne[:, hit], x[:, hit]
         if grazes.size:                      # ``strict``: only which, no planes
             return np.union1d(at, grazes), None, None, None, None
@@ -407,7 +411,7 @@ class CollisionWalk:
         if not reached or (self._depth(x[:, 1:], index[1:]) > 0).any():
             return False
         a = self._where_it_was(c, last, m, index[1:])
-        if self._meets(c, a, x[:, 1:].astype(np.float64), index[1:])[0].size:
+        if self._meets(c, a, x[:, 1:].astype(np.float64), index[1:], corner=PULL_REACH * lng[1:])[0].size:
             return False
         if self._meets(c, held[:, None], x[:, j:].astype(np.float64), index[j:])[0].size:
             return False

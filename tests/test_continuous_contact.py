@@ -16,6 +16,7 @@ import pytest
 
 from hair_wig import FrameInput, HairSet, Magnet, Wig, WigSettings
 from hair_wig.collision import ColliderMesh
+from hair_wig.rods import RodSettings
 from hair_wig.springs import SpringSettings
 from hair_wig.strands import StrandSettings
 from hair_wig.walk import CollisionWalk
@@ -40,13 +41,13 @@ def _at(x, z=(TOP + BOTTOM) / 2):
     return m
 
 
-def _plate_wig(dynamics=None, length_mode="SEGMENT"):
+def _plate_wig(dynamics=None, length_mode="SEGMENT", strands=STRANDS):
     """Straight strands hanging 1 m from a small head at x = 0, and the plate (2 m wide) across
     them from 0.9 to 1.2 m below it."""
-    pts = np.zeros((STRANDS, POINTS, 3))
-    pts[:, :, 1] = np.linspace(-0.5, 0.5, STRANDS)[:, None]
+    pts = np.zeros((strands, POINTS, 3))
+    pts[:, :, 1] = np.linspace(-0.5, 0.5, strands)[:, None]
     pts[:, :, 2] = -0.3 - np.linspace(0.0, DROP, POINTS)[None]
-    hair = HairSet(pts.reshape(-1, 3).astype(np.float32), np.full(STRANDS, POINTS), name="Curtain")
+    hair = HairSet(pts.reshape(-1, 3).astype(np.float32), np.full(strands, POINTS), name="Curtain")
     v, t = _box(THICK / 2, 1.0, (TOP - BOTTOM) / 2)
     head = sphere(0.25, 12, 24)
     settings = WigSettings(dynamics=dynamics, length_mode=length_mode)
@@ -327,14 +328,18 @@ def test_strands_substeps_hold_the_hair_before_a_slow_plate(speed):
     assert (out[:, FACE, 0] > x).all()                      # held before the plate, dragged along
 
 
-def _slow_sweep(wig, speed):
-    """The plate from 5 cm before the hair to 10 cm past it at ``speed`` a frame: each frame's
-    strands (S, n, 3) and where the plate was."""
+def _slow_sweep(wig, speed, start=-0.05, switch=None):
+    """The plate from ``start`` (5 cm before the hair) to 10 cm past it at ``speed`` a frame:
+    each frame's strands (S, n, 3) and where the plate was. ``switch`` (x, f): ``f()`` called
+    before the first frame with the plate at ``x`` or past it."""
     state, frames = None, []
-    for f, x in enumerate(np.arange(-0.05, 0.1 + speed / 2, speed)):
+    for f, x in enumerate(np.arange(start, 0.1 + speed / 2, speed)):
+        if switch is not None and x >= switch[0]:
+            switch[1]()
+            switch = None
         out, state = wig.step(FrameInput(np.eye(4), np.eye(4), np.array([np.eye(4)]), time=f / 24,
                                          collider_matrices=np.array([_at(x)])), state)
-        frames.append((out.reshape(STRANDS, POINTS, 3).astype(np.float64), x))
+        frames.append((out.reshape(-1, POINTS, 3).astype(np.float64), x))
     return frames
 
 
@@ -372,6 +377,49 @@ def test_without_the_pull_back_a_slow_plate_drags_the_hair_through_itself(monkey
                         lambda self, p, base, span, first, *last: self._walk(p, base, span, first, *last))
     monkeypatch.setattr(CollisionWalk, "_pull_back", lambda self, *a: False)
     frames = _slow_sweep(_plate_wig(SpringSettings()), 0.01)
+    assert any(_passed(was, out, x_was, x).any() for (was, x_was), (out, x) in zip(frames, frames[1:]))
+
+
+def _numpy_walk(monkeypatch):
+    monkeypatch.setattr(CollisionWalk, "_walk_kernel",
+                        lambda self, p, base, span, first, *last: self._walk(p, base, span, first, *last))
+
+
+@pytest.mark.parametrize("numpy_walk", [False, True])
+def test_rods_a_slow_plate_drags_come_round_its_edge_and_none_through_it(monkeypatch, numpy_walk):
+    """Rods hair dragged by the plate at 4 mm a frame, a fifth of its thickness, from 40 cm
+    before it (``scripts/thin_plate.py``'s way, so the rods have swung into their drape). Where the
+    plate slows to its stop the rods swing each strand back towards hanging behind it: a point
+    that clears the top edge drops behind the plate at once, and the point after it, held on
+    the front face, is out of its reach — the chain must be pulled back. The pulled-back chain
+    takes the point before it round the top edge, from just over the edge to just below it on
+    the front face: its straight way there clips the plate's corner by a millimetre (meets the
+    top face, leaves by the front one), and that was taken for going through the plate — the
+    pull back was declined and the held point, left inside, was pushed out of the back face
+    (``scripts/thin_plate.py --to 0.1``: 397 of 400 strands through at that speed). A way that
+    clips an edge — two faces less than 120° apart, within the pull back's reach — went round
+    it (``kernels.walk.THROUGH_TURN``). No point goes through the plate between two frames and
+    no segment cuts it at any frame, by the kernel and by the numpy walk."""
+    # the numpy walk (slow: a few strands) from where the plate slows to its stop, the kernel before
+    switch = (0.06, lambda: _numpy_walk(monkeypatch)) if numpy_walk else None
+    frames = _slow_sweep(_plate_wig(RodSettings(), strands=3 if numpy_walk else STRANDS), 0.004, start=-0.4,
+                         switch=switch)
+    for (was, x_was), (out, x) in zip(frames, frames[1:]):
+        assert not _cut(out, x).any()
+        assert not _passed(was, out, x_was, x).any()
+
+
+def test_rods_chains_whose_corner_clips_count_as_crossings_go_through_the_plate(monkeypatch):
+    """The same drag with every crossing counted against a pull back, corner clips too (the
+    numpy walk, from where the plate slows): strands go through the plate between two frames —
+    what the rule is for."""
+    meets = CollisionWalk._meets
+
+    def counting_corners():
+        _numpy_walk(monkeypatch)
+        monkeypatch.setattr(CollisionWalk, "_meets", lambda self, c, a, b, index, strict=False, corner=None:
+                            meets(self, c, a, b, index, strict))
+    frames = _slow_sweep(_plate_wig(RodSettings(), strands=3), 0.004, start=-0.4, switch=(0.06, counting_corners))
     assert any(_passed(was, out, x_was, x).any() for (was, x_was), (out, x) in zip(frames, frames[1:]))
 
 

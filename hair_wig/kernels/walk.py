@@ -848,6 +848,11 @@ CROSS_STEPS = 32       # conservative-advancement steps along a path, at most
 # (cos 60°): a graze over a convex surface turns the normal by its chord over the radius, and
 # 60° would be a chord as long as the radius — a head's 10 cm in one frame, relative to it.
 CROSS_TURN = 0.5
+# A path that leaves facing less than 120° away from where it met (cos 120°) met two faces of a
+# corner, not opposite faces: where the pull back asks whether a point it moved went through
+# (``_pull_back``), such a path whose stretch inside is shorter than the reach the pull back
+# allows went round the edge with its chain and clipped the corner on a straight way.
+THROUGH_TURN = -0.5
 # Coulomb friction of the hold where the wig's layer has none of its own (Springs): the layers'
 # default Friction
 CROSS_FRICTION = 0.3
@@ -888,7 +893,7 @@ def _clearance(x, y, z, col):
 
 
 @njit(cache=True)
-def _cross_way(ax, ay, az, bx, by, bz, w, col, strict):
+def _cross_way(ax, ay, az, bx, by, bz, w, col, strict, corner):
     """Continuous contact against one collider along the straight way from ``a`` to ``b``
     (head-local float64) — a point's path since the last frame, or a segment from its leader —
     for the wig's point ``w``: whether the way crossed the collider, and if so where it met it
@@ -908,7 +913,9 @@ def _cross_way(ax, ay, az, bx, by, bz, w, col, strict):
     head) is the walk's too. ``strict``: a way that grazes the surface so near that the
     advancement runs out of steps before it reaches ``b`` counts as crossing (a way asked to be
     clear must be seen clear; no default: an omitted argument is a type of its own, and numba
-    would compile this twice)."""
+    would compile this twice). ``corner``: a way that leaves by a face less than 120° from the
+    one it met (``THROUGH_TURN``: two faces of an edge) within ``corner`` of where it met it
+    clipped that edge and is not counted (0: every crossing counts)."""
     dx, dy, dz = bx - ax, by - ay, bz - az
     travel = math.sqrt(dx * dx + dy * dy + dz * dz)
     stretch = np.float64(col[15])
@@ -943,18 +950,21 @@ def _cross_way(ax, ay, az, bx, by, bz, w, col, strict):
             continue
         nx, ny, nz = _outward(ex, ey, ez, col)
         mx, my, mz = _outward(x, y, z, col)
-        if nx * mx + ny * my + nz * mz < CROSS_TURN:
+        turn = nx * mx + ny * my + nz * mz
+        inside2 = (x - ex) ** 2 + (y - ey) ** 2 + (z - ez) ** 2
+        if turn < CROSS_TURN and (turn < THROUGH_TURN or inside2 >= corner * corner):
             return True, ex, ey, ez, nx, ny, nz, np.float64(col[7][w]) / stretch, x, y, z
     return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
 
 
 @njit(cache=True, inline="always")
-def _crossed(p, i, w, last, m, col, rest):
+def _crossed(p, i, w, last, m, col, rest, corner):
     """``_cross_way`` for the path of point ``i`` of rows ``p`` (the wig's point ``w``) against collider
     ``col``, from where it ended the last frame (``last``, head-local then; ``m`` the collider's
     head-local → field map then), after the cheap tests that clear most points: no travel, both
     ends in the ball about its rest place that clears the surface (an unmoved collider), or the
-    nearest node's distance less the grid's slack farther than the path is long."""
+    nearest node's distance less the grid's slack farther than the path is long. ``corner``:
+    ``_cross_way``'s."""
     ax, ay, az = _to(m, np.float64(last[0, w]), np.float64(last[1, w]), np.float64(last[2, w]))
     if col[16]:                      # where it was in the collider's space, in head-local space now
         ax, ay, az = _to(col[10], ax, ay, az)
@@ -968,7 +978,7 @@ def _crossed(p, i, w, last, m, col, rest):
     near = np.float64(_screen(col, np.float32(ax), np.float32(ay), np.float32(az))) - np.float64(col[12])
     if near / stretch > math.sqrt(dx * dx + dy * dy + dz * dz) + col[14] / stretch:
         return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-    return _cross_way(ax, ay, az, bx, by, bz, w, col, False)[:8]
+    return _cross_way(ax, ay, az, bx, by, bz, w, col, False, corner)[:8]
 
 
 @njit(cache=True, inline="always")
@@ -984,7 +994,8 @@ def _cuts(p, i, a, w, col):
     near = np.float64(_screen(col, p[0, a], p[1, a], p[2, a])) - np.float64(col[12])
     if near / stretch > math.sqrt(dx * dx + dy * dy + dz * dz) + col[14] / stretch:
         return False
-    return _cross_way(ax, ay, az, np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i]), w, col, False)[0]
+    return _cross_way(ax, ay, az, np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i]), w, col, False,
+                      0.0)[0]
 
 
 @njit(cache=True)
@@ -1007,7 +1018,7 @@ def _sweep(p, i, j, w, s, lx, ly, lz, last, maps, sweeps, c0, cols, rest, fricti
         if not sweeps[k]:
             continue
         col = cols[k]
-        hit, ex, ey, ez, nx, ny, nz, lim = _crossed(p, i, w, last, maps[k], col, rest)
+        hit, ex, ey, ez, nx, ny, nz, lim = _crossed(p, i, w, last, maps[k], col, rest, 0.0)
         if hit:
             crossed[s] += 1
             ex, ey, ez = ex + nx * lim, ey + ny * lim, ez + nz * lim
@@ -1045,9 +1056,9 @@ def _clear(lx, ly, lz, bx, by, bz, d0, d1, d2, length, w, col, side):
     collider and — with ``side`` — does not put the point across it from ``b``, where it was
     held (``_cross_way``)."""
     cx, cy, cz = lx + d0 * length, ly + d1 * length, lz + d2 * length
-    if _cross_way(lx, ly, lz, cx, cy, cz, w, col, True)[0]:
+    if _cross_way(lx, ly, lz, cx, cy, cz, w, col, True, 0.0)[0]:
         return False
-    return not (side and _cross_way(bx, by, bz, cx, cy, cz, w, col, False)[0])
+    return not (side and _cross_way(bx, by, bz, cx, cy, cz, w, col, False, 0.0)[0])
 
 
 @njit(cache=True)
@@ -1155,7 +1166,9 @@ def _pull_back(p, i, j, w, hx, hy, hz, seg, last, m, col, c0, cols, rest, around
     to ``h``, each segment swung round the collider where it would cut it (``_follow``) —
     ``PULL_ROUNDS`` rounds at most. Taken where the chain reaches ``h`` (to ``PULL_REACH`` of
     the last segment), no point ends inside a collider or went through this one since the last
-    frame (``_crossed``: ``last``, ``m``), and the point is on ``h``'s side; else the strand is
+    frame (``_crossed``: ``last``, ``m``; a point whose straight way there clips an edge of it —
+    meets one face, leaves by the next within its segment's ``PULL_REACH`` — went round that
+    edge with its chain, not through), and the point is on ``h``'s side; else the strand is
     left as it was (its point slips after its leader). A strand that slides over an edge does so
     point by point, none through the collider. Whether it was taken."""
     r0 = i - j
@@ -1190,9 +1203,9 @@ def _pull_back(p, i, j, w, hx, hy, hz, seg, last, m, col, c0, cols, rest, around
     for k in range(1, j + 1):
         if _depth(np.float64(x[0, k]), np.float64(x[1, k]), np.float64(x[2, k]), w - (j - k), c0, cols, rest) > 0.0:
             return False
-        if _crossed(x, k, w - (j - k), last, m, col, rest)[0]:
+        if _crossed(x, k, w - (j - k), last, m, col, rest, PULL_REACH * lng[k])[0]:
             return False
-    if _cross_way(hx, hy, hz, np.float64(x[0, j]), np.float64(x[1, j]), np.float64(x[2, j]), w, col, False)[0]:
+    if _cross_way(hx, hy, hz, np.float64(x[0, j]), np.float64(x[1, j]), np.float64(x[2, j]), w, col, False, 0.0)[0]:
         return False
     for k in range(1, j + 1):
         p[0, r0 + k], p[1, r0 + k], p[2, r0 + k] = x[0, k], x[1, k], x[2, k]
@@ -1226,7 +1239,7 @@ def cross_paths(p, start, last, maps, sweeps, not_root, threads_cols, rest, fric
                 w = start + i
                 if not not_root[w]:
                     continue
-                hit, ex, ey, ez, nx, ny, nz, lim = _crossed(p, i, w, last, m, col, rest)
+                hit, ex, ey, ez, nx, ny, nz, lim = _crossed(p, i, w, last, m, col, rest, 0.0)
                 if hit:              # onto the plane its limit off where it met the surface
                     beyond, hx, hy, hz = held(np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i]),
                                                ex + nx * lim, ey + ny * lim, ez + nz * lim, nx, ny, nz, friction)
