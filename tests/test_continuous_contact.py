@@ -386,7 +386,7 @@ def _numpy_walk(monkeypatch):
 
 
 @pytest.mark.parametrize("numpy_walk", [False, True])
-def test_rods_a_slow_plate_drags_come_round_its_edge_and_none_through_it(monkeypatch, numpy_walk):
+def test_rods_hair_a_slow_plate_drags_comes_round_its_edge_and_none_through_it(monkeypatch, numpy_walk):
     """Rods hair dragged by the plate at 4 mm a frame, a fifth of its thickness, from 40 cm
     before it (``scripts/thin_plate.py``'s way, so the rods have swung into their drape). Where the
     plate slows to its stop the rods swing each strand back towards hanging behind it: a point
