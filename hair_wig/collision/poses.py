@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..spaces import transform_points
+
 
 class PoseContacts:
     """The colliders' fields (``MeshField`` or ``RayField``) as a pose meets them. ``to_field``
@@ -29,9 +31,10 @@ class PoseContacts:
         self.from_field = None if to_field is None else np.linalg.inv(self.to_field)
 
     def _in_field(self, x: np.ndarray) -> np.ndarray:
+        """``x`` in the fields' space: a float64 copy, the pushes' to write into."""
         if self.to_field is None:
             return np.array(x, np.float64)
-        return np.asarray(x, np.float64) @ self.to_field[:3, :3].T + self.to_field[:3, 3]
+        return transform_points(np.asarray(x, np.float64), self.to_field)
 
     def clearances(self, x: np.ndarray) -> list:
         """Each field's signed distance (N,) float32 at points ``x`` (N, 3): a groom's rest
@@ -53,10 +56,7 @@ class PoseContacts:
                 f[moved] = new
                 hit[moved] = True
         out = np.array(x, np.float64)
-        if self.from_field is None:
-            out[hit] = f[hit]
-        else:
-            out[hit] = f[hit] @ self.from_field[:3, :3].T + self.from_field[:3, 3]
+        out[hit] = f[hit] if self.from_field is None else transform_points(f[hit], self.from_field)
         return out, hit
 
 
