@@ -531,7 +531,7 @@ def walk_strands(p, base, n, start, first_strand, length, elasticity, iterations
         mine = threads_cols[get_thread_id()]
         c0 = mine[0]
         # the second (a body under the head, the shoulders) too, rather than from the list at
-        # every point (the long hair over Suzanne and her shoulders: 334 -> 324 ms a frame)
+        # every point
         c1 = mine[1] if len(mine) > 1 else mine[0]
         for s in range(chunk * CHUNK, min((chunk + 1) * CHUNK, count)):
             _walk_strand(p, base, n, start, first_strand, s, length, elasticity, iterations, lifts,
@@ -576,8 +576,9 @@ def _walk_strand(p, base, n, start, first_strand, s, length, elasticity, iterati
             p[0, i], p[1, i], p[2, i] = np.float32(ox), np.float32(oy), np.float32(oz)
         # the cheap tests first, inlined on the colliders bound once a chunk: ``_sweep`` is a
         # plain call that counts each collider's ~40 array references and reads the list at
-        # every point (the long hair over Suzanne's shoulders as her head turns, every point's
-        # path against them: 324 -> 307 ms a frame)
+        # every point (with the second collider named too: the long hair over Suzanne's
+        # shoulders as her head turns, 336-342 -> 247-260 ms a frame; the bench's Springs bake,
+        # 4.15 -> 2.9-3.0 s)
         if sweeping and (ncol > 2 or not (_swept_clear(p, i, w, last, maps, sweeps, 0, c0, rest)
                                            and _swept_clear(p, i, w, last, maps, sweeps, 1, c1, rest))) and _sweep(
                 p, i, j, w, s, lx, ly, lz, last, maps, sweeps, c0, cols, rest, friction, around, crossed):
