@@ -544,7 +544,8 @@ def _walk_strand(p, base, n, start, first_strand, s, length, elasticity, iterati
                  cols, kids, rest, margins, came, lifted, around, rounds, looked, last, maps, sweeps, friction,
                  crossed, pushes):
     """``walk_strands`` for strand ``s``; ``c0``, ``c1``: the first and second colliders (``c1``
-    is ``c0`` where there is one), read from the list once per chunk of strands. Inlined, as ``_round``, ``_project`` and ``_project_to`` are: a call that
+    is ``c0`` where there is one), read from the list once per chunk of strands. Inlined, as
+    ``_round``, ``_project`` and ``_project_to`` are: a call that
     passes a collider's tuple counts a reference to each of its ~40 arrays, atomically, and takes
     it back; per strand and per contact that made the walk 3x slower than the numpy walk at 400k
     points (103 ms against 33; inlined, 21 to 27) and slower on two threads than on one. The
@@ -973,27 +974,49 @@ def _cross_way(ax, ay, az, bx, by, bz, w, col, strict, corner):
 
 
 @njit(cache=True, inline="always")
-def _crossed(p, i, w, last, m, col, rest, corner):
-    """``_cross_way`` for the path of point ``i`` of rows ``p`` (the wig's point ``w``) against collider
-    ``col``, from where it ended the last frame (``last``, head-local then; ``m`` the collider's
-    head-local → field map then), after the cheap tests that clear most points: no travel, both
-    ends in the ball about its rest place that clears the surface (an unmoved collider), or the
-    nearest node's distance less the grid's slack farther than the path is long. ``corner``:
-    ``_cross_way``'s."""
+def _path_clear(p, i, w, last, m, col, rest):
+    """The cheap tests that clear most points' paths since the last frame against collider
+    ``col`` (``_crossed``'s: point ``i`` of rows ``p``, the wig's point ``w``, from where it ended
+    the last frame, ``last``, through ``m``, the collider's head-local → field map then): no
+    travel, both ends in the ball about its rest place that clears the surface (an unmoved
+    collider), or the nearest node's distance less the grid's slack farther than the path is
+    long. Whether they clear it, and the path's ends (head-local now)."""
     ax, ay, az = _to(m, np.float64(last[0, w]), np.float64(last[1, w]), np.float64(last[2, w]))
     if col[16]:                      # where it was in the collider's space, in head-local space now
         ax, ay, az = _to(col[10], ax, ay, az)
     bx, by, bz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
     dx, dy, dz = bx - ax, by - ay, bz - az
     if dx * dx + dy * dy + dz * dz == 0.0:
-        return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        return True, ax, ay, az, bx, by, bz
     if not col[11] and _skipped(col, rest, w, ax, ay, az) and _skipped(col, rest, w, bx, by, bz):
-        return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        return True, ax, ay, az, bx, by, bz
     stretch = np.float64(col[15])
     near = np.float64(_screen(col, np.float32(ax), np.float32(ay), np.float32(az))) - np.float64(col[12])
-    if near / stretch > math.sqrt(dx * dx + dy * dy + dz * dz) + col[14] / stretch:
+    return near / stretch > math.sqrt(dx * dx + dy * dy + dz * dz) + col[14] / stretch, ax, ay, az, bx, by, bz
+
+
+@njit(cache=True, inline="always")
+def _crossed(p, i, w, last, m, col, rest, corner):
+    """``_cross_way`` for the path of point ``i`` of rows ``p`` (the wig's point ``w``) against collider
+    ``col``, from where it ended the last frame (``last``, head-local then; ``m`` the collider's
+    head-local → field map then), after the cheap tests that clear most points (``_path_clear``).
+    ``corner``: ``_cross_way``'s."""
+    clear, ax, ay, az, bx, by, bz = _path_clear(p, i, w, last, m, col, rest)
+    if clear:
         return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
     return _cross_way(ax, ay, az, bx, by, bz, w, col, False, corner)[:8]
+
+
+@njit(cache=True, inline="always")
+def _segment_clear(p, i, a, col):
+    """The cheap test that clears most segments from point ``a`` of rows ``p`` to point ``i``
+    against collider ``col`` (``_cuts``'): ``a``'s nearest node's distance less the grid's
+    slack farther than the segment is long."""
+    ax, ay, az = np.float64(p[0, a]), np.float64(p[1, a]), np.float64(p[2, a])
+    dx, dy, dz = np.float64(p[0, i]) - ax, np.float64(p[1, i]) - ay, np.float64(p[2, i]) - az
+    stretch = np.float64(col[15])
+    near = np.float64(_screen(col, p[0, a], p[1, a], p[2, a])) - np.float64(col[12])
+    return near / stretch > math.sqrt(dx * dx + dy * dy + dz * dz) + col[14] / stretch
 
 
 @njit(cache=True, inline="always")
@@ -1001,42 +1024,22 @@ def _cuts(p, i, a, w, col):
     """Whether the segment from point ``a`` of rows ``p`` (its leader, or its follower on a
     pull back) to point ``i`` (the wig's point ``w``) cuts through the collider (``_cross_way``:
     a strand a moving plate drags round its edge by its leaders, one point on either face) —
-    after the cheap test that clears most segments (``a``'s nearest node's distance less the
-    grid's slack farther than the segment is long)."""
-    ax, ay, az = np.float64(p[0, a]), np.float64(p[1, a]), np.float64(p[2, a])
-    dx, dy, dz = np.float64(p[0, i]) - ax, np.float64(p[1, i]) - ay, np.float64(p[2, i]) - az
-    stretch = np.float64(col[15])
-    near = np.float64(_screen(col, p[0, a], p[1, a], p[2, a])) - np.float64(col[12])
-    if near / stretch > math.sqrt(dx * dx + dy * dy + dz * dz) + col[14] / stretch:
+    after the cheap test that clears most segments (``_segment_clear``)."""
+    if _segment_clear(p, i, a, col):
         return False
-    return _cross_way(ax, ay, az, np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i]), w, col, False,
-                      0.0)[0]
+    return _cross_way(np.float64(p[0, a]), np.float64(p[1, a]), np.float64(p[2, a]), np.float64(p[0, i]),
+                      np.float64(p[1, i]), np.float64(p[2, i]), w, col, False, 0.0)[0]
 
 
 @njit(cache=True, inline="always")
 def _swept_clear(p, i, w, last, maps, sweeps, k, col, rest):
     """Whether ``_sweep`` leaves point ``i`` of rows ``p`` (the wig's point ``w``) as it is for
     collider ``k`` (``col``; none beyond the colliders, or one that did not sweep, leaves it):
-    its path since the last frame cleared by ``_crossed``'s cheap tests and its segment from its
-    leader by ``_cuts``' — the same tests, so what it passes over ``_sweep`` would not move."""
+    its path since the last frame and its segment from its leader cleared by the cheap tests
+    ``_sweep`` itself makes first (``_path_clear``, ``_segment_clear``)."""
     if k >= sweeps.shape[0] or not sweeps[k]:
         return True
-    m = maps[k]
-    ax, ay, az = _to(m, np.float64(last[0, w]), np.float64(last[1, w]), np.float64(last[2, w]))
-    if col[16]:
-        ax, ay, az = _to(col[10], ax, ay, az)
-    bx, by, bz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
-    dx, dy, dz = bx - ax, by - ay, bz - az
-    stretch = np.float64(col[15])
-    if dx * dx + dy * dy + dz * dz != 0.0 and not (
-            not col[11] and _skipped(col, rest, w, ax, ay, az) and _skipped(col, rest, w, bx, by, bz)):
-        near = np.float64(_screen(col, np.float32(ax), np.float32(ay), np.float32(az))) - np.float64(col[12])
-        if not (near / stretch > math.sqrt(dx * dx + dy * dy + dz * dz) + col[14] / stretch):
-            return False
-    lx, ly, lz = np.float64(p[0, i - 1]), np.float64(p[1, i - 1]), np.float64(p[2, i - 1])
-    ex, ey, ez = bx - lx, by - ly, bz - lz
-    near = np.float64(_screen(col, p[0, i - 1], p[1, i - 1], p[2, i - 1])) - np.float64(col[12])
-    return near / stretch > math.sqrt(ex * ex + ey * ey + ez * ez) + col[14] / stretch
+    return _path_clear(p, i, w, last, maps[k], col, rest)[0] and _segment_clear(p, i, i - 1, col)
 
 
 @njit(cache=True)
