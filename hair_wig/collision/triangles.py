@@ -352,8 +352,10 @@ class TriangleIndex:
         built over these triangles), and the kernels' ``tris`` tuple from them."""
         self.grid = grid
         spheres = np.ascontiguousarray(np.concatenate([self.centres, self.radii[None]]).T)      # (T, 4)
+        # then each triangle's plane and side planes: what rules a listed triangle out before it
+        # is measured (``kernels.field._exact_point``)
         self._k_tris = (grid.list_start, grid.list_tri, self._tri_cols, spheres,
-                        self.normals, 1e-5 * self.size, 1e-9 * self.extent) + self.wind
+                        self.normals, 1e-5 * self.size, 1e-9 * self.extent) + self.wind + (self._k_planes,)
         # the same triangles as one list holding every one: where a point's list cell cannot
         # decide (a seam's cell), the exact query searches them all — the first nearest in
         # triangle order after the same bounding-sphere prune, as ``exact_every``

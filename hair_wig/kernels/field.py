@@ -33,7 +33,8 @@ triangles' from ``collision.triangles.TriangleIndex.use_lists``):
            what decides the side beside an open edge (``collision.triangles.TriangleIndex.wind``,
            its items side by side — a tuple in a tuple cannot enter a parallel loop: which
            features are open (T, 7) bool — empty: none asks — and the whole mesh's triangles in
-           clusters for ``kernels.winding.winding_point``, relative to the origin))
+           clusters for ``kernels.winding.winding_point``, relative to the origin), then ``planes``
+           (below), which rule a listed triangle out before it is measured)
 ``box``    (mesh box low (3,) f64, high (3,) f64, exact reach f32)
 ``planes`` (T, 16) f32: each triangle's plane and its edges' side planes (``_lower``)
 """
@@ -309,10 +310,16 @@ def _exact_point(qx, qy, qz, cell, tris):
     sphere may come that near is measured exactly and the first nearest in the list kept — the
     numpy code's pick, so its bits (its few points measured more of them: it bounded the distance
     by the spheres' far sides). Its float32 spheres round by ~1e-7 of the coordinates, far inside
-    the prune's slack (1e-5 of the mesh's size and of the distance). Returns whether any was
-    listed, the signed distance, the closest point (relative), and the outward direction there."""
+    the prune's slack (1e-5 of the mesh's size and of the distance). A triangle whose sphere
+    passes is measured only where its plane and edges (``_lower``, less the same slack) do not
+    rule it out too: hair lies within a triangle's size of the surface, where nearly every listed
+    sphere passes — 6.5 of a list's 14 triangles were measured a point, on the bench's walked
+    points — and the plane's bound is tight; the pick is the same (a triangle left out is
+    farther than the first), and the query takes 9.0 against 14.7 ms at those 80 000 points.
+    Returns whether any was listed, the signed distance, the closest point (relative), and the
+    outward direction there."""
     start, listed, rows, spheres, normals, slack, floor = tris[:7]
-    opened = tris[7]
+    opened, planes = tris[7], tris[15]
     s, e = start[cell], start[cell + 1]
     if e <= s:
         return False, np.inf, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
@@ -342,6 +349,8 @@ def _exact_point(qx, qy, qz, cell, tris):
             # inside the prune's slack, as the root's was
             reach = np.float64(spheres[t, 3]) + upper
             if not (np.float64(dx32 * dx32 + dy32 * dy32 + dz32 * dz32) <= reach * reach):
+                continue
+            if np.float64(_lower(x32, y32, z32, planes, t)) - slack > upper:
                 continue
             cx, cy, cz, f = closest_on_row(qx, qy, qz, rows, t)
             dx, dy, dz = qx - cx, qy - cy, qz - cz
