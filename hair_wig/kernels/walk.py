@@ -49,6 +49,7 @@ from .response import held
 _GRID32, _GRID64, _ERRORS, _TRIS, _TO_FIELD, _FROM_FIELD, _TOLERANCE, _TRANSFORMED = 1, 2, 3, 4, 9, 10, 14, 16
 
 _F32_KEEP = 4 * float(np.finfo(np.float32).eps)   # a segment its length to 4 ulp keeps its point
+_F32_0 = np.float32(0.0)
 SAMPLES = 9                                       # directions a swing scan measures (tenths)
 
 
@@ -974,13 +975,77 @@ def _cross_way(ax, ay, az, bx, by, bz, w, col, strict, corner):
 
 
 @njit(cache=True, inline="always")
+def _way_clear(ax, ay, az, bx, by, bz, col):
+    """Whether the straight way from ``a`` to ``b`` (head-local float64) keeps farther than the
+    tolerance from the collider's surface everywhere along it, by the triangles listed for
+    ``a``'s list cell — so ``_cross_way`` would find it clear without stepping along it. Each
+    side of a listed triangle (its plane, either face; its edges' side planes, as ``_lower``
+    reads them) is linear along the way, so the way is at least the nearer end's offset from it;
+    every triangle within the cell's reach of ``a`` is listed, so one that is not is farther than
+    the reach less the way's length. Hair lying on a body the head turns above (a shoulder)
+    keeps about its offset from it: the nearest node's screen cannot clear its paths and
+    segments, and ``_cross_way`` stepped along each of them by that offset, an exact distance a
+    step — about 20 steps a point on a long hair's segment. First, and where ``a`` lies beyond
+    the lists, the mesh's box: the way is at least ``a``'s distance from it less its length
+    (hair on the head, above a body's box, is so cleared of the body: each point's path and
+    segment otherwise went through ``_sweep``'s plain call, whose collider tuples' reference
+    counts cost more than the few steps it took)."""
+    fax, fay, faz = _field_point(col, ax, ay, az)
+    fbx, fby, fbz = _field_point(col, bx, by, bz)
+    tol = np.float64(col[14])
+    dx, dy, dz = fbx - fax, fby - fay, fbz - faz
+    travel = math.sqrt(dx * dx + dy * dy + dz * dz)
+    lo, hi = col[5][0], col[5][1]
+    acc = 0.0
+    for c in range(3):
+        v = fax if c == 0 else (fay if c == 1 else faz)
+        g = max(lo[c] - v, v - hi[c], 0.0)
+        acc += g * g
+    if math.sqrt(acc) - travel > tol:
+        return True
+    errors, tris, planes = col[3], col[4], col[6]
+    origin = col[2][1]
+    dims, h = errors[3], errors[4]
+    i = np.floor((fax - origin[0]) / h)
+    j = np.floor((fay - origin[1]) / h)
+    k = np.floor((faz - origin[2]) / h)
+    if not (0.0 <= i < dims[0] and 0.0 <= j < dims[1] and 0.0 <= k < dims[2]):
+        return False
+    cell = (np.int64(i) * dims[1] + np.int64(j)) * dims[2] + np.int64(k)
+    low = np.float64(errors[5][cell]) - travel
+    if not (low > tol):
+        return False
+    start, listed, slack = tris[0], tris[1], tris[5]
+    x0, y0, z0 = np.float32(fax - origin[0]), np.float32(fay - origin[1]), np.float32(faz - origin[2])
+    x1, y1, z1 = np.float32(fbx - origin[0]), np.float32(fby - origin[1]), np.float32(fbz - origin[2])
+    for m in range(start[cell], start[cell + 1]):
+        t = listed[m]
+        h0 = x0 * planes[t, 0] + y0 * planes[t, 1] + z0 * planes[t, 2] - planes[t, 3]
+        h1 = x1 * planes[t, 0] + y1 * planes[t, 1] + z1 * planes[t, 2] - planes[t, 3]
+        near = min(h0, h1) if h0 > 0 and h1 > 0 else (min(-h0, -h1) if h0 < 0 and h1 < 0 else _F32_0)
+        out = _F32_0
+        for q in range(4, 16, 4):
+            o0 = x0 * planes[t, q] + y0 * planes[t, q + 1] + z0 * planes[t, q + 2] - planes[t, q + 3]
+            o1 = x1 * planes[t, q] + y1 * planes[t, q + 1] + z1 * planes[t, q + 2] - planes[t, q + 3]
+            o = min(o0, o1)
+            if o > out:
+                out = o
+        # less the prune's slack, as ``_outside``'s: far above these float32 roundings
+        bound = np.float64(np.sqrt(near * near + out * out)) - slack
+        if not (bound > tol):        # NaN (a triangle of no area): not cleared
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
 def _path_clear(p, i, w, last, m, col, rest):
     """The cheap tests that clear most points' paths since the last frame against collider
     ``col`` (``_crossed``'s: point ``i`` of rows ``p``, the wig's point ``w``, from where it ended
     the last frame, ``last``, through ``m``, the collider's head-local → field map then): no
     travel, both ends in the ball about its rest place that clears the surface (an unmoved
-    collider), or the nearest node's distance less the grid's slack farther than the path is
-    long. Whether they clear it, and the path's ends (head-local now)."""
+    collider), the nearest node's distance less the grid's slack farther than the path is
+    long, or the path clear of the triangles listed where it starts (``_way_clear``). Whether
+    they clear it, and the path's ends (head-local now)."""
     ax, ay, az = _to(m, np.float64(last[0, w]), np.float64(last[1, w]), np.float64(last[2, w]))
     if col[16]:                      # where it was in the collider's space, in head-local space now
         ax, ay, az = _to(col[10], ax, ay, az)
@@ -992,7 +1057,9 @@ def _path_clear(p, i, w, last, m, col, rest):
         return True, ax, ay, az, bx, by, bz
     stretch = np.float64(col[15])
     near = np.float64(_screen(col, np.float32(ax), np.float32(ay), np.float32(az))) - np.float64(col[12])
-    return near / stretch > math.sqrt(dx * dx + dy * dy + dz * dz) + col[14] / stretch, ax, ay, az, bx, by, bz
+    if near / stretch > math.sqrt(dx * dx + dy * dy + dz * dz) + col[14] / stretch:
+        return True, ax, ay, az, bx, by, bz
+    return _way_clear(ax, ay, az, bx, by, bz, col), ax, ay, az, bx, by, bz
 
 
 @njit(cache=True, inline="always")
@@ -1011,12 +1078,15 @@ def _crossed(p, i, w, last, m, col, rest, corner):
 def _segment_clear(p, i, a, col):
     """The cheap test that clears most segments from point ``a`` of rows ``p`` to point ``i``
     against collider ``col`` (``_cuts``'): ``a``'s nearest node's distance less the grid's
-    slack farther than the segment is long."""
+    slack farther than the segment is long, or the segment clear of the triangles listed where
+    it starts (``_way_clear``)."""
     ax, ay, az = np.float64(p[0, a]), np.float64(p[1, a]), np.float64(p[2, a])
     dx, dy, dz = np.float64(p[0, i]) - ax, np.float64(p[1, i]) - ay, np.float64(p[2, i]) - az
     stretch = np.float64(col[15])
     near = np.float64(_screen(col, p[0, a], p[1, a], p[2, a])) - np.float64(col[12])
-    return near / stretch > math.sqrt(dx * dx + dy * dy + dz * dz) + col[14] / stretch
+    if near / stretch > math.sqrt(dx * dx + dy * dy + dz * dz) + col[14] / stretch:
+        return True
+    return _way_clear(ax, ay, az, np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i]), col)
 
 
 @njit(cache=True, inline="always")
