@@ -435,3 +435,61 @@ def test_a_pull_back_gives_the_same_bits_on_one_and_two_threads():
     finally:
         numba.set_num_threads(was)
     assert all(np.array_equal(a[0], b[0]) for a, b in zip(*runs))
+
+
+@pytest.mark.parametrize("mapped", [False, True])
+def test_a_way_cleared_without_stepping_along_it_keeps_clear_of_the_surface_all_along(mapped):
+    """``kernels.walk._way_clear`` — the cheap test that clears a point's path or a segment
+    before continuous contact steps along it — against its plain reference: every way it clears
+    keeps farther than the collider's tolerance from the mesh at each of 400 points along it
+    (exact distances, every triangle searched), among ways drawn through the surface, near it and
+    beyond its box; and the ways it is for — hair lying along the surface at its offset, the
+    chord's sag inside the offset — are cleared, as are ways above the box. ``mapped``: the
+    collider reached through a field map (a body the head turns above)."""
+    from hair_wig.collision import Collider
+    from hair_wig.kernels import walk as walk_kernels
+
+    v, t = sphere(0.5, rings=16, segments=32)
+    c = Collider(ColliderMesh("Ball", v, t), np.eye(4), offset=0.02)
+    to_field = np.eye(4)
+    if mapped:
+        a = 0.4
+        to_field[:3, :3] = [[np.cos(a), -np.sin(a), 0.0], [np.sin(a), np.cos(a), 0.0], [0.0, 0.0, 1.0]]
+        to_field[:3, 3] = (0.1, -0.2, 0.05)
+        c.set_frame(to_field)
+    col = c.kernel_view()
+    tol = col[14]
+    back = np.linalg.inv(to_field)
+    rng = np.random.default_rng(5)
+
+    def head_local(x):
+        return x @ back[:3, :3].T + back[:3, 3]
+
+    # through and near the surface, any way
+    u = rng.normal(size=(600, 3))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    a = u * rng.uniform(0.4, 0.7, (600, 1))
+    b = a + rng.normal(size=(600, 3)) * 0.05
+    # lying along it at the offset: short chords of the sphere grown by the offset, whose sag
+    # (L² / 8 r, under 1 mm) and the facets' (under 3 mm below the sphere) keep them 15 mm out
+    w = np.cross(u[:200], rng.normal(size=(200, 3)))
+    w /= np.linalg.norm(w, axis=1, keepdims=True)
+    lying_a = u[:200] * 0.52
+    lying_b = lying_a + w * 0.03
+    lying_b = lying_b / np.linalg.norm(lying_b, axis=1, keepdims=True) * 0.52
+    # above the box
+    above_a = rng.uniform(-0.4, 0.4, (100, 3)) + (0.0, 0.0, 1.2)
+    above_b = above_a + rng.normal(size=(100, 3)) * 0.05
+    ways = [np.concatenate(x) for x in ((a, lying_a, above_a), (b, lying_b, above_b))]
+    kind = np.repeat([0, 1, 2], (600, 200, 100))
+    cleared = np.array([walk_kernels._way_clear(*head_local(ways[0][k]), *head_local(ways[1][k]), col)
+                        for k in range(len(kind))])
+    s = np.linspace(0.0, 1.0, 400)[:, None]
+    for k in np.flatnonzero(cleared):
+        along = ways[0][k] + s * (ways[1][k] - ways[0][k])
+        sd = c.field.exact(along, every=True)[0]
+        assert np.abs(sd).min() > tol, (k, kind[k], np.abs(sd).min())
+    assert cleared[kind == 1].all() and cleared[kind == 2].all()
+    crossing = [k for k in range(600)
+                if np.ptp(np.sign(c.field.exact(ways[0][k] + s * (ways[1][k] - ways[0][k]), every=True)[0])) > 0]
+    assert crossing and not cleared[crossing].any()
