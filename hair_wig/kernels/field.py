@@ -367,6 +367,20 @@ def _exact_point(qx, qy, qz, cell, tris):
 
 
 @njit(cache=True, inline="always")
+def box_distance(x, y, z, lo, hi):
+    """The distance (float64; NaN for a NaN point) from the float64 point (x, y, z) to the box
+    ``lo``–``hi`` (3,) (0 inside it): a lower bound of the distance to the mesh it holds."""
+    acc = 0.0
+    for k in range(3):
+        c = x if k == 0 else (y if k == 1 else z)
+        a, b = lo[k] - c, c - hi[k]
+        g = a if (a != a or a >= b) else b
+        g = g if (g != g or g >= 0.0) else 0.0
+        acc += g * g
+    return math.sqrt(acc)
+
+
+@njit(cache=True, inline="always")
 def _signed_point(x, y, z, grid64, errors, tris, box):
     """``MeshField.signed_distance`` for one float64 point: float32 (the grid's value, the
     distance to the mesh's box beyond the grid, the exact one where the lists say so) and
@@ -375,14 +389,7 @@ def _signed_point(x, y, z, grid64, errors, tris, box):
     lo, hi, reach = box
     d, _, _, _, base = _lookup64(x, y, z, grid64)
     if not np.isfinite(d):                    # beyond the grid: the distance to the box
-        acc = 0.0
-        for k in range(3):
-            c = x if k == 0 else (y if k == 1 else z)
-            a, b = lo[k] - c, c - hi[k]
-            g = a if (a != a or a >= b) else b
-            g = g if (g != g or g >= 0.0) else 0.0
-            acc += g * g
-        d = np.float32(math.sqrt(acc))
+        d = np.float32(box_distance(x, y, z, lo, hi))
     grid_error, untrusted, per, list_dims, _, list_reach, _ = errors
     cell = _list_cell(x, y, z, origin, errors)
     err = grid_error[cell]
@@ -523,13 +530,20 @@ def _lower(x, y, z, planes, t):
     plane the triangle is at least that far). ``planes`` (T, 16) float32: the plane's unit normal
     and offset, then each edge's outward unit normal within the plane and offset
     (``collision.triangles.side_planes``)."""
-    h = x * planes[t, 0] + y * planes[t, 1] + z * planes[t, 2] - planes[t, 3]
+    h = plane_offset(x, y, z, planes, t, 0)
     out = _F0
     for k in range(4, 16, 4):
-        o = x * planes[t, k] + y * planes[t, k + 1] + z * planes[t, k + 2] - planes[t, k + 3]
+        o = plane_offset(x, y, z, planes, t, k)
         if o > out:
             out = o
     return np.sqrt(h * h + out * out)
+
+
+@njit(cache=True, inline="always")
+def plane_offset(x, y, z, planes, t, k):
+    """The float32 point (x, y, z)'s signed offset from plane ``k`` (0: the triangle's own, 4, 8,
+    12: its edges' side planes) of triangle ``t`` of ``planes`` (``_lower``'s)."""
+    return x * planes[t, k] + y * planes[t, k + 1] + z * planes[t, k + 2] - planes[t, k + 3]
 
 
 @njit(cache=True, inline="always")

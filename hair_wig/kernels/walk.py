@@ -39,8 +39,8 @@ from numba import get_thread_id, njit, prange
 from numba.typed import List
 
 from .borrow import borrowed
-from .field import (_INF32, _exact_point, _grid_error, _list_cell, _lookup64, _node_value, _signed_point,
-                    _trilinear32)
+from .field import (_F0, _INF32, _exact_point, _grid_error, _list_cell, _lookup64, _node_value, _signed_point,
+                    _trilinear32, box_distance, plane_offset)
 from .chain import _chain_moves, settled
 from .leader import place
 from .response import held
@@ -49,7 +49,6 @@ from .response import held
 _GRID32, _GRID64, _ERRORS, _TRIS, _TO_FIELD, _FROM_FIELD, _TOLERANCE, _TRANSFORMED = 1, 2, 3, 4, 9, 10, 14, 16
 
 _F32_KEEP = 4 * float(np.finfo(np.float32).eps)   # a segment its length to 4 ulp keeps its point
-_F32_0 = np.float32(0.0)
 SAMPLES = 9                                       # directions a swing scan measures (tenths)
 
 
@@ -995,13 +994,7 @@ def _way_clear(ax, ay, az, bx, by, bz, col):
     tol = np.float64(col[14])
     dx, dy, dz = fbx - fax, fby - fay, fbz - faz
     travel = math.sqrt(dx * dx + dy * dy + dz * dz)
-    lo, hi = col[5][0], col[5][1]
-    acc = 0.0
-    for c in range(3):
-        v = fax if c == 0 else (fay if c == 1 else faz)
-        g = max(lo[c] - v, v - hi[c], 0.0)
-        acc += g * g
-    if math.sqrt(acc) - travel > tol:
+    if box_distance(fax, fay, faz, col[5][0], col[5][1]) - travel > tol:
         return True
     errors, tris, planes = col[3], col[4], col[6]
     origin = col[2][1]
@@ -1020,14 +1013,11 @@ def _way_clear(ax, ay, az, bx, by, bz, col):
     x1, y1, z1 = np.float32(fbx - origin[0]), np.float32(fby - origin[1]), np.float32(fbz - origin[2])
     for m in range(start[cell], start[cell + 1]):
         t = listed[m]
-        h0 = x0 * planes[t, 0] + y0 * planes[t, 1] + z0 * planes[t, 2] - planes[t, 3]
-        h1 = x1 * planes[t, 0] + y1 * planes[t, 1] + z1 * planes[t, 2] - planes[t, 3]
-        near = min(h0, h1) if h0 > 0 and h1 > 0 else (min(-h0, -h1) if h0 < 0 and h1 < 0 else _F32_0)
-        out = _F32_0
+        h0, h1 = plane_offset(x0, y0, z0, planes, t, 0), plane_offset(x1, y1, z1, planes, t, 0)
+        near = min(h0, h1) if h0 > 0 and h1 > 0 else (min(-h0, -h1) if h0 < 0 and h1 < 0 else _F0)
+        out = _F0
         for q in range(4, 16, 4):
-            o0 = x0 * planes[t, q] + y0 * planes[t, q + 1] + z0 * planes[t, q + 2] - planes[t, q + 3]
-            o1 = x1 * planes[t, q] + y1 * planes[t, q + 1] + z1 * planes[t, q + 2] - planes[t, q + 3]
-            o = min(o0, o1)
+            o = min(plane_offset(x0, y0, z0, planes, t, q), plane_offset(x1, y1, z1, planes, t, q))
             if o > out:
                 out = o
         # less the prune's slack, as ``_outside``'s: far above these float32 roundings
