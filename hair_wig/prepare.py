@@ -155,6 +155,28 @@ def _strands_met_as_called():
     strands.step(state, rest - 0.2, 1 / 24, gravity, contact=contacts)
 
 
+def _strands_hair_as_called():
+    """The Strands substeps with hair against hair in the same launch (``kernels.verlet.
+    verlet_substeps_pairs``, ``verlet_substeps_met_pairs``): two strands of three points side by
+    side, repelling and linked, pulled into a tetrahedron with its colliders and without."""
+    from .collision.contacts import SurfaceContacts
+    from .strands import StrandSettings, VerletStrands
+
+    one = np.array([[0.3, 0.3, 0.6], [0.3, 0.3, 0.9], [0.3, 0.3, 1.2]]).T
+    rest = np.ascontiguousarray(np.stack([one, one + np.array([[0.002], [0.0], [0.0]])], axis=2))   # (3, 3, 2)
+    gravity = np.array([0.0, 0.0, -9.81])
+    for met in (False, True):
+        strands = VerletStrands(rest, StrandSettings(hair_hair=True, diameter=0.005, links=1))
+        state = strands.initial_state(rest, gravity)
+        contacts = None
+        if met:
+            contacts = SurfaceContacts(_bound_colliders(rest.reshape(3, -1), (None, True)),
+                                       np.arange(6).reshape(3, 2), 2)
+            contacts.move(np.eye(4), np.eye(4))
+            contacts.begin()
+        strands.step(state, rest - 0.2, 1 / 24, gravity, contact=contacts)
+
+
 def _wisp_body_as_called():
     """The Wisps' contacts with the head and body (``kernels.wisp_body``): two wisps of three
     points, one pressed into a tetrahedron, one collider moving with the head and one not, with
@@ -229,6 +251,7 @@ class Group:
 _SECONDS = {"follow-the-leader": 9.2, "collision grid": 2.9, "collision exact distances": 3.0, "collision depth": 2.1,
             "collision walk": 44.3, "continuous contact": 8.0, "collision build": 7.3, "compression": 0.8,
             "collision contacts": 7.1, "hair against hair": 15.0, "strands meeting colliders": 7.0,
+            "strands against strands": 12.0,
             "hair volume": 4.6, "angular rods": 5.3, "strands": 5.8, "springs": 1.5, "magnets": 2.2, "output": 0.8,
             "chain give": 8.4, "contact response": 3.0, "force fields": 1.6, "scalp space": 1.1, "wisps": 13.8,
             "wisps meeting colliders": 4.0, "winding numbers": 2.0}
@@ -239,6 +262,7 @@ GROUPS: dict[str, Group] = {name: Group(name, call, _SECONDS.get(name, 5.0)) for
                         ("continuous contact", _cross_as_called),
                         ("collision contacts", _contacts_as_called), ("chain give", _chain_as_called),
                         ("strands meeting colliders", _strands_met_as_called),
+                        ("strands against strands", _strands_hair_as_called),
                         ("wisps meeting colliders", _wisp_body_as_called),
                         ("hair against hair", _pairs_as_called)))}
 

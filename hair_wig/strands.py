@@ -32,8 +32,9 @@ from .chain import GIVE, HEAD_ON, KEPT, RIDGE, ROUNDS, SETTLING, give
 from .dynamics_layer import FRICTION, DynamicsLayer, HairModel, LayerFrame, profile, setting
 from .errors import HairWigError
 from .interaction import Contacts, Volume, link_forces, repulsion, segment_rows, static_links
+from .kernels import pairs as pairs_kernels
 from .kernels import verlet_substeps, verlet_substeps_met
-from .kernels.verlet import NO_FIELDS
+from .kernels.verlet import NO_FIELDS, verlet_substeps_met_pairs, verlet_substeps_pairs
 from .leader import follow_the_leader
 from .profiles import Profile
 from .spaces import rotation_of, transform_rows
@@ -182,6 +183,11 @@ class VerletStrands:
     last frame's ``goal`` (3, n, S), and ``hold`` (3,) in the head's frame — so a bake can copy,
     compare and resume it."""
 
+    # hair against hair by pairs and the static links inside the substeps' one launch
+    # (``kernels.verlet.hair_hair``); False: a launch a substep, their accelerations computed
+    # between in numpy — the reference the one launch is tested against, bit for bit
+    HAIR_IN_LAUNCH = True
+
     def __init__(self, rest: np.ndarray, settings: StrandSettings | None = None,
                  rest_frame: np.ndarray | None = None):
         """``rest_frame`` (4, 4): rigid, world → the head's frame at rest (``step``'s ``frame``
@@ -225,6 +231,8 @@ class VerletStrands:
         # against the distances the groom has (``repulsion``)
         self._rest_segments = segment_rows(rest[:, :-1].reshape(3, -1), rest[:, 1:].reshape(3, -1))
         self._h = None                                                   # the last substep (s)
+        self._hair_scratch = None                                        # ``_hair_parts``
+        self._links_only = None
 
     def set_dynablend(self, dynablend: float) -> None:
         """How much of the strands' own motion is shown (keyable): the state is unchanged."""
@@ -333,11 +341,12 @@ class VerletStrands:
     def _substeps(self, pos, prev, g0, step, v_goal, m, h, keep, toward, base, kh2, bend, accel, contact, frame):
         """The frame's substeps by the one kernel (``kernels.verlet_substeps``: the prediction, the
         bend and follow-the-leader, strand by strand; ``verlet_substeps_met`` meets the colliders
-        inside it, as ``_meet`` does): all ``m`` in one launch where nothing between them needs
-        every strand — the scene's force fields are taken inside it, point by point; else one a
-        launch, with the hair–hair accelerations (and force fields given as a plain function)
-        before it, and the colliders' contacts after it where the kernel cannot meet them
-        (``SurfaceContacts.substep_parts``)."""
+        inside it, as ``_meet`` does): all ``m`` in one launch — the scene's force fields taken
+        inside it, point by point, and hair against hair by pairs and the links in passes of
+        their own at each substep (``verlet_substeps_pairs``, ``verlet_substeps_met_pairs``);
+        else one a launch, with the Volume's accelerations (and force fields given as a plain
+        function) before it, and the colliders' contacts after it where the kernel cannot meet
+        them (``SurfaceContacts.substep_parts``)."""
         s = self.settings
         new = np.empty_like(pos)
         length = self.length
@@ -346,8 +355,18 @@ class VerletStrands:
         between = bool(s.hair_hair or self.link_a.size)
         # the scene's force fields as the kernel reads them (``LayerFrame.accel``'s): taken inside
         # it, each point's own; a plain function of every point (a test's) between launches
-        packed = getattr(accel, "packed", None) if not between else None
-        whole = (accel is None or packed is not None) and (contact is None or parts is not None) and not between
+        packed = getattr(accel, "packed", None)
+        # every substep in one launch where the kernel can take all a substep needs: hair against
+        # hair by pairs and the links too (``kernels.verlet.hair_hair``); the Volume's grid and a
+        # plain function's force fields between one-substep launches
+        whole = (accel is None or packed is not None) and (contact is None or parts is not None) and (
+            not between or (self.volume is None and self.HAIR_IN_LAUNCH))
+        if between and whole:
+            self._hair_launch(pos, prev, g0, step, m, h, keep, toward, base, kh2, bend, tiny, packed, contact, parts,
+                              frame)
+            return
+        if between:                  # the force fields as the plain function, between launches
+            packed = None
         none = np.zeros((0, 0, 0))
         fields = NO_FIELDS if packed is None else packed
         scratch = none if packed is None else np.empty_like(pos)      # the kernel writes the fields' into it
@@ -372,6 +391,62 @@ class VerletStrands:
             verlet_substeps(*verlet)
             if self._meet(contact, new, prev, i / m):
                 pos[...] = new
+
+    def _hair_launch(self, pos, prev, g0, step, m, h, keep, toward, base, kh2, bend, tiny, packed, contact, parts,
+                     frame) -> None:
+        """The frame's ``m`` substeps with hair against hair by pairs and the links in one launch
+        (``_substeps``), meeting the colliders inside it where ``parts``."""
+        s = self.settings
+        verlet = (pos, prev, np.empty_like(pos), g0, step, 1, m, h, keep, toward, base, np.empty_like(pos), kh2,
+                  bend, self.length, bool(s.pinned), bool(s.root_direction), float(s.ftl_damping), tiny,
+                  *(NO_FIELDS if packed is None else packed))
+        hair = self._hair_parts(pos, frame)
+        if parts is not None:
+            gives = (1 + bool(s.pinned and s.root_direction), GIVE, SETTLING, HEAD_ON, ROUNDS, RIDGE, KEPT)
+            got = verlet_substeps_met_pairs(*verlet, *contact.launch_parts(parts), float(s.friction), *gives, hair)
+            contact.counted()
+        else:
+            got = verlet_substeps_pairs(*verlet, hair)
+        self._hair_kept(hair, got)
+
+    def _hair_parts(self, pos: np.ndarray, frame: np.ndarray | None) -> tuple:
+        """Hair against hair as ``kernels.verlet.hair_hair`` takes it: the repulsion's and the
+        links' settings and lists, and the broadphase's Verlet list (``Contacts``) and scratch."""
+        s = self.settings
+        n, num = pos.shape[1], pos.shape[2]
+        c = self.contacts
+        if c is None:                            # links alone: no repulsion (threshold 0)
+            if self._links_only is None:
+                self._links_only = Contacts(self.segment_strand, 0.0, 0.0)
+            c = self._links_only
+            threshold, stiffness = 0.0, 0.0
+        else:
+            threshold, stiffness = float(s.diameter), float(s.repulsion)
+        if c.at is None:
+            c.at = np.empty((3, n * num))
+            c.pairs = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        if self._hair_scratch is None:
+            link_a, link_b = (np.ascontiguousarray(x, np.int64) for x in (self.link_a, self.link_b))
+            self._hair_scratch = (link_a, link_b, np.ascontiguousarray(self.link_rest, np.float64),
+                                  *pairs_kernels.link_lists(link_a, link_b, num), np.empty((3, n * num)),
+                                  np.empty(((n - 1) * num, 6)), np.empty(pos.shape))
+        link_a, link_b, link_rest, by_a, at_a, by_b, at_b, now, ends, out = self._hair_scratch
+        track = np.eye(4) if frame is None else np.ascontiguousarray(frame, np.float64)
+        state = np.array([c.searches > 0, c.served, c.searches, 0], np.int64)
+        skin = np.array([c.skin], np.float64)
+        return (track, self.segment_strand, threshold, float(c.margin), stiffness, self._rest_segments, link_a,
+                link_b, link_rest, float(s.link_stiffness), by_a, at_a, by_b, at_b, c.at, state, skin, now, ends,
+                out, *c.pairs)
+
+    def _hair_kept(self, hair: tuple, got: tuple) -> None:
+        """The Verlet list's state as the launch left it (``_hair_parts``)."""
+        c = self.contacts
+        if c is None:
+            return
+        state, skin = hair[15], hair[16]
+        c.served, c.searches, c.skin = int(state[1]), int(state[2]), float(skin[0])
+        c.pairs = got
+        self.pairs = int(state[3])
 
     def absorb(self, state: dict, delta: np.ndarray, friction: float) -> None:
         """Move the strands' state by ``delta`` (3, n, S), what refinement did to the shown pose
@@ -535,7 +610,8 @@ class StrandLayer(DynamicsLayer):
                    "back to the groom; strands can push each other apart: long hair")
     SETTINGS = StrandSettings
     KEYED = ("dynablend", "goal_stiffness")
-    KERNELS = ("strands", "collision contacts", "strands meeting colliders", "hair against hair", "hair volume")
+    KERNELS = ("strands", "collision contacts", "strands meeting colliders", "hair against hair",
+               "strands against strands", "hair volume")
     LIFTS = True          # refinement's walk lifts a chain at a head-on contact as ``_give`` does
 
     def __init__(self, model: HairModel, settings: StrandSettings):

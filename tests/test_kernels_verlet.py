@@ -290,3 +290,41 @@ def test_force_fields_taken_inside_the_substep_kernel_give_the_launches_bits(met
     between = _met_both_ways(True, False, settings, tol, packed, reference_accel=plain)
     assert between.pushed > 500
     assert settings.substeps in launches                        # the fused frames: one launch each
+
+
+@pytest.mark.parametrize("met, fields", [(False, False), (False, True), (True, False), (True, True)])
+def test_hair_against_hair_inside_the_substep_kernel_gives_the_launches_bits(met, fields):
+    """Hair against hair — the repulsion of segments of other strands closer than the diameter,
+    found by the Verlet list, and the static links — taken inside the substeps' one launch
+    (``kernels.verlet.hair_hair``) against a launch a substep with them computed between in
+    numpy (``HAIR_IN_LAUNCH`` off, the reference): the same bits, frame after frame, the head
+    moving through the strands (with its colliders met inside the kernel, and the scene's force
+    fields: packed inside, the same fields as a plain function between), the list kept and
+    searched again alike."""
+    rest, cs, index, frames = _sweeping_head(True, False)
+    settings = StrandSettings(hair_hair=True, diameter=0.03, links=2)
+    packed, plain = _scene_fields() if fields else (None, None)
+    kernel, reference = VerletStrands(rest, settings), VerletStrands(rest, settings)
+    reference.HAIR_IN_LAUNCH = False
+    both = [SurfaceContacts(cs, index, _fixed(settings)) for _ in range(2)] if met else [None, None]
+    mine = kernel.initial_state(rest, G)
+    state = reference.initial_state(rest, G)
+    acted = touched = 0
+    for was, now, goal in frames:
+        for c in both:
+            if c is not None:
+                c.move(was, now)
+                c.begin()
+        got = kernel.step(mine, goal, 1 / 24, G, accel=packed, contact=both[0])
+        want = reference.step(state, goal, 1 / 24, G, accel=plain, contact=both[1])
+        for a, b in ((got, want), (mine["pos"], state["pos"]), (mine["prev"], state["prev"])):
+            assert np.array_equal(a, b)
+        assert kernel.pairs == reference.pairs
+        acted += kernel.pairs
+        touched += both[0].touched if met else 0
+    assert kernel.contacts.searches == reference.contacts.searches
+    assert kernel.contacts.served == reference.contacts.served
+    assert acted > 0 and kernel.link_a.size                     # strands pushed each other, and links pulled
+    assert np.abs(want - goal).max() > 0.01                    # the strands did move
+    if met:
+        assert both[0].looked == both[1].looked and touched > 0      # the head met the strands

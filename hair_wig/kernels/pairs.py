@@ -604,40 +604,59 @@ BLOCKS = 64                 # blocks of column runs a search is cut into (work a
 def find_pairs(a, b, strand, reach, closest_points=True, per_segment=4.0):
     """Pairs ``(i, j)`` (i < j) of segments ``a b`` (3, M) float64 of different strands
     (``strand`` (M,) int64) closer than ``reach``, sorted by ``(i, j)``, with (``closest_points``)
-    their closest parameters and shortest vector: ``(i, j, s, t, vec)``. ``per_segment``: how
-    many pairs a segment is expected to have (room is made for that many first; a block with more
-    is searched again with room for all — the result is the same)."""
+    their closest parameters and shortest vector: ``(i, j, s, t, vec)`` (``pairs_within``)."""
     m = a.shape[1]
     if m < 2:
         empty = np.zeros(0, np.int64)
         return empty, empty, np.zeros(0), np.zeros(0), np.zeros((3, 0))
     ends = segment_ends(a, b)
-    grid = segment_grid(ends, strand, 0.5 * reach)
-    runs = grid[5]
-    blocks = blocks_of(runs, max(min(BLOCKS, len(runs) - 1), 1))
-    size = np.diff(runs[blocks]) if len(runs) > 1 else np.zeros(len(blocks) - 1, np.int64)
-    room = np.zeros(len(blocks), np.int64)
-    np.cumsum(np.ceil(size * float(per_segment)).astype(np.int64) + 16, out=room[1:])
-    redo = np.ones(len(blocks) - 1, np.bool_)
-    slot_i, slot_j = np.empty(int(room[-1]), np.int64), np.empty(int(room[-1]), np.int64)
-    found = near_pairs(reach, *grid, blocks, room, slot_i, slot_j, redo)
-    redo = found > np.diff(room)
-    if redo.any():
-        # room for every pair the crowded blocks found, and those blocks searched again
-        keep = np.where(redo, found, np.diff(room))
-        old, room = room, np.zeros(len(blocks), np.int64)
-        np.cumsum(keep, out=room[1:])
-        new_i, new_j = np.empty(int(room[-1]), np.int64), np.empty(int(room[-1]), np.int64)
-        for bk in np.flatnonzero(~redo):
-            new_i[room[bk]:room[bk] + found[bk]] = slot_i[old[bk]:old[bk] + found[bk]]
-            new_j[room[bk]:room[bk] + found[bk]] = slot_j[old[bk]:old[bk] + found[bk]]
-        slot_i, slot_j = new_i, new_j
-        again = near_pairs(reach, *grid, blocks, room, slot_i, slot_j, redo)
-        found = np.where(redo, again, found)
-    pi, pj, at = sort_pairs(slot_i, slot_j, room, found, m)
-    _sort_rows(pj, at)
+    pi, pj = pairs_within(ends, strand, float(reach), float(per_segment))
     k = len(pi)
     ps, pt, pvec = np.empty(k), np.empty(k), np.empty((3, k))
     if closest_points:
         closest_pairs(ends, pi, pj, ps, pt, pvec)
     return pi, pj, ps, pt, pvec
+
+
+@njit(cache=True)
+def pairs_within(ends, strand, reach, per_segment):
+    """The search (module docstring): pairs ``(i, j)`` (i < j) of segments ``ends`` (M, 6) of
+    different strands (``strand`` (M,) int64) closer than ``reach``, sorted by ``(i, j)``.
+    ``per_segment``: how many pairs a segment is expected to have (room is made for that many
+    first; a block with more is searched again with room for all — the result is the same).
+    One call for a substep kernel, which searches between its own parallel passes."""
+    m = ends.shape[0]
+    if m < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    order, boxes, ends_e, strands, cols, runs, back = segment_grid(ends, strand, 0.5 * reach)
+    blocks = blocks_of(runs, max(min(BLOCKS, runs.shape[0] - 1), 1))
+    n_blocks = blocks.shape[0] - 1
+    room = np.zeros(n_blocks + 1, np.int64)
+    for bk in range(n_blocks):
+        size = runs[blocks[bk + 1]] - runs[blocks[bk]] if runs.shape[0] > 1 else 0
+        room[bk + 1] = room[bk] + np.int64(math.ceil(size * per_segment)) + 16
+    redo = np.ones(n_blocks, np.bool_)
+    slot_i, slot_j = np.empty(room[n_blocks], np.int64), np.empty(room[n_blocks], np.int64)
+    found = near_pairs(reach, order, boxes, ends_e, strands, cols, runs, back, blocks, room, slot_i, slot_j, redo)
+    again = False
+    for bk in range(n_blocks):
+        redo[bk] = found[bk] > room[bk + 1] - room[bk]
+        again = again or redo[bk]
+    if again:
+        # room for every pair the crowded blocks found, and those blocks searched again
+        old = room.copy()
+        for bk in range(n_blocks):
+            room[bk + 1] = room[bk] + (found[bk] if redo[bk] else old[bk + 1] - old[bk])
+        new_i, new_j = np.empty(room[n_blocks], np.int64), np.empty(room[n_blocks], np.int64)
+        for bk in range(n_blocks):
+            if not redo[bk]:
+                new_i[room[bk]:room[bk] + found[bk]] = slot_i[old[bk]:old[bk] + found[bk]]
+                new_j[room[bk]:room[bk] + found[bk]] = slot_j[old[bk]:old[bk] + found[bk]]
+        slot_i, slot_j = new_i, new_j
+        more = near_pairs(reach, order, boxes, ends_e, strands, cols, runs, back, blocks, room, slot_i, slot_j, redo)
+        for bk in range(n_blocks):
+            if redo[bk]:
+                found[bk] = more[bk]
+    pi, pj, at = sort_pairs(slot_i, slot_j, room, found, m)
+    _sort_rows(pj, at)
+    return pi, pj

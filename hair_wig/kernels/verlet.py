@@ -7,9 +7,12 @@ substep: the points taken into the head's frame at the substep, the contacts
 (``kernels.contacts``' passes), their push back into the world and the response
 (``kernels.response.met``), and the chain's give where a push met it head-on
 (``kernels.chain.give_chain``) — every strand's own, so the whole frame is one launch and a
-block of strands stays in cache through it. Hair–hair and force fields, which need every strand,
-stay between launches (one substep a launch then). Arrays are point-major float64 ``(3, n, S)``,
-as the layer keeps them.
+block of strands stays in cache through it. The scene's force fields are taken point by point
+inside it. Hair against hair by pairs and the static links need every strand at every substep:
+``verlet_substeps_pairs`` and ``verlet_substeps_met_pairs`` take them inside the launch too, each
+substep's accelerations (``hair_hair``: the pairs' search, their repulsion, the links) in passes
+of their own before its strands step. Arrays are point-major float64 ``(3, n, S)``, as the layer
+keeps them.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from .chain import give_chain, gives
 from .contacts import meet_collider
 from .fields import accel_at
 from .leader import place
+from .pairs import gather_links, gather_repulsion, measure_pairs, most_moved, pair_lists, pairs_within
 from .response import met
 
 
@@ -119,6 +123,8 @@ def verlet_substeps_met(pos, prev, new, g0, step, first, count, h, keep, toward,
     n, num = pos.shape[1], pos.shape[2]
     use_extra = extra.shape[1] == n
     blocks = (num + BLOCK - 1) // BLOCK
+    meet = (maps, backs, q, push, fixed, cmaps, moving, lim_p, lim_s, w_a, w_b, every, lipschitz, ref_p, room_p,
+            ref_m, half_m, room_s, touched, looked, friction, give_fixed, give, settling, head_on, rounds, ridge, kept)
     for b in prange(blocks):
         lo, hi = b * BLOCK, min((b + 1) * BLOCK, num)
         carry, held, moved = np.empty((3, hi - lo)), np.empty((4, hi - lo)), np.empty((3, n, 1))
@@ -128,31 +134,186 @@ def verlet_substeps_met(pos, prev, new, g0, step, first, count, h, keep, toward,
         for i in range(first, first + count):
             if kinds.shape[0]:
                 _fields(pos, prev, step, h, keep, toward, base, extra, kinds, floats, tables, lo, hi)
-            _substep(pos, prev, new, g0, step, i, h, keep, toward, base, extra, use_extra, kh2, share, length, pinned,
+            look = fresh and i == first
+            _met_block(pos, prev, new, g0, step, i, h, keep, toward, base, extra, use_extra, kh2, share, length,
+                       pinned, root_direction, ftl_damping, tiny, lo, hi, carry, held, moved, look, mine, meet)
+
+
+@njit(cache=True, inline="always")
+def _met_block(pos, prev, new, g0, step, i, h, keep, toward, base, extra, use_extra, kh2, share, length, pinned,
+               root_direction, ftl_damping, tiny, lo, hi, carry, held, moved, look, mine, meet):
+    """Substep ``i`` of strands ``lo … hi − 1`` meeting the colliders (``verlet_substeps_met``):
+    the substep, its points taken into the head's frame and met by each collider of the
+    thread's ``mine``, the response and the chain's give; ``look``: the frame's first look;
+    ``meet``: the kernel's collider arguments, as a tuple (a call of more than 30 arguments is
+    compiled as one of ``*args``, which numba cannot inline)."""
+    (maps, backs, q, push, fixed, cmaps, moving, lim_p, lim_s, w_a, w_b, every, lipschitz, ref_p, room_p, ref_m,
+     half_m, room_s, touched, looked, friction, give_fixed, give, settling, head_on, rounds, ridge, kept) = meet
+    n = pos.shape[1]
+    _substep(pos, prev, new, g0, step, i, h, keep, toward, base, extra, use_extra, kh2, share, length, pinned,
+             root_direction, ftl_damping, tiny, lo, hi, carry)
+    _local(new, q, push, maps[i - 1], lo, hi)
+    for s in range(lo, hi):
+        touched[s] = 0
+    for k in range(len(mine)):
+        col = mine[k]
+        fm, mv = cmaps[i - 1, k], moving[k]
+        meet_collider(q, lo, hi, fixed, k, col, fm, mv, lim_p, lim_s, w_a, w_b, look, every, lipschitz, ref_p,
+                      room_p, ref_m, half_m, room_s, held, touched, looked)
+    for s in range(lo, hi):
+        if touched[s] > 0:
+            _respond(new, prev, q, push, backs[i - 1], s, friction)
+            if gives(new, length, push, give, settling, head_on, s) and give_chain(
+                    new, length, push, s, give_fixed, rounds, ridge, kept, moved, 0):
+                for j in range(n):
+                    for c in range(3):
+                        new[c, j, s] += moved[c, j, 0]
+                        prev[c, j, s] += moved[c, j, 0]
+        else:
+            for j in range(n):
+                for c in range(3):
+                    push[c, j, s] = 0.0
+    _kept(new, pos, lo, hi)
+
+
+@njit(cache=True, parallel=True)
+def verlet_substeps_pairs(pos, prev, new, g0, step, first, count, h, keep, toward, base, extra, kh2, share, length,
+                          pinned, root_direction, ftl_damping, tiny, kinds, floats, tables, hair):
+    """``verlet_substeps`` with hair against hair (seed 004) in the same launch: at every
+    substep each point's acceleration ``extra`` — ``base``, the force fields, the static links
+    and the repulsion of the segments of other strands closer than the diameter — then the
+    substep. ``hair``: ``hair_hair``'s tuple (the pairs' list in it is kept up to date).
+    Returns the list of candidate pairs as it ends ``(i, j)``."""
+    num = pos.shape[2]
+    blocks = (num + BLOCK - 1) // BLOCK
+    pi, pj = hair[-2], hair[-1]
+    for i in range(first, first + count):
+        pi, pj = hair_hair(pos, prev, step, h, keep, toward, base, extra, kinds, floats, tables, hair, pi, pj)
+        for b in prange(blocks):
+            lo, hi = b * BLOCK, min((b + 1) * BLOCK, num)
+            carry = np.empty((3, hi - lo))
+            _substep(pos, prev, new, g0, step, i, h, keep, toward, base, extra, True, kh2, share, length, pinned,
                      root_direction, ftl_damping, tiny, lo, hi, carry)
-            _local(new, q, push, maps[i - 1], lo, hi)
-            for s in range(lo, hi):
-                touched[s] = 0
-            for k in range(len(mine)):
-                col = mine[k]
-                look = fresh and i == first
-                fm, mv = cmaps[i - 1, k], moving[k]
-                meet_collider(q, lo, hi, fixed, k, col, fm, mv, lim_p, lim_s, w_a, w_b, look, every, lipschitz, ref_p,
-                              room_p, ref_m, half_m, room_s, held, touched, looked)
-            for s in range(lo, hi):
-                if touched[s] > 0:
-                    _respond(new, prev, q, push, backs[i - 1], s, friction)
-                    if gives(new, length, push, give, settling, head_on, s) and give_chain(
-                            new, length, push, s, give_fixed, rounds, ridge, kept, moved, 0):
-                        for j in range(n):
-                            for c in range(3):
-                                new[c, j, s] += moved[c, j, 0]
-                                prev[c, j, s] += moved[c, j, 0]
-                else:
-                    for j in range(n):
-                        for c in range(3):
-                            push[c, j, s] = 0.0
             _kept(new, pos, lo, hi)
+    return pi, pj
+
+
+@njit(cache=True, parallel=True)
+def verlet_substeps_met_pairs(pos, prev, new, g0, step, first, count, h, keep, toward, base, extra, kh2, share,
+                              length, pinned, root_direction, ftl_damping, tiny, kinds, floats, tables, maps, backs, q,
+                              push, fixed, cols, cmaps, moving, lim_p, lim_s, w_a, w_b, fresh, every, lipschitz,
+                              ref_p, room_p, ref_m, half_m, room_s, touched, looked, friction, give_fixed, give,
+                              settling, head_on, rounds, ridge, kept, hair):
+    """``verlet_substeps_met`` with hair against hair in the same launch, as
+    ``verlet_substeps_pairs``: every substep's accelerations, then each block of strands
+    stepped and meeting the colliders. Returns the list of candidate pairs as it ends."""
+    n, num = pos.shape[1], pos.shape[2]
+    blocks = (num + BLOCK - 1) // BLOCK
+    meet = (maps, backs, q, push, fixed, cmaps, moving, lim_p, lim_s, w_a, w_b, every, lipschitz, ref_p, room_p,
+            ref_m, half_m, room_s, touched, looked, friction, give_fixed, give, settling, head_on, rounds, ridge, kept)
+    for s in prange(num):
+        looked[s] = 0
+    pi, pj = hair[-2], hair[-1]
+    for i in range(first, first + count):
+        pi, pj = hair_hair(pos, prev, step, h, keep, toward, base, extra, kinds, floats, tables, hair, pi, pj)
+        for b in prange(blocks):
+            lo, hi = b * BLOCK, min((b + 1) * BLOCK, num)
+            carry, held, moved = np.empty((3, hi - lo)), np.empty((4, hi - lo)), np.empty((3, n, 1))
+            mine = cols[get_thread_id()]
+            look = fresh and i == first
+            _met_block(pos, prev, new, g0, step, i, h, keep, toward, base, extra, True, kh2, share, length,
+                       pinned, root_direction, ftl_damping, tiny, lo, hi, carry, held, moved, look, mine, meet)
+    return pi, pj
+
+
+@njit(cache=True, parallel=True)
+def hair_hair(pos, prev, step, h, keep, toward, base, extra, kinds, floats, tables, hair, pi, pj):
+    """Each point's acceleration ``extra`` (3, n, S) at the substep's start, in the layer's
+    numpy order (``VerletStrands.interaction``): ``base`` plus the force fields (``_fields``),
+    plus the static links' springs (``pairs.gather_links``) and the repulsion of every pair of
+    segments of different strands closer than the threshold (``pairs.measure_pairs``, summed per
+    segment in the pairs' order, ``pairs.gather_repulsion``). The candidate pairs are a Verlet
+    list (``interaction.Contacts``' rules, its state in ``hair``): kept while no point has
+    moved half its skin in the frame ``track`` (4, 4), else searched again
+    (``pairs.pairs_within``). Returns the list ``(pi, pj)``.
+
+    ``hair`` = ``(track, strand, threshold, margin, stiffness, rest_ends, link_a, link_b,
+    link_rest, link_k, link_lists (4 arrays), at, state, skin, now, ends, out, pi, pj)`` —
+    ``at``, ``now`` (3, P): the tracked points at the last search and now; ``state`` (4,) int64:
+    whether there is a list, the calls it served, the searches, the pairs acting; ``skin`` (1,);
+    ``ends`` (M, 6), ``out`` (3, n, S): scratch."""
+    (track, strand, threshold, margin, stiffness, rest_ends, link_a, link_b, link_rest, link_k,
+     by_a, at_a, by_b, at_b, at, state, skin, now, ends, out) = hair[:20]
+    n, num = pos.shape[1], pos.shape[2]
+    m = (n - 1) * num
+    blocks = (num + BLOCK - 1) // BLOCK
+    for b in prange(blocks):
+        lo, hi = b * BLOCK, min((b + 1) * BLOCK, num)
+        if kinds.shape[0]:
+            _fields(pos, prev, step, h, keep, toward, base, extra, kinds, floats, tables, lo, hi)
+        else:
+            for j in range(n):
+                for k in range(3):
+                    for s in range(lo, hi):
+                        extra[k, j, s] = base[k]
+        for j in range(n):
+            for s in range(lo, hi):
+                x, y, z = pos[0, j, s], pos[1, j, s], pos[2, j, s]
+                p = j * num + s
+                for k in range(3):
+                    now[k, p] = track[k, 0] * x + track[k, 1] * y + track[k, 2] * z + track[k, 3]
+    for x in prange(m):
+        kk, s = x // num, x % num
+        for c in range(3):
+            ends[x, c] = pos[c, kk, s]
+            ends[x, 3 + c] = pos[c, kk + 1, s]
+    if link_a.shape[0]:
+        gather_links(pos, link_a, link_b, link_rest, link_k, by_a, at_a, by_b, at_b, out)
+    else:
+        out[...] = 0.0
+    if threshold > 0.0:
+        search = True
+        if state[0]:
+            moved = most_moved(now, at)
+            if skin[0] > 0 and moved <= (0.5 * skin[0]) ** 2:
+                state[1] += 1
+                search = False
+            elif skin[0] == 0:
+                if moved <= (margin / 6) ** 2:
+                    skin[0] = margin
+            elif state[1] < 3:
+                skin[0] = 0.0
+        if search:
+            pi, pj = pairs_within(ends, strand, threshold * (1 + 1e-6) + skin[0], 4.0)
+            at[...] = now
+            state[0] = 1
+            state[1] = 1
+            state[2] += 1
+        rec = np.empty((pi.shape[0], 5))
+        acts = measure_pairs(ends, pi, pj, threshold, rest_ends, True, stiffness, rec)
+        by_i, at_i, by_j, at_j = pair_lists(pi, pj, acts, m)
+        state[3] = by_i.shape[0]
+        if by_i.shape[0]:
+            on_a, on_b = np.empty((3, m)), np.empty((3, m))
+            gather_repulsion(by_i, at_i, by_j, at_j, rec, on_a, on_b)
+            for b in prange(blocks):
+                lo, hi = b * BLOCK, min((b + 1) * BLOCK, num)
+                for j in range(n):
+                    for s in range(lo, hi):
+                        for k in range(3):
+                            v = out[k, j, s]
+                            if j < n - 1:
+                                v += on_a[k, j * num + s]
+                            if j > 0:
+                                v += on_b[k, (j - 1) * num + s]
+                            out[k, j, s] = v
+    for b in prange(blocks):
+        lo, hi = b * BLOCK, min((b + 1) * BLOCK, num)
+        for j in range(n):
+            for k in range(3):
+                for s in range(lo, hi):
+                    extra[k, j, s] += out[k, j, s]
+    return pi, pj
 
 
 @njit(cache=True, inline="always")
