@@ -232,7 +232,6 @@ class VerletStrands:
         self._rest_segments = segment_rows(rest[:, :-1].reshape(3, -1), rest[:, 1:].reshape(3, -1))
         self._h = None                                                   # the last substep (s)
         self._hair_scratch = None                                        # ``_hair_parts``
-        self._links_only = None
 
     def set_dynablend(self, dynablend: float) -> None:
         """How much of the strands' own motion is shown (keyable): the state is unchanged."""
@@ -414,17 +413,6 @@ class VerletStrands:
         links' settings and lists, and the broadphase's Verlet list (``Contacts``) and scratch."""
         s = self.settings
         n, num = pos.shape[1], pos.shape[2]
-        c = self.contacts
-        if c is None:                            # links alone: no repulsion (threshold 0)
-            if self._links_only is None:
-                self._links_only = Contacts(self.segment_strand, 0.0, 0.0)
-            c = self._links_only
-            threshold, stiffness = 0.0, 0.0
-        else:
-            threshold, stiffness = float(s.diameter), float(s.repulsion)
-        if c.at is None:
-            c.at = np.empty((3, n * num))
-            c.pairs = (np.zeros(0, np.int64), np.zeros(0, np.int64))
         if self._hair_scratch is None:
             link_a, link_b = (np.ascontiguousarray(x, np.int64) for x in (self.link_a, self.link_b))
             self._hair_scratch = (link_a, link_b, np.ascontiguousarray(self.link_rest, np.float64),
@@ -432,11 +420,20 @@ class VerletStrands:
                                   np.empty(((n - 1) * num, 6)), np.empty(pos.shape))
         link_a, link_b, link_rest, by_a, at_a, by_b, at_b, now, ends, out = self._hair_scratch
         track = np.eye(4) if frame is None else np.ascontiguousarray(frame, np.float64)
+        none = np.zeros(0, np.int64)
+        c = self.contacts
+        if c is None:                            # the links alone: no repulsion (threshold 0), no list
+            return (track, self.segment_strand, 0.0, 0.0, 0.0, self._rest_segments, link_a, link_b, link_rest,
+                    float(s.link_stiffness), by_a, at_a, by_b, at_b, now, np.zeros(4, np.int64), np.zeros(1), now,
+                    ends, out, none, none)
+        if c.at is None:
+            c.at = np.empty((3, n * num))
+            c.pairs = (none, none)
         state = np.array([c.searches > 0, c.served, c.searches, 0], np.int64)
         skin = np.array([c.skin], np.float64)
-        return (track, self.segment_strand, threshold, float(c.margin), stiffness, self._rest_segments, link_a,
-                link_b, link_rest, float(s.link_stiffness), by_a, at_a, by_b, at_b, c.at, state, skin, now, ends,
-                out, *c.pairs)
+        return (track, self.segment_strand, float(s.diameter), float(c.margin), float(s.repulsion),
+                self._rest_segments, link_a, link_b, link_rest, float(s.link_stiffness), by_a, at_a, by_b, at_b,
+                c.at, state, skin, now, ends, out, *c.pairs)
 
     def _hair_kept(self, hair: tuple, got: tuple) -> None:
         """The Verlet list's state as the launch left it (``_hair_parts``)."""
