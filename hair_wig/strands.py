@@ -417,15 +417,16 @@ class VerletStrands:
             link_a, link_b = (np.ascontiguousarray(x, np.int64) for x in (self.link_a, self.link_b))
             self._hair_scratch = (link_a, link_b, np.ascontiguousarray(self.link_rest, np.float64),
                                   *pairs_kernels.link_lists(link_a, link_b, num), np.empty((3, n * num)),
-                                  np.empty(((n - 1) * num, 6)), np.empty(pos.shape))
-        link_a, link_b, link_rest, by_a, at_a, by_b, at_b, now, ends, out = self._hair_scratch
+                                  np.empty(((n - 1) * num, 6)), np.empty(pos.shape),
+                                  pairs_kernels.search_work((n - 1) * num))
+        link_a, link_b, link_rest, by_a, at_a, by_b, at_b, now, ends, out, work = self._hair_scratch
         track = np.eye(4) if frame is None else np.ascontiguousarray(frame, np.float64)
         none = np.zeros(0, np.int64)
         c = self.contacts
         if c is None:                            # the links alone: no repulsion (threshold 0), no list
             return (track, self.segment_strand, 0.0, 0.0, 0.0, self._rest_segments, link_a, link_b, link_rest,
                     float(s.link_stiffness), by_a, at_a, by_b, at_b, now, np.zeros(4, np.int64), np.zeros(1), now,
-                    ends, out, none, none)
+                    ends, out, work, none, none)
         if c.at is None:
             c.at = np.empty((3, n * num))
             c.pairs = (none, none)
@@ -433,7 +434,7 @@ class VerletStrands:
         skin = np.array([c.skin], np.float64)
         return (track, self.segment_strand, float(s.diameter), float(c.margin), float(s.repulsion),
                 self._rest_segments, link_a, link_b, link_rest, float(s.link_stiffness), by_a, at_a, by_b, at_b,
-                c.at, state, skin, now, ends, out, *c.pairs)
+                c.at, state, skin, now, ends, out, work, *c.pairs)
 
     def _hair_kept(self, hair: tuple, got: tuple) -> None:
         """The Verlet list's state as the launch left it (``_hair_parts``)."""

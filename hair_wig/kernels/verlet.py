@@ -238,12 +238,13 @@ def hair_hair(pos, prev, step, h, keep, toward, base, extra, kinds, floats, tabl
     (``pairs.pairs_within``). Returns the list ``(pi, pj)``.
 
     ``hair`` = ``(track, strand, threshold, margin, stiffness, rest_ends, link_a, link_b,
-    link_rest, link_k, link_lists (4 arrays), at, state, skin, now, ends, out, pi, pj)`` —
+    link_rest, link_k, link_lists (4 arrays), at, state, skin, now, ends, out, work, pi, pj)`` —
     ``at``, ``now`` (3, P): the tracked points at the last search and now; ``state`` (4,) int64:
     whether there is a list, the calls it served, the searches, the pairs acting; ``skin`` (1,);
-    ``ends`` (M, 6), ``out`` (3, n, S): scratch."""
+    ``ends`` (M, 6), ``out`` (3, n, S), ``work`` (``pairs.search_work``'s): scratch, kept from
+    frame to frame."""
     (track, strand, threshold, margin, stiffness, rest_ends, link_a, link_b, link_rest, link_k,
-     by_a, at_a, by_b, at_b, at, state, skin, now, ends, out) = hair[:20]
+     by_a, at_a, by_b, at_b, at, state, skin, now, ends, out, work) = hair[:21]
     n, num = pos.shape[1], pos.shape[2]
     m = (n - 1) * num
     blocks = (num + BLOCK - 1) // BLOCK
@@ -284,7 +285,7 @@ def hair_hair(pos, prev, step, h, keep, toward, base, extra, kinds, floats, tabl
             elif state[1] < 3:
                 skin[0] = 0.0
         if search:
-            pi, pj = pairs_within(ends, strand, threshold * (1 + 1e-6) + skin[0], 4.0)
+            pi, pj = pairs_within(ends, strand, threshold * (1 + 1e-6) + skin[0], 4.0, work)
             at[...] = now
             state[0] = 1
             state[1] = 1
