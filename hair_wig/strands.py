@@ -361,8 +361,8 @@ class VerletStrands:
         whole = (accel is None or packed is not None) and (contact is None or parts is not None) and (
             not between or (self.volume is None and self.HAIR_IN_LAUNCH))
         if between and whole:
-            self._hair_launch(pos, prev, g0, step, m, h, keep, toward, base, kh2, bend, tiny, packed, contact, parts,
-                              frame)
+            self._hair_launch(pos, prev, new, g0, step, m, h, keep, toward, base, kh2, bend, tiny, packed, contact,
+                              parts, frame)
             return
         if between:                  # the force fields as the plain function, between launches
             packed = None
@@ -391,13 +391,13 @@ class VerletStrands:
             if self._meet(contact, new, prev, i / m):
                 pos[...] = new
 
-    def _hair_launch(self, pos, prev, g0, step, m, h, keep, toward, base, kh2, bend, tiny, packed, contact, parts,
-                     frame) -> None:
+    def _hair_launch(self, pos, prev, new, g0, step, m, h, keep, toward, base, kh2, bend, tiny, packed, contact,
+                     parts, frame) -> None:
         """The frame's ``m`` substeps with hair against hair by pairs and the links in one launch
         (``_substeps``), meeting the colliders inside it where ``parts``."""
         s = self.settings
-        verlet = (pos, prev, np.empty_like(pos), g0, step, 1, m, h, keep, toward, base, np.empty_like(pos), kh2,
-                  bend, self.length, bool(s.pinned), bool(s.root_direction), float(s.ftl_damping), tiny,
+        verlet = (pos, prev, new, g0, step, 1, m, h, keep, toward, base, np.empty_like(pos), kh2, bend, self.length,
+                  bool(s.pinned), bool(s.root_direction), float(s.ftl_damping), tiny,
                   *(NO_FIELDS if packed is None else packed))
         hair = self._hair_parts(pos, frame)
         if parts is not None:
