@@ -215,6 +215,8 @@ class Volume:
         self.cell = float(cell)
         self.nodes = 0                                               # the last grid's nodes
         self._buffers = {}
+        # the grid's lists and nodes as a launch keeps them (``launch_parts``), grown by it
+        self._grids = (np.zeros(1, np.int64), np.zeros(1), np.zeros((1, 3)))
         self.rest_density = self.density(rest)
 
     def _grid(self, q: np.ndarray, vel: np.ndarray | None):
@@ -225,8 +227,7 @@ class Volume:
         dims = (hi - origin + 2).astype(np.int64)
         nx, ny, nz = (int(d) for d in dims)
         if nx * ny * nz > self.MAX_CELLS:
-            raise HairWigError(f"hair against hair (Volume): the hair spans {nx} x {ny} x {nz} cells of "
-                               f"{self.cell:g} m; raise Diameter (the cell grows with it) or use Strand Pairs")
+            self._refuse(nx, ny, nz)
         nodes = (nx + 1) * (ny + 1) * (nz + 1)
         count = q.shape[1]
         cell_of = self._buffer("cell_of", count, np.int64)
@@ -242,6 +243,35 @@ class Volume:
         volume_kernels.gather_nodes(xs, vs, start, nx, ny, nz, rho, mom)
         self.nodes = nodes
         return xs, vs, order, (nx, ny, nz), rho, mom
+
+    def _refuse(self, nx: int, ny: int, nz: int):
+        raise HairWigError(f"hair against hair (Volume): the hair spans {nx} x {ny} x {nz} cells of "
+                           f"{self.cell:g} m; raise Diameter (the cell grows with it) or use Strand Pairs")
+
+    def launch_parts(self, count: int, push: float, share: float, turn: np.ndarray | None) -> tuple:
+        """``accel``'s work as a kernel takes it (``kernels.volume.strands_volume``) for ``count``
+        points: its ``vol`` tuple (the settings, the groom's density, scratch kept from call to
+        call) and the grid's ``start``, ``rho``, ``mom`` (``launch_kept`` keeps what the launch
+        returns)."""
+        b = self._buffer
+        turn = np.eye(3) if turn is None else np.ascontiguousarray(turn, np.float64)
+        vol = (self.cell, float(share), float(push), self.BAND, float(self.MAX_CELLS), turn, self.rest_density,
+               b("vel", 3 * count).reshape(3, count), b("cell_of", count, np.int64), b("order", count, np.int64),
+               b("xs", 3 * count).reshape(count, 3), b("vs", 3 * count).reshape(count, 3),
+               b("acc", 3 * count).reshape(3, count), b("grid", 5))
+        return vol, self._grids
+
+    def launch_kept(self, vol: tuple, grids: tuple) -> None:
+        """Keep a launch's grid scratch ``grids``; refuse by name the grid it could not make
+        (``vol``'s ``grid``: ``kernels.volume.strands_volume``), as ``accel`` does."""
+        self._grids = grids
+        grid = vol[-1]
+        if grid[4] == 1:
+            self._refuse(*(int(x) for x in grid[:3]))
+        if grid[4] == 2:
+            raise HairWigError("hair against hair (Volume): a strand's point is not a finite number; "
+                               "lower Push or raise Substeps")
+        self.nodes = int(grid[3])
 
     def _buffer(self, name: str, size: int, dtype=np.float64) -> np.ndarray:
         """``size`` entries of a buffer kept from call to call (fresh memory a substep costs its

@@ -158,7 +158,8 @@ def _strands_met_as_called():
 def _strands_hair_as_called():
     """The Strands substeps with hair against hair in the same launch (``kernels.verlet.
     verlet_substeps_pairs``, ``verlet_substeps_met_pairs``): two strands of three points side by
-    side, repelling and linked, pulled into a tetrahedron with its colliders and without."""
+    side, repelling and linked, pulled into a tetrahedron with its colliders and without (the
+    hair's volume takes the same kernels, with the same argument types)."""
     from .collision.contacts import SurfaceContacts
     from .strands import StrandSettings, VerletStrands
 

@@ -43,6 +43,12 @@ METHODS = ("FTL", "JAKOBSEN")
 HAIR_HAIR_METHODS = ("PAIRS", "VOLUME")
 
 
+# no volume (``kernels.verlet.hair_hair``'s ``vol`` with a cell of 0, the types it takes)
+_NO_VOLUME = (0.0, 0.0, 0.0, 0.0, 0.0, np.eye(3), np.zeros(0), np.zeros((3, 0)), np.zeros(0, np.int64),
+              np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((3, 0)), np.zeros(5))
+_NO_GRIDS = (np.zeros(1, np.int64), np.zeros(1), np.zeros((1, 3)))
+
+
 @dataclass
 class StrandSettings:
     """How the strands move. Rates are per second; stiffness is an acceleration per unit of
@@ -183,9 +189,9 @@ class VerletStrands:
     last frame's ``goal`` (3, n, S), and ``hold`` (3,) in the head's frame — so a bake can copy,
     compare and resume it."""
 
-    # hair against hair by pairs and the static links inside the substeps' one launch
-    # (``kernels.verlet.hair_hair``); False: a launch a substep, their accelerations computed
-    # between in numpy — the reference the one launch is tested against, bit for bit
+    # hair against hair (by pairs or as a volume) and the static links inside the substeps' one
+    # launch (``kernels.verlet.hair_hair``); False: a launch a substep, their accelerations
+    # computed between in numpy — the reference the one launch is tested against, bit for bit
     HAIR_IN_LAUNCH = True
 
     def __init__(self, rest: np.ndarray, settings: StrandSettings | None = None,
@@ -341,11 +347,11 @@ class VerletStrands:
         """The frame's substeps by the one kernel (``kernels.verlet_substeps``: the prediction, the
         bend and follow-the-leader, strand by strand; ``verlet_substeps_met`` meets the colliders
         inside it, as ``_meet`` does): all ``m`` in one launch — the scene's force fields taken
-        inside it, point by point, and hair against hair by pairs and the links in passes of
-        their own at each substep (``verlet_substeps_pairs``, ``verlet_substeps_met_pairs``);
-        else one a launch, with the Volume's accelerations (and force fields given as a plain
-        function) before it, and the colliders' contacts after it where the kernel cannot meet
-        them (``SurfaceContacts.substep_parts``)."""
+        inside it, point by point, and hair against hair (by pairs or as a volume) and the links
+        in passes of their own at each substep (``verlet_substeps_pairs``,
+        ``verlet_substeps_met_pairs``); else one a launch, with force fields given as a plain
+        function (and hair against hair, ``HAIR_IN_LAUNCH`` off) before it, and the colliders'
+        contacts after it where the kernel cannot meet them (``SurfaceContacts.substep_parts``)."""
         s = self.settings
         new = np.empty_like(pos)
         length = self.length
@@ -356,10 +362,10 @@ class VerletStrands:
         # it, each point's own; a plain function of every point (a test's) between launches
         packed = getattr(accel, "packed", None)
         # every substep in one launch where the kernel can take all a substep needs: hair against
-        # hair by pairs and the links too (``kernels.verlet.hair_hair``); the Volume's grid and a
-        # plain function's force fields between one-substep launches
+        # hair too (``kernels.verlet.hair_hair``); a plain function's force fields between
+        # one-substep launches
         whole = (accel is None or packed is not None) and (contact is None or parts is not None) and (
-            not between or (self.volume is None and self.HAIR_IN_LAUNCH))
+            not between or self.HAIR_IN_LAUNCH)
         if between and whole:
             self._hair_launch(pos, prev, new, g0, step, m, h, keep, toward, base, kh2, bend, tiny, packed, contact,
                               parts, frame)
@@ -393,20 +399,28 @@ class VerletStrands:
 
     def _hair_launch(self, pos, prev, new, g0, step, m, h, keep, toward, base, kh2, bend, tiny, packed, contact,
                      parts, frame) -> None:
-        """The frame's ``m`` substeps with hair against hair by pairs and the links in one launch
-        (``_substeps``), meeting the colliders inside it where ``parts``."""
+        """The frame's ``m`` substeps with hair against hair (by pairs or as a volume) and the
+        links in one launch (``_substeps``), meeting the colliders inside it where ``parts``."""
         s = self.settings
         verlet = (pos, prev, new, g0, step, 1, m, h, keep, toward, base, np.empty_like(pos), kh2, bend, self.length,
                   bool(s.pinned), bool(s.root_direction), float(s.ftl_damping), tiny,
                   *(NO_FIELDS if packed is None else packed))
         hair = self._hair_parts(pos, frame)
+        vol, grids = _NO_VOLUME, _NO_GRIDS
+        if self.volume is not None:
+            share = 1.0 - (1.0 - float(s.hair_friction)) ** (24.0 * h)      # as ``_volume_accel``
+            vol, grids = self.volume.launch_parts(pos[0].size, s.repulsion, share,
+                                                  None if frame is None else np.asarray(frame, np.float64)[:3, :3].T)
         if parts is not None:
             gives = (1 + bool(s.pinned and s.root_direction), GIVE, SETTLING, HEAD_ON, ROUNDS, RIDGE, KEPT)
-            got = verlet_substeps_met_pairs(*verlet, *contact.launch_parts(parts), float(s.friction), *gives, hair)
+            got = verlet_substeps_met_pairs(*verlet, *contact.launch_parts(parts), float(s.friction), *gives, hair,
+                                            vol, grids)
             contact.counted()
         else:
-            got = verlet_substeps_pairs(*verlet, hair)
-        self._hair_kept(hair, got)
+            got = verlet_substeps_pairs(*verlet, hair, vol, grids)
+        self._hair_kept(hair, got[:2])
+        if self.volume is not None:
+            self.volume.launch_kept(vol, got[2:])
 
     def _hair_parts(self, pos: np.ndarray, frame: np.ndarray | None) -> tuple:
         """Hair against hair as ``kernels.verlet.hair_hair`` takes it: the repulsion's and the
@@ -545,9 +559,17 @@ class VerletStrands:
 
     @staticmethod
     def _in_frame(pos: np.ndarray, frame: np.ndarray | None) -> np.ndarray:
+        """``pos`` (3, n, S) through the rigid map ``frame`` (4, 4), as products and sums in
+        ``kernels.verlet.hair_hair``'s order: the same bits as the substeps' launch, whatever
+        the machine's matrix product does."""
         if frame is None:
             return pos
-        return transform_rows(frame, pos.reshape(3, -1), np.empty((3, pos[0].size))).reshape(pos.shape)
+        m = np.asarray(frame, np.float64)
+        x, y, z = pos.reshape(3, -1)
+        out = np.empty((3, x.size))
+        for k in range(3):
+            out[k] = m[k, 0] * x + m[k, 1] * y + m[k, 2] * z + m[k, 3]
+        return out.reshape(pos.shape)
 
     def _constrain(self, x: np.ndarray, prev: np.ndarray, target: np.ndarray) -> None:
         """Roots and lengths on the predicted positions ``x`` (3, n, S), in place. FTL moves each

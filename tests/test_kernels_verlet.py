@@ -293,17 +293,24 @@ def test_force_fields_taken_inside_the_substep_kernel_give_the_launches_bits(met
 
 
 @pytest.mark.parametrize("met, fields, pairs", [(False, False, True), (False, True, True), (True, False, True),
-                                                (True, True, True), (True, False, False)])
+                                                (True, True, True), (True, False, False), (False, False, "VOLUME"),
+                                                (True, True, "VOLUME")])
 def test_hair_against_hair_inside_the_substep_kernel_gives_the_launches_bits(met, fields, pairs):
     """Hair against hair — the repulsion of segments of other strands closer than the diameter,
     found by the Verlet list, and the static links — taken inside the substeps' one launch
     (``kernels.verlet.hair_hair``) against a launch a substep with them computed between in
     numpy (``HAIR_IN_LAUNCH`` off, the reference): the same bits, frame after frame, the head
-    moving through the strands (with its colliders met inside the kernel, and the scene's force
-    fields: packed inside, the same fields as a plain function between), the list kept and
-    searched again alike; with the links alone (no pairs), the same."""
-    rest, cs, index, frames = _sweeping_head(True, False)
-    settings = StrandSettings(hair_hair=pairs, diameter=0.03, links=2)
+    moving and turning through the strands (with its colliders met inside the kernel, and the
+    scene's force fields: packed inside, the same fields as a plain function between), the list
+    kept and searched again alike; with the links alone (no pairs), the same; with the hair felt
+    as a volume (its grid in the head's frame, friction and push), the same."""
+    volume = pairs == "VOLUME"
+    rest, cs, index, frames = _sweeping_head(True, volume)
+    settings = StrandSettings(hair_hair=bool(pairs), diameter=0.03, links=2)
+    if volume:
+        # a push strong enough to move strands packed by the head within a frame
+        settings = StrandSettings(hair_hair=True, hair_hair_method="VOLUME", diameter=0.03, links=2,
+                                  repulsion=2000.0, hair_friction=0.5)
     packed, plain = _scene_fields() if fields else (None, None)
     kernel, reference = VerletStrands(rest, settings), VerletStrands(rest, settings)
     reference.HAIR_IN_LAUNCH = False
@@ -316,14 +323,27 @@ def test_hair_against_hair_inside_the_substep_kernel_gives_the_launches_bits(met
             if c is not None:
                 c.move(was, now)
                 c.begin()
-        got = kernel.step(mine, goal, 1 / 24, G, accel=packed, contact=both[0])
-        want = reference.step(state, goal, 1 / 24, G, accel=plain, contact=both[1])
+        got = kernel.step(mine, goal, 1 / 24, G, accel=packed, contact=both[0], frame=now)
+        want = reference.step(state, goal, 1 / 24, G, accel=plain, contact=both[1], frame=now)
         for a, b in ((got, want), (mine["pos"], state["pos"]), (mine["prev"], state["prev"])):
             assert np.array_equal(a, b)
         assert kernel.pairs == reference.pairs
         acted += kernel.pairs
         touched += both[0].touched if met else 0
-    if pairs:
+        if volume:
+            assert kernel.volume.nodes == reference.volume.nodes > 0
+    if volume:
+        # the volume acted: the same frames without it end elsewhere
+        plain_layer = VerletStrands(rest, StrandSettings(hair_hair=False, diameter=0.03, links=2))
+        other = plain_layer.initial_state(rest, G)
+        c = SurfaceContacts(cs, index, _fixed(settings)) if met else None
+        for was, now, goal in frames:
+            if c is not None:
+                c.move(was, now)
+                c.begin()
+            away = plain_layer.step(other, goal, 1 / 24, G, accel=packed, contact=c, frame=now)
+        assert np.abs(away - got).max() > 0.01                # by centimetres (0.19–0.25 here)
+    elif pairs:
         assert kernel.contacts.searches == reference.contacts.searches
         assert kernel.contacts.served == reference.contacts.served
         assert acted > 0                                        # strands pushed each other

@@ -212,3 +212,44 @@ def test_the_warm_up_compiles_as_called():
     from hair_wig import prepare
 
     assert prepare.GROUPS["hair volume"].call is kernels._as_called
+
+
+def test_the_volume_inside_the_substeps_launch_refuses_a_grid_too_large_as_the_numpy_code_does():
+    """Strands whose goals fly 100 m apart along x, y and z: the first substep's grid is the
+    groom's, the next would be millions of cells of 3 cm. The one launch stops there and the
+    layer refuses it by name (Diameter), with the cells the numpy code between launches names."""
+    from hair_wig.errors import HairWigError
+    from test_strands import hanging
+
+    rest = hanging(4, 6)
+    goal = rest.copy()
+    for k in range(3):
+        goal[k, :, k] += 100.0
+    messages = []
+    for in_launch in (True, False):
+        layer = VerletStrands(rest, StrandSettings(hair_hair=True, hair_hair_method="VOLUME", diameter=0.03,
+                                                   goal_stiffness=1e6))
+        layer.HAIR_IN_LAUNCH = in_launch
+        state = layer.initial_state(rest, G)
+        with pytest.raises(HairWigError, match="raise Diameter") as err:
+            layer.step(state, goal, 1 / 24, G)
+        messages.append(str(err.value))
+    assert messages[0] == messages[1]
+
+
+def test_the_volume_inside_a_kernel_names_a_point_that_is_not_finite():
+    """``strands_volume`` on points of which one is not a number: no grid is made, and it says
+    why (the layer turns that into an error naming the Volume)."""
+    from hair_wig.errors import HairWigError
+
+    rest = np.ascontiguousarray(np.random.default_rng(2).random((3, 5, 4)))
+    layer = VerletStrands(rest, StrandSettings(hair_hair=True, hair_hair_method="VOLUME", diameter=0.1))
+    pos = rest.copy()
+    pos[1, 3, 2] = np.nan
+    vol, grids = layer.volume.launch_parts(pos[0].size, 1.0, 0.5, None)
+    ok, *_ = kernels.strands_volume(pos, rest, pos.reshape(3, -1), 0.01, vol, *grids)
+    assert not ok and vol[-1][4] == 2
+    with pytest.raises(HairWigError, match="Volume.*not a finite number"):
+        layer.volume.launch_kept(vol, grids)
+    ok, *_ = kernels.strands_volume(rest, rest, rest.reshape(3, -1), 0.01, vol, *grids)
+    assert ok and vol[-1][4] == 0 and vol[-1][3] > 0

@@ -8,10 +8,10 @@ substep: the points taken into the head's frame at the substep, the contacts
 (``kernels.response.met``), and the chain's give where a push met it head-on
 (``kernels.chain.give_chain``) — every strand's own, so the whole frame is one launch and a
 block of strands stays in cache through it. The scene's force fields are taken point by point
-inside it. Hair against hair by pairs and the static links need every strand at every substep:
+inside it. Hair against hair and the static links need every strand at every substep:
 ``verlet_substeps_pairs`` and ``verlet_substeps_met_pairs`` take them inside the launch too, each
-substep's accelerations (``hair_hair``: the pairs' search, their repulsion, the links) in passes
-of their own before its strands step. Arrays are point-major float64 ``(3, n, S)``, as the layer
+substep's accelerations (``hair_hair``: the pairs' search and their repulsion, or the hair's
+volume; the links) in passes of their own before its strands step. Arrays are point-major float64 ``(3, n, S)``, as the layer
 keeps them.
 """
 
@@ -28,6 +28,7 @@ from .fields import accel_at
 from .leader import place
 from .pairs import gather_links, gather_repulsion, measure_pairs, most_moved, pair_lists, pairs_within
 from .response import met
+from .volume import strands_volume
 
 
 @njit(cache=True, parallel=True)
@@ -178,24 +179,30 @@ def _met_block(pos, prev, new, g0, step, i, h, keep, toward, base, extra, use_ex
 
 @njit(cache=True, parallel=True)
 def verlet_substeps_pairs(pos, prev, new, g0, step, first, count, h, keep, toward, base, extra, kh2, share, length,
-                          pinned, root_direction, ftl_damping, tiny, kinds, floats, tables, hair):
+                          pinned, root_direction, ftl_damping, tiny, kinds, floats, tables, hair, vol, grids):
     """``verlet_substeps`` with hair against hair (seed 004) in the same launch: at every
     substep each point's acceleration ``extra`` — ``base``, the force fields, the static links
-    and the repulsion of the segments of other strands closer than the diameter — then the
-    substep. ``hair``: ``hair_hair``'s tuple (the pairs' list in it is kept up to date).
-    Returns the list of candidate pairs as it ends ``(i, j)``."""
+    and the repulsion of the segments of other strands closer than the diameter, or the hair's
+    volume — then the substep. ``hair``, ``vol``, ``grids``: ``hair_hair``'s (the pairs' list
+    in ``hair`` and the volume's ``start``, ``rho``, ``mom`` kept up to date). Returns
+    ``hair_hair``'s list and volume's scratch as the launch ends (a volume that cannot be made
+    stops the launch before the substep that needs it)."""
     num = pos.shape[2]
     blocks = (num + BLOCK - 1) // BLOCK
     pi, pj = hair[-2], hair[-1]
+    start, rho, mom = grids
     for i in range(first, first + count):
-        pi, pj = hair_hair(pos, prev, step, h, keep, toward, base, extra, kinds, floats, tables, hair, pi, pj)
+        pi, pj, start, rho, mom, ok = hair_hair(pos, prev, step, h, keep, toward, base, extra, kinds, floats, tables,
+                                                hair, vol, pi, pj, start, rho, mom)
+        if not ok:
+            break
         for b in prange(blocks):
             lo, hi = b * BLOCK, min((b + 1) * BLOCK, num)
             carry = np.empty((3, hi - lo))
             _substep(pos, prev, new, g0, step, i, h, keep, toward, base, extra, True, kh2, share, length, pinned,
                      root_direction, ftl_damping, tiny, lo, hi, carry)
             _kept(new, pos, lo, hi)
-    return pi, pj
+    return pi, pj, start, rho, mom
 
 
 @njit(cache=True, parallel=True)
@@ -203,10 +210,10 @@ def verlet_substeps_met_pairs(pos, prev, new, g0, step, first, count, h, keep, t
                               length, pinned, root_direction, ftl_damping, tiny, kinds, floats, tables, maps, backs, q,
                               push, fixed, cols, cmaps, moving, lim_p, lim_s, w_a, w_b, fresh, every, lipschitz,
                               ref_p, room_p, ref_m, half_m, room_s, touched, looked, friction, give_fixed, give,
-                              settling, head_on, rounds, ridge, kept, hair):
+                              settling, head_on, rounds, ridge, kept, hair, vol, grids):
     """``verlet_substeps_met`` with hair against hair in the same launch, as
     ``verlet_substeps_pairs``: every substep's accelerations, then each block of strands
-    stepped and meeting the colliders. Returns the list of candidate pairs as it ends."""
+    stepped and meeting the colliders. Returns as ``verlet_substeps_pairs`` does."""
     n, num = pos.shape[1], pos.shape[2]
     blocks = (num + BLOCK - 1) // BLOCK
     meet = (maps, backs, q, push, fixed, cmaps, moving, lim_p, lim_s, w_a, w_b, every, lipschitz, ref_p, room_p,
@@ -214,8 +221,12 @@ def verlet_substeps_met_pairs(pos, prev, new, g0, step, first, count, h, keep, t
     for s in prange(num):
         looked[s] = 0
     pi, pj = hair[-2], hair[-1]
+    start, rho, mom = grids
     for i in range(first, first + count):
-        pi, pj = hair_hair(pos, prev, step, h, keep, toward, base, extra, kinds, floats, tables, hair, pi, pj)
+        pi, pj, start, rho, mom, ok = hair_hair(pos, prev, step, h, keep, toward, base, extra, kinds, floats, tables,
+                                                hair, vol, pi, pj, start, rho, mom)
+        if not ok:
+            break
         for b in prange(blocks):
             lo, hi = b * BLOCK, min((b + 1) * BLOCK, num)
             carry, held, moved = np.empty((3, hi - lo)), np.empty((4, hi - lo)), np.empty((3, n, 1))
@@ -223,11 +234,12 @@ def verlet_substeps_met_pairs(pos, prev, new, g0, step, first, count, h, keep, t
             look = fresh and i == first
             _met_block(pos, prev, new, g0, step, i, h, keep, toward, base, extra, True, kh2, share, length,
                        pinned, root_direction, ftl_damping, tiny, lo, hi, carry, held, moved, look, mine, meet)
-    return pi, pj
+    return pi, pj, start, rho, mom
 
 
 @njit(cache=True, parallel=True)
-def hair_hair(pos, prev, step, h, keep, toward, base, extra, kinds, floats, tables, hair, pi, pj):
+def hair_hair(pos, prev, step, h, keep, toward, base, extra, kinds, floats, tables, hair, vol, pi, pj, start, rho,
+              mom):
     """Each point's acceleration ``extra`` (3, n, S) at the substep's start, in the layer's
     numpy order (``VerletStrands.interaction``): ``base`` plus the force fields (``_fields``),
     plus the static links' springs (``pairs.gather_links``) and the repulsion of every pair of
@@ -235,7 +247,11 @@ def hair_hair(pos, prev, step, h, keep, toward, base, extra, kinds, floats, tabl
     segment in the pairs' order, ``pairs.gather_repulsion``). The candidate pairs are a Verlet
     list (``interaction.Contacts``' rules, its state in ``hair``): kept while no point has
     moved half its skin in the frame ``track`` (4, 4), else searched again
-    (``pairs.pairs_within``). Returns the list ``(pi, pj)``.
+    (``pairs.pairs_within``). Or, where ``vol``'s cell is not 0, the hair's volume in place of
+    the pairs (``volume.strands_volume`` on the points in the frame ``track``, ``vol`` its tuple
+    less the scratch ``start``, ``rho``, ``mom``). Returns the list ``(pi, pj)``, the volume's
+    scratch, and whether its grid could be made (if not, ``extra`` is left without hair against
+    hair and the launch stops).
 
     ``hair`` = ``(track, strand, threshold, margin, stiffness, rest_ends, link_a, link_b,
     link_rest, link_k, link_lists (4 arrays), at, state, skin, now, ends, out, work, pi, pj)`` —
@@ -263,11 +279,12 @@ def hair_hair(pos, prev, step, h, keep, toward, base, extra, kinds, floats, tabl
                 p = j * num + s
                 for k in range(3):
                     now[k, p] = track[k, 0] * x + track[k, 1] * y + track[k, 2] * z + track[k, 3]
-    for x in prange(m):
-        kk, s = x // num, x % num
-        for c in range(3):
-            ends[x, c] = pos[c, kk, s]
-            ends[x, 3 + c] = pos[c, kk + 1, s]
+    if threshold > 0.0:                  # the segments' ends: the pairs' alone
+        for x in prange(m):
+            kk, s = x // num, x % num
+            for c in range(3):
+                ends[x, c] = pos[c, kk, s]
+                ends[x, 3 + c] = pos[c, kk + 1, s]
     if link_a.shape[0]:
         gather_links(pos, link_a, link_b, link_rest, link_k, by_a, at_a, by_b, at_b, out)
     else:
@@ -308,13 +325,24 @@ def hair_hair(pos, prev, step, h, keep, toward, base, extra, kinds, floats, tabl
                             if j > 0:
                                 v += on_b[k, (j - 1) * num + s]
                             out[k, j, s] = v
+    if vol[0] > 0.0:
+        ok, start, rho, mom = strands_volume(pos, prev, now, h, vol, start, rho, mom)
+        if not ok:
+            return pi, pj, start, rho, mom, False
+        acc = vol[12]
+        for b in prange(blocks):
+            lo, hi = b * BLOCK, min((b + 1) * BLOCK, num)
+            for k in range(3):
+                for j in range(n):
+                    for s in range(lo, hi):
+                        out[k, j, s] += acc[k, j * num + s]
     for b in prange(blocks):
         lo, hi = b * BLOCK, min((b + 1) * BLOCK, num)
         for j in range(n):
             for k in range(3):
                 for s in range(lo, hi):
                     extra[k, j, s] += out[k, j, s]
-    return pi, pj
+    return pi, pj, start, rho, mom, True
 
 
 @njit(cache=True, inline="always")

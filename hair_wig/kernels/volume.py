@@ -218,6 +218,80 @@ def volume_accel(xs, vs, order, rest_rho, rho, mom, ny, nz, cell, push, share, h
         out[2, p] = o2
 
 
+@njit(cache=True, parallel=True)
+def strands_volume(pos, prev, q, h, vol, start, rho, mom):
+    """``interaction.Volume.accel`` inside a kernel (the Strands substeps' one launch,
+    ``kernels.verlet.hair_hair``), with the numpy code's operations in its order: the points
+    ``pos`` (3, n, S) at ``q`` (3, nS) in the head's frame, point-major as ``pos.reshape(3, -1)``,
+    moving at ``(pos − prev) / h``; the grid over their box in cells of ``vol``'s ``cell``, one
+    cell's margin each side (``Volume._grid``), then ``cell_ids``, ``count_sort``,
+    ``sort_points``, ``gather_nodes`` and ``volume_accel`` into ``vol``'s ``acc`` (3, nS), world.
+
+    ``vol`` = ``(cell, share, push, band, max_cells, turn, rest_rho, vel, cell_of, order, xs, vs,
+    acc, grid)``: the settings as ``Volume.accel`` passes them, the grid's limit on its cells,
+    the groom's density at each point and scratch the size of the points; ``grid`` (5,) float64
+    written: the grid's cells along x, y, z, its nodes, and 0 — or 1 where the grid would be
+    larger than ``max_cells`` (nothing else is done: the caller refuses it by name, as
+    ``Volume._grid`` does), 2 where a point is not finite. ``start``, ``rho``, ``mom``: the
+    grid's lists and nodes, scratch its caller keeps, replaced by larger ones when the grid
+    outgrows them. Returns ``(ok, start, rho, mom)``."""
+    (cell, share, push, band, max_cells, turn, rest_rho, vel, cell_of, order, xs, vs, acc, grid) = vol
+    n, num = pos.shape[1], pos.shape[2]
+    count = q.shape[1]
+    for p in prange(count):
+        j, s = p // num, p % num
+        for c in range(3):
+            vel[c, p] = (pos[c, j, s] - prev[c, j, s]) / h
+    # the box: each chunk's least and greatest, then theirs (a minimum is exact in any order)
+    chunks = (count + 4095) // 4096
+    part = np.empty((chunks, 7))
+    for k in prange(chunks):
+        lo, hi = k * 4096, min((k + 1) * 4096, count)
+        finite = 1.0
+        for c in range(3):
+            a = b = q[c, lo]
+            for p in range(lo, hi):
+                x = q[c, p]
+                if not (abs(x) < np.inf):
+                    finite = 0.0
+                a = min(a, x)
+                b = max(b, x)
+            part[k, c], part[k, 3 + c] = a, b
+        part[k, 6] = finite
+    scale = 1.0 / cell
+    dims = np.empty(3)
+    origin = np.empty(3)
+    for c in range(3):
+        a, b = part[0, c], part[0, 3 + c]
+        for k in range(1, chunks):
+            a = min(a, part[k, c])
+            b = max(b, part[k, 3 + c])
+        origin[c] = math.floor(a * scale) - 1.0
+        dims[c] = math.floor(b * scale) - origin[c] + 2
+    grid[4] = 0.0
+    for k in range(chunks):
+        if part[k, 6] == 0.0:
+            grid[4] = 2.0
+    if grid[4] == 0.0 and dims[0] * dims[1] * dims[2] > max_cells:
+        grid[4] = 1.0
+    grid[0], grid[1], grid[2] = dims[0], dims[1], dims[2]
+    if grid[4] != 0.0:
+        return False, start, rho, mom
+    nx, ny, nz = int(dims[0]), int(dims[1]), int(dims[2])
+    cells, nodes = nx * ny * nz, (nx + 1) * (ny + 1) * (nz + 1)
+    grid[3] = nodes
+    if start.size < cells + 1:
+        start = np.empty(cells + 1, np.int64)
+    if rho.shape[0] < nodes:
+        rho, mom = np.empty(nodes), np.empty((nodes, 3))
+    cell_ids(q, scale, origin, ny, nz, cell_of)
+    count_sort(cell_of, cells, start[:cells + 1], order)
+    sort_points(q, vel, scale, origin, order, xs, vs)
+    gather_nodes(xs, vs, start[:cells + 1], nx, ny, nz, rho[:nodes], mom[:nodes])
+    volume_accel(xs, vs, order, rest_rho, rho[:nodes], mom[:nodes], ny, nz, cell, push, share, h, band, turn, acc)
+    return True, start, rho, mom
+
+
 def _as_called():
     """Every kernel with the argument types ``interaction.Volume`` passes (float64 rows and
     sorted copies, int64 ids and lists)."""
