@@ -117,15 +117,10 @@ class Contacts:
         """The candidate pairs for segments ``a b`` (3, M) of ``points`` (3, …) now."""
         now = np.ascontiguousarray(points, np.float64).reshape(3, -1)
         if self.at is not None and self.at.shape == now.shape:
-            moved = pairs.most_moved(now, self.at)
-            if self.skin > 0 and moved <= (0.5 * self.skin) ** 2:
+            serves, self.skin = pairs.list_serves(pairs.most_moved(now, self.at), self.skin, self.margin, self.served)
+            if serves:
                 self.served += 1
                 return self.pairs
-            if self.skin == 0:
-                if moved <= (self.margin / 6) ** 2:
-                    self.skin = self.margin
-            elif self.served < 3:
-                self.skin = 0.0
         reach = self.threshold * (1 + 1e-6) + self.skin
         i, j, _, _, _ = pairs.find_pairs(_rows(a), _rows(b), self.strand, reach, closest_points=False)
         if self.at is None or self.at.shape != now.shape:

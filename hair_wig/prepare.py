@@ -232,6 +232,7 @@ def _pairs_as_called():
     interaction.segment_closest(a, b, a[:, ::-1], b[:, ::-1])
     contacts = interaction.Contacts(strand, 0.005, 0.005)
     interaction.repulsion(a, b, strand, 0.005, 1.0, contacts.candidates(pos, a, b), (a, b))
+    contacts.candidates(pos, a, b)           # the list kept: its rule (``pairs.list_serves``)
     link_a, link_b = interaction.static_links(pos[:, 0], 1)
     interaction.link_forces(pos, link_a, link_b, np.ones((2, len(link_a))), 1.0)
 

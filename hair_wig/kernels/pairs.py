@@ -603,6 +603,23 @@ def most_moved(x, y):
     return top
 
 
+@njit(cache=True)
+def list_serves(moved, skin, margin, served):
+    """A Verlet list's rule (``interaction.Contacts``, whose docstring says why): whether the
+    list kept with ``skin`` serves points that moved at most ``√moved`` since its search (it has
+    served ``served`` calls), and the skin the next search takes — the margin again once the
+    points moved less than a sixth of it in a call, none after a list that served fewer than
+    three. ``Contacts`` and the Strands substeps' one launch (``verlet.hair_hair``) both ask it."""
+    if skin > 0 and moved <= (0.5 * skin) ** 2:
+        return True, skin
+    if skin == 0:
+        if moved <= (margin / 6) ** 2:
+            skin = margin
+    elif served < 3:
+        skin = 0.0
+    return False, skin
+
+
 BLOCKS = 64                 # blocks of column runs a search is cut into (work and output units)
 
 

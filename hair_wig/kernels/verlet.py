@@ -26,7 +26,8 @@ from .chain import give_chain, gives
 from .contacts import meet_collider
 from .fields import accel_at
 from .leader import place
-from .pairs import gather_links, gather_repulsion, measure_pairs, most_moved, pair_lists, pairs_within
+from .pairs import (gather_links, gather_repulsion, list_serves, measure_pairs, most_moved, pair_lists,
+                    pairs_within)
 from .response import met
 from .volume import strands_volume
 
@@ -292,15 +293,10 @@ def hair_hair(pos, prev, step, h, keep, toward, base, extra, kinds, floats, tabl
     if threshold > 0.0:
         search = True
         if state[0]:
-            moved = most_moved(now, at)
-            if skin[0] > 0 and moved <= (0.5 * skin[0]) ** 2:
+            serves, skin[0] = list_serves(most_moved(now, at), skin[0], margin, state[1])
+            if serves:
                 state[1] += 1
                 search = False
-            elif skin[0] == 0:
-                if moved <= (margin / 6) ** 2:
-                    skin[0] = margin
-            elif state[1] < 3:
-                skin[0] = 0.0
         if search:
             pi, pj = pairs_within(ends, strand, threshold * (1 + 1e-6) + skin[0], 4.0, work)
             at[...] = now
