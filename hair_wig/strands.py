@@ -34,7 +34,7 @@ from .errors import HairWigError
 from .interaction import Contacts, Volume, link_forces, repulsion, segment_rows, static_links
 from .kernels import pairs as pairs_kernels
 from .kernels import verlet_substeps, verlet_substeps_met
-from .kernels.verlet import NO_FIELDS, verlet_substeps_met_pairs, verlet_substeps_pairs
+from .kernels.verlet import NO_FIELDS, frame_moves, frame_shown, verlet_substeps_met_pairs, verlet_substeps_pairs
 from .leader import follow_the_leader
 from .profiles import Profile
 from .spaces import rotation_of, transform_rows
@@ -278,12 +278,13 @@ class VerletStrands:
         along unchanged).
         The goal moves linearly from the last frame's over the substeps."""
         s = self.settings
-        goal = np.asarray(goal, np.float64)
+        goal = np.ascontiguousarray(goal, np.float64)
         m = int(s.substeps)
         h = self._h = float(dt) / m
         g0 = state["goal"]
-        step = (goal - g0) / m
-        v_goal = step / h                                   # the goal's velocity this frame
+        # the goal's move a substep, and the goal kept as the next frame's start: one pass
+        step, kept = np.empty_like(goal), np.empty_like(goal)
+        frame_moves(goal, g0, float(m), step, kept)
         turn = np.eye(3) if head_turn is None else np.asarray(head_turn, np.float64)
         base = np.asarray(gravity, np.float64) + turn @ state["hold"]          # (3,)
         pos, prev = state["pos"], state["prev"]
@@ -295,16 +296,17 @@ class VerletStrands:
         keep = np.exp(-rate * h)
         toward = s.goal_damping / rate if rate > 0 else 0.0
         substeps = self._substeps if s.method == "FTL" else self._substeps_numpy
-        substeps(pos, prev, g0, step, v_goal, m, h, keep, toward, base, kh2, bend, accel, contact, frame)
-        state["goal"] = goal.copy()
-        out = goal + self.blend * (pos - goal)
+        substeps(pos, prev, g0, step, m, h, keep, toward, base, kh2, bend, accel, contact, frame)
+        state["goal"] = kept
+        out = np.empty_like(goal)
+        frame_shown(goal, pos, self.blend, out)
         return out
 
-    def _substeps_numpy(self, pos, prev, g0, step, v_goal, m, h, keep, toward, base, kh2, bend, accel, contact,
-                        frame):
+    def _substeps_numpy(self, pos, prev, g0, step, m, h, keep, toward, base, kh2, bend, accel, contact, frame):
         """The frame's substeps in numpy, row by row (``step``): Jakobsen's relaxation, and the
         plain reference ``_substeps``' kernel is tested against (tests/test_kernels_verlet.py)."""
         s = self.settings
+        v_goal = step / h                                   # the goal's velocity this frame
         for i in range(1, m + 1):
             target = g0 + step * i
             v = (pos - prev) / h
@@ -343,7 +345,7 @@ class VerletStrands:
         self._give(new, prev, push)
         return True
 
-    def _substeps(self, pos, prev, g0, step, v_goal, m, h, keep, toward, base, kh2, bend, accel, contact, frame):
+    def _substeps(self, pos, prev, g0, step, m, h, keep, toward, base, kh2, bend, accel, contact, frame):
         """The frame's substeps by the one kernel (``kernels.verlet_substeps``: the prediction, the
         bend and follow-the-leader, strand by strand; ``verlet_substeps_met`` meets the colliders
         inside it, as ``_meet`` does): all ``m`` in one launch — the scene's force fields taken
@@ -376,6 +378,8 @@ class VerletStrands:
         fields = NO_FIELDS if packed is None else packed
         scratch = none if packed is None else np.empty_like(pos)      # the kernel writes the fields' into it
         gives = (1 + bool(s.pinned and s.root_direction), GIVE, SETTLING, HEAD_ON, ROUNDS, RIDGE, KEPT)
+        # the goal's velocity this frame, where a plain function's force fields read it
+        v_goal = step / h if packed is None and accel is not None else None
         for i in ([1] if whole else range(1, m + 1)):
             extra = scratch
             if packed is None and (accel is not None or between):

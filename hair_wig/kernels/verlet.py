@@ -91,6 +91,31 @@ BLOCK = 64                        # strands a kernel iteration takes side by sid
 
 
 @njit(cache=True, parallel=True)
+def frame_moves(goal, g0, m, step, kept):
+    """The goal's move a substep, ``step = (goal − g0) / m``, and ``kept``, a copy of ``goal``
+    (the next frame's ``g0``), all (3, n, S) float64, in one pass: the layer's numpy operations
+    (``VerletStrands.step``), the same bits, without their temporaries."""
+    n, num = goal.shape[1], goal.shape[2]
+    for r in prange(3 * n):
+        k, j = r // n, r % n
+        for s in range(num):
+            g = goal[k, j, s]
+            step[k, j, s] = (g - g0[k, j, s]) / m
+            kept[k, j, s] = g
+
+
+@njit(cache=True, parallel=True)
+def frame_shown(goal, pos, blend, out):
+    """The pose shown, ``goal + blend (pos − goal)`` (3, n, S), ``blend`` (n, S): numpy's
+    operations in its order, in one pass."""
+    n, num = goal.shape[1], goal.shape[2]
+    for r in prange(3 * n):
+        k, j = r // n, r % n
+        for s in range(num):
+            out[k, j, s] = goal[k, j, s] + blend[j, s] * (pos[k, j, s] - goal[k, j, s])
+
+
+@njit(cache=True, parallel=True)
 def verlet_substeps_met(pos, prev, new, g0, step, first, count, h, keep, toward, base, extra, kh2, share, length,
                         pinned, root_direction, ftl_damping, tiny, kinds, floats, tables, maps, backs, q, push, fixed,
                         cols, cmaps, moving, lim_p, lim_s,
