@@ -256,6 +256,43 @@ def test_exact_from_the_lists_is_the_search_of_every_triangle(name):
 
 
 @pytest.mark.parametrize("name", list(MESHES))
+def test_the_sub_cells_shorter_lists_pick_what_the_whole_list_picks(name):
+    """A kept field's list cells cut into sub-cells, each listing the triangles that may be
+    nearest to its points (``grid_build.sub_lists``): an exact query reading them gives the bits
+    of the same query reading its cell's whole list, at points near the surface and far, on the
+    cells' faces and corners (where a point's sub-cell is decided by one rounding), clipped at
+    the grid's side, and NaN. The sub-cells are used, and list fewer triangles."""
+    f = MeshField(*MESHES[name](), margin=0.05, name=name)
+    whole = f._k_tris
+    assert whole[16].size == 0                       # none until hair is there
+    rng = np.random.default_rng(13)
+    p = points(f, seed=13)
+    f.index.use_sub_lists(np.ascontiguousarray(p[6000:].T, np.float32))     # where the near points are
+    tris = f._k_tris
+    first, start, listed, n, h, dims = tris[16:22]
+    assert first.size and n == 2
+    # points on the list cells' and sub-cells' faces and corners, nudged by an ulp either way
+    grid = np.round((p[:2000] - f.origin) / (h / n)) * (h / n) + f.origin
+    on = np.concatenate([grid, np.nextafter(grid, np.inf), np.nextafter(grid, -np.inf)])
+    p = np.concatenate([p, on, np.full((5, 3), np.nan)])
+    p[rng.integers(0, len(p), 300), rng.integers(0, 3, 300)] += 50 * f.size      # beyond the grid
+    rows = np.ascontiguousarray(p.T, np.float64)
+    got, want = [], []
+    for t, out in ((tris, got), (whole, want)):
+        m = rows.shape[1]
+        sd, closest, outward = np.empty(m), np.empty((m, 3)), np.empty((m, 3))
+        known, cell = np.empty(m, bool), np.empty(m, np.int64)
+        kf.exact_listed(rows, f.grid._k_grid64, f.grid._k_errors, t, sd, closest, outward, known, cell)
+        out += [sd, closest, outward, known, cell]
+    for a, b in zip(got, want):
+        assert same_bits(a, b)
+    near = slice(6000, 12000)                        # ``points``' near half
+    cells = got[4][near][got[3][near]]
+    assert (first[cells] >= 0).mean() > 0.9
+    assert np.diff(start).mean() < 0.8 * np.diff(tris[0])[first >= 0].mean()
+
+
+@pytest.mark.parametrize("name", list(MESHES))
 def test_a_field_kept_over_frames_lists_per_cell_and_measures_what_coarser_lists_measure(name):
     """A field bound once and queried every frame lists triangles per grid cell; one built for a
     single frame (a deforming collider's, ``kept=False``), one that refits (``give``) and one too

@@ -193,6 +193,8 @@ class Collider:
         ``uniform``: the strands' point count when they all have the same (a walk from root to
         tip then reads point-major copies, ``near_step``)."""
         self.rest_rows = np.ascontiguousarray(rest_rows, np.float32)     # gathered from each frame
+        if isinstance(self.field, MeshField):
+            self.field.index.use_sub_lists(self.rest_rows)
         d = self.field.signed_distance(np.ascontiguousarray(rest_rows.T, np.float64))
         self.clearance = d.astype(np.float32)
         self.limit = groom_limits(self.clearance, self.offset)

@@ -269,6 +269,7 @@ class TriangleIndex:
     among every triangle that may be nearest where those cannot decide (``exact(every=True)``).
     """
 
+    SUB_CELLS = 2        # sub-cells per side of a kept field's list cells, each with its own candidates
     CHUNK = 1 << 15      # points per exact query at once (its scratch is ~50 triangle pairs each)
     TIGHT_PAIRS = 4096   # exact queries of more (point, triangle) pairs measure a first triangle
 
@@ -352,15 +353,43 @@ class TriangleIndex:
         built over these triangles), and the kernels' ``tris`` tuple from them."""
         self.grid = grid
         spheres = np.ascontiguousarray(np.concatenate([self.centres, self.radii[None]]).T)      # (T, 4)
+        dims, h = np.array(grid.list_dims, np.int64), float(grid.cell * grid.list_cell)
+        # (side by side, as the winding number's: a tuple in a tuple cannot enter a parallel loop)
+        none = (np.zeros(0, np.int32), np.zeros(1, np.int64), np.zeros(0, np.int32), 1, h, dims)
         # then each triangle's plane and side planes: what rules a listed triangle out before it
-        # is measured (``kernels.field._exact_point``)
+        # is measured (``kernels.field._exact_point``), and the sub-cells' shorter lists
         self._k_tris = (grid.list_start, grid.list_tri, self._tri_cols, spheres,
-                        self.normals, 1e-5 * self.size, 1e-9 * self.extent) + self.wind + (self._k_planes,)
+                        self.normals, 1e-5 * self.size, 1e-9 * self.extent) + self.wind + (self._k_planes,) + none
         # the same triangles as one list holding every one: where a point's list cell cannot
         # decide (a seam's cell), the exact query searches them all — the first nearest in
         # triangle order after the same bounding-sphere prune, as ``exact_every``
         t = self._tri_cols.shape[0]
-        self._k_every = (np.array([0, t], np.int64), np.arange(t, dtype=np.int32)) + self._k_tris[2:]
+        self._k_every = (np.array([0, t], np.int64), np.arange(t, dtype=np.int32)) + self._k_tris[2:16] + none
+
+    def use_sub_lists(self, points: np.ndarray) -> None:
+        """Shorter lists where hair is: the list cells holding ``points`` (3, N) float32 rows
+        (field space; the hair at rest) and the cells round them, each cut into SUB_CELLS³
+        sub-cells listing the triangles that may be nearest there (``grid_build.sub_lists``). A
+        query in such a cell measures those only (about 4 of 16 where hair lies over Suzanne),
+        with the same pick and bits as from the whole list (``kernels.field._exact_point``);
+        elsewhere it reads the whole list. Only for a field queried over many frames (one-cell
+        lists: a field built for one frame would not earn it back)."""
+        grid = self.grid
+        if grid.list_cell != grid.KEPT_LIST_CELL or points.shape[1] == 0:
+            return
+        dims, h = np.array(grid.list_dims, np.int64), float(grid.cell * grid.list_cell)
+        with np.errstate(invalid="ignore"):
+            at = np.floor((np.asarray(points, np.float64).T - grid.origin) / h)
+        at = np.clip(at[np.isfinite(at).all(axis=1)].astype(np.int64), 0, dims - 1)
+        flat = np.unique((at[:, 0] * dims[1] + at[:, 1]) * dims[2] + at[:, 2])       # the cells holding hair
+        at = np.stack([flat // (dims[1] * dims[2]), (flat // dims[2]) % dims[1], flat % dims[2]], 1)
+        near = np.stack(np.meshgrid(*[np.arange(-1, 2)] * 3, indexing="ij"), -1).reshape(-1, 3)
+        at = np.clip((at[:, None, :] + near[None]).reshape(-1, 3), 0, dims - 1)         # and those round them
+        cells = np.unique((at[:, 0] * dims[1] + at[:, 1]) * dims[2] + at[:, 2])
+        s = self.SUB_CELLS
+        first, start, tri = grid_build.sub_lists(grid.list_start, grid.list_tri, self._tri_cols, dims, h, s,
+                                                 float(self._k_tris[5]), cells)
+        self._k_tris = self._k_tris[:16] + (first, start, tri, s, h, dims)
 
     def exact(self, p: np.ndarray, every: bool = False):
         """Exact signed distance (N,) of points ``p`` (N, 3), their closest points (N, 3) and the

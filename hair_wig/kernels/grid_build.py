@@ -495,3 +495,72 @@ def _as_called():
 
 
 WARM_UPS = (("collision build", _as_called),)
+
+
+# ---------------------------------------------------------------- sub-cell candidate lists
+@njit(cache=True, inline="always")
+def _sub_candidates(start, listed, rows, dims, h, s, slack, c, sub, d, out, at):
+    """The triangles of list cell ``c``'s list that may be nearest to a point of its sub-cell
+    ``sub`` (``sub_lists``), in the list's order: written from ``out[at]`` when ``out`` has room
+    (a counting pass passes none); returns how many."""
+    i = c // (dims[1] * dims[2])
+    j = (c // dims[2]) % dims[1]
+    k = c % dims[2]
+    a, b, e = sub // (s * s), (sub // s) % s, sub % s
+    cx, cy, cz = (i + (a + 0.5) / s) * h, (j + (b + 0.5) / s) * h, (k + (e + 0.5) / s) * h
+    r = 0.5 * math.sqrt(3.0) * h / s + slack
+    n = start[c + 1] - start[c]
+    best = np.inf
+    for m in range(n):
+        px, py, pz, _ = closest_on_row(cx, cy, cz, rows, listed[start[c] + m])
+        d[m] = math.sqrt((cx - px) * (cx - px) + (cy - py) * (cy - py) + (cz - pz) * (cz - pz))
+        if d[m] < best:
+            best = d[m]
+    count = 0
+    for m in range(n):
+        if not (d[m] - r > best + r + slack):
+            if out.shape[0]:
+                out[at + count] = listed[start[c] + m]
+            count += 1
+    return count
+
+
+@njit(cache=True, parallel=True)
+def sub_lists(start, listed, rows, dims, h, s, slack, cells):
+    """The list cells ``cells`` (int64, ascending, each once) cut into ``s``³ sub-cells, and per
+    sub-cell the triangles of the cell's list that may be nearest to any of its points, in the
+    list's order: ``first`` (C,) int32 each list cell's first sub-cell (−1: none — an empty list,
+    or a cell not asked for), ``sub_start`` (N + 1,) and ``sub_tri`` (CSR). A listed triangle is left
+    out where, from the sub-cell's centre, it is farther than the nearest one by more than the
+    sub-cell's diagonal (distances change no faster than a point moves, so within the sub-cell
+    it is farther than the nearest by more than ``slack``, far above float64's rounding of the
+    squared distances a pick compares). ``rows`` relative to the grid's origin, the list cells
+    ``h`` wide from there (``kernels.field._list_cell``)."""
+    first = np.full(start.shape[0] - 1, -1, np.int32)          # 4 bytes a list cell, every cell
+    owner = np.empty(cells.shape[0], np.int64)
+    n = 0
+    widest = 0
+    for o in range(cells.shape[0]):
+        c = cells[o]
+        if start[c + 1] > start[c]:
+            first[c] = np.int32(n * s * s * s)
+            owner[n] = c
+            n += 1
+            widest = max(widest, start[c + 1] - start[c])
+    subs = n * s * s * s
+    counts = np.zeros(subs + 1, np.int64)
+    none = np.zeros(0, np.int32)
+    for o in prange(n):
+        d = np.empty(widest)
+        c = owner[o]
+        for sub in range(s * s * s):
+            counts[first[c] + sub + 1] = _sub_candidates(start, listed, rows, dims, h, s, slack, c, sub, d, none, 0)
+    for q in range(subs):
+        counts[q + 1] += counts[q]
+    out = np.empty(counts[subs], np.int32)
+    for o in prange(n):
+        d = np.empty(widest)
+        c = owner[o]
+        for sub in range(s * s * s):
+            _sub_candidates(start, listed, rows, dims, h, s, slack, c, sub, d, out, counts[first[c] + sub])
+    return first, counts, out
