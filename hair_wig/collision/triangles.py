@@ -377,15 +377,16 @@ class TriangleIndex:
         grid = self.grid
         if grid.list_cell != grid.KEPT_LIST_CELL or points.shape[1] == 0:
             return
-        dims, h = np.array(grid.list_dims, np.int64), float(grid.cell * grid.list_cell)
+        h, dims = self._k_tris[20], self._k_tris[21]
+        shape = tuple(int(x) for x in dims)
         with np.errstate(invalid="ignore"):
             at = np.floor((np.asarray(points, np.float64).T - grid.origin) / h)
         at = np.clip(at[np.isfinite(at).all(axis=1)].astype(np.int64), 0, dims - 1)
-        flat = np.unique((at[:, 0] * dims[1] + at[:, 1]) * dims[2] + at[:, 2])       # the cells holding hair
-        at = np.stack([flat // (dims[1] * dims[2]), (flat // dims[2]) % dims[1], flat % dims[2]], 1)
+        flat = np.unique(np.ravel_multi_index(at.T, shape))                               # the cells holding hair
+        at = np.stack(np.unravel_index(flat, shape), axis=1)
         near = np.stack(np.meshgrid(*[np.arange(-1, 2)] * 3, indexing="ij"), -1).reshape(-1, 3)
         at = np.clip((at[:, None, :] + near[None]).reshape(-1, 3), 0, dims - 1)         # and those round them
-        cells = np.unique((at[:, 0] * dims[1] + at[:, 1]) * dims[2] + at[:, 2])
+        cells = np.unique(np.ravel_multi_index(at.T, shape))
         s = self.SUB_CELLS
         first, start, tri = grid_build.sub_lists(grid.list_start, grid.list_tri, self._tri_cols, dims, h, s,
                                                  float(self._k_tris[5]), cells)

@@ -235,6 +235,12 @@ def _list_cell(x, y, z, origin, errors):
     return (i * list_dims[1] + j) * list_dims[2] + k
 
 
+@njit(cache=True, inline="always")
+def cell_ijk(c, dims):
+    """The flat cell ``c`` (x-major over ``dims`` (3,) cells) as its (i, j, k)."""
+    return c // (dims[1] * dims[2]), (c // dims[2]) % dims[1], c % dims[2]
+
+
 # ---------------------------------------------------------------- exact distances
 @njit(cache=True)
 def closest_on_row(qx, qy, qz, tri, t):
@@ -335,10 +341,8 @@ def _exact_point(qx, qy, qz, cell, tris):
         return False, np.inf, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
     sub = tris[16]
     if sub.shape[0] and sub[cell] >= 0:
-        n, h, dims = tris[19], tris[20], tris[21]
-        i = cell // (dims[1] * dims[2])
-        j = (cell // dims[2]) % dims[1]
-        k = cell % dims[2]
+        n, h = tris[19], tris[20]
+        i, j, k = cell_ijk(cell, tris[21])
         fa = np.floor((qx / h - i) * n)
         fb = np.floor((qy / h - j) * n)
         fc = np.floor((qz / h - k) * n)

@@ -19,7 +19,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .field import closest_on_row
+from .field import cell_ijk, closest_on_row
 
 
 @njit(cache=True)
@@ -503,9 +503,7 @@ def _sub_candidates(start, listed, rows, dims, h, s, slack, c, sub, d, out, at):
     """The triangles of list cell ``c``'s list that may be nearest to a point of its sub-cell
     ``sub`` (``sub_lists``), in the list's order: written from ``out[at]`` when ``out`` has room
     (a counting pass passes none); returns how many."""
-    i = c // (dims[1] * dims[2])
-    j = (c // dims[2]) % dims[1]
-    k = c % dims[2]
+    i, j, k = cell_ijk(c, dims)
     a, b, e = sub // (s * s), (sub // s) % s, sub % s
     cx, cy, cz = (i + (a + 0.5) / s) * h, (j + (b + 0.5) / s) * h, (k + (e + 0.5) / s) * h
     r = 0.5 * math.sqrt(3.0) * h / s + slack
