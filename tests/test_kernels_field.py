@@ -12,6 +12,8 @@ import pytest
 from hair_wig import kernels
 from hair_wig.collision import ColliderMesh, Collider, MeshField, exact_signed_distance
 from hair_wig.kernels import field as kf
+from hair_wig.kernels import grid_build
+from hair_wig.collision.solid import boundary_features
 from tolerance import EPS64, magnitude, rounding
 
 
@@ -290,6 +292,145 @@ def test_the_sub_cells_shorter_lists_pick_what_the_whole_list_picks(name):
     cells = got[4][near][got[3][near]]
     assert (first[cells] >= 0).mean() > 0.9
     assert np.diff(start).mean() < 0.8 * np.diff(tris[0])[first >= 0].mean()
+
+
+def fine_field(name, seed=14):
+    """A kept field of ``name`` with the sub-cells and fine nodes where ``points``' near half is
+    (as ``Collider.bind`` gives them where the hair is at rest), and those points."""
+    f = MeshField(*MESHES[name](), margin=0.05, name=name)
+    p = points(f, seed=seed)
+    f.index.use_sub_lists(np.ascontiguousarray(p[6000:].T, np.float32))
+    return f, p
+
+
+def fine_rows(f, p):
+    rows = np.ascontiguousarray(p.T, np.float64)
+    ok, lo, hi = np.empty(len(p), bool), np.empty(len(p)), np.empty(len(p))
+    kf.fine_rows(rows, f.grid._k_grid64, f.grid._k_errors, f._k_tris, ok, lo, hi)
+    return ok, lo, hi
+
+
+def ref_fine_rows(f, p):
+    """``kernels.field.fine_rows`` as numpy: each point's fine cell in its list cell's brick,
+    ``max(f − r)`` and ``min(f + r)`` over its eight nodes (NaN nodes: no bounds)."""
+    brick, values, n = f._k_tris[22:25]
+    h = f.cell * f.grid.list_cell
+    step = h / n
+    cell = ref_list_cell(f, p)
+    ijk = np.stack(np.unravel_index(cell, tuple(int(x) for x in f.grid.list_dims)), axis=1)
+    q = p - f.origin
+    with np.errstate(invalid="ignore"):
+        fine = np.floor(q / step - ijk * n)
+    ok = (brick[cell] >= 0) & np.all((fine >= 0) & (fine < n), axis=1)
+    lo, hi = np.full(len(p), -np.inf), np.full(len(p), np.inf)
+    m1 = n + 1
+    a = np.where(ok[:, None], fine, 0).astype(np.int64)
+    for da in (0, 1):
+        for db in (0, 1):
+            for de in (0, 1):
+                d = np.array([da, db, de])
+                at = brick[cell].astype(np.int64) * m1 ** 3 + ((a[:, 0] + da) * m1 + a[:, 1] + db) * m1 + a[:, 2] + de
+                v = values[np.where(ok, at, 0)].astype(np.float64)
+                node = ijk * h + (a + d) * step
+                r = np.sqrt(((q - node) ** 2).sum(axis=1))
+                ok &= ~np.isnan(v)
+                lo = np.maximum(lo, v - r)
+                hi = np.minimum(hi, v + r)
+    return ok, np.where(ok, lo, 0.0), np.where(ok, hi, 0.0)
+
+
+@pytest.mark.parametrize("name", list(MESHES))
+def test_the_fine_nodes_bound_the_exact_distance(name):
+    """Where hair is, a kept field's list cells keep the exact signed distance at FINE_NODES + 1
+    nodes a side (``grid_build.fine_nodes``), and a point's eight nodes bound its distance without
+    a query (``fine_bounds``: the signed distance is 1-Lipschitz). The nodes hold the exact
+    query's value; the bounds are numpy's written out here, bit for bit, and hold the exact
+    distance wherever it is within the list's reach — on a sphere, a bumpy mesh, shells that
+    cross (no brick listing both: inside one, the other's side is outside) and an open sheet (none
+    beside its rim) — to the prune's slack; they are close (within a fine cell's diagonal) and the
+    bricks cover many near points. The build gives the same bits on one and two threads."""
+    f, p = fine_field(name)
+    brick, values, n = f._k_tris[22:25]
+    assert n == f.index.FINE_NODES and brick.size
+    # the nodes are the exact query's values
+    h = f.cell * f.grid.list_cell
+    cells = np.flatnonzero(brick >= 0)
+    assert cells.size
+    pick = cells[:: max(1, cells.size // 40)]
+    ijk = np.stack(np.unravel_index(pick, tuple(int(x) for x in f.grid.list_dims)), axis=1)
+    m1 = n + 1
+    abc = np.stack(np.meshgrid(*[np.arange(m1)] * 3, indexing="ij"), -1).reshape(-1, 3)
+    nodes = (ijk[:, None, :] * h + abc[None] * (h / n)).reshape(-1, 3)
+    sd, _, _, known, cell = f.index.exact_listed(nodes + f.origin)
+    stored = values[(brick[pick].astype(np.int64)[:, None] * m1 ** 3 + np.arange(m1 ** 3)[None]).ravel()]
+    # (a node on a cell's high face is queried in the next cell's list: compared where its own)
+    mine = cell == np.repeat(pick, m1 ** 3)
+    exact = mine & known & (np.abs(sd) <= f.list_reach[np.repeat(pick, m1 ** 3)])
+    assert mine.mean() > 0.9 * (n / m1) ** 3 and exact.sum() > 0.4 * mine.sum()
+    assert same_bits(stored[exact], sd[exact].astype(np.float32)) and np.isnan(stored[mine & ~exact]).all()
+    # the bounds
+    rng = np.random.default_rng(15)
+    near = p[6000:]
+    on = np.round((near[:1000] - f.origin) / (h / n)) * (h / n) + f.origin        # on the fine cells' faces
+    q = np.concatenate([p, on, np.nextafter(on, np.inf), np.nextafter(on, -np.inf), np.full((3, 3), np.nan)])
+    q[rng.integers(0, len(q), 100), rng.integers(0, 3, 100)] += 50 * f.size
+    ok, lo, hi = fine_rows(f, q)
+    rok, rlo, rhi = ref_fine_rows(f, q)
+    assert same_bits(ok, rok) and same_bits(lo[ok], rlo[ok]) and same_bits(hi[ok], rhi[ok])
+    sd, _, _, known, cell = f.index.exact_listed(q)
+    within = ok & known & (np.abs(sd) <= f.list_reach[cell])
+    slack = f._k_tris[5]
+    assert within[6000:12000].mean() > 0.4 if name != "patch" else within.sum() > 100
+    assert np.all(lo[within] - slack <= sd[within]) and np.all(sd[within] <= hi[within] + slack)
+    assert np.all(hi[ok] - lo[ok] <= 2 * np.sqrt(3.0) * h / n + 1e-12)
+    if name == "crossing":                    # no brick whose list holds both shells
+        assert f.grid.seam_cells and (brick[f.grid.doubt < 0] < 0).all()
+        start, listed = f._k_tris[0], f._k_tris[1]
+        part = f.index.parts()
+        assert part.max() == 1
+        for c in np.flatnonzero(brick >= 0):
+            assert np.unique(part[listed[start[c]:start[c + 1]]]).size == 1
+    if name == "patch":                       # no brick whose list holds a triangle of the rim
+        start, listed = f._k_tris[0], f._k_tris[1]
+        rim = boundary_features(f.index.triangles).any(axis=1)
+        assert rim.any() and same_bits(f.index.parts() < 0, rim)
+        for c in np.flatnonzero(brick >= 0):
+            assert not rim[listed[start[c]:start[c + 1]]].any()
+    # one and two threads
+    built = []
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            t = f._k_tris
+            built.append(grid_build.fine_nodes(t[:22] + t[22:], pick.astype(np.int64), n, f.list_reach, f.grid.doubt,
+                                               f.index.parts()))
+            built.append(fine_rows(f, q))
+    finally:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    assert all(same_bits(a, b) for x, y in zip(built[:2], built[2:]) for a, b in zip(x, y))
+
+
+@pytest.mark.parametrize("name", list(MESHES))
+def test_the_fine_nodes_clear_only_points_the_exact_query_finds_outside(name):
+    """Held depth (``MeshField._depths``) with the fine nodes leaves out points they prove
+    outside their limits: every depth it measures is the bits it measured without them, every
+    point it leaves out has a depth ≤ 0 without them (what is reported is the same), and on the
+    closed meshes it leaves out many that would have been measured."""
+    f, p = fine_field(name, seed=16)
+    x = np.ascontiguousarray(p.T, np.float32)
+    limit = np.random.default_rng(17).uniform(-0.05, 0.1, x.shape[1]).astype(np.float32)
+    with_fine = f._depths(x, limit)
+    t = f._k_tris
+    f.index._k_tris = t[:22] + (np.zeros(0, np.int32), np.zeros(0, np.float32), 1)
+    try:
+        without = f._depths(x, limit)
+    finally:
+        f.index._k_tris = t
+    measured = np.isfinite(with_fine)
+    assert same_bits(with_fine[measured], without[measured])
+    assert np.all(without[~measured] <= 0)
+    cleared = np.isfinite(without) & ~measured
+    assert cleared.sum() > (100 if name != "patch" else 0)
 
 
 @pytest.mark.parametrize("name", list(MESHES))

@@ -270,6 +270,7 @@ class TriangleIndex:
     """
 
     SUB_CELLS = 2        # sub-cells per side of a kept field's list cells, each with its own candidates
+    FINE_NODES = 2       # fine cells per side of those list cells, whose nodes' distances bound a point's
     CHUNK = 1 << 15      # points per exact query at once (its scratch is ~50 triangle pairs each)
     TIGHT_PAIRS = 4096   # exact queries of more (point, triangle) pairs measure a first triangle
 
@@ -355,9 +356,11 @@ class TriangleIndex:
         spheres = np.ascontiguousarray(np.concatenate([self.centres, self.radii[None]]).T)      # (T, 4)
         dims, h = np.array(grid.list_dims, np.int64), float(grid.cell * grid.list_cell)
         # (side by side, as the winding number's: a tuple in a tuple cannot enter a parallel loop)
-        none = (np.zeros(0, np.int32), np.zeros(1, np.int64), np.zeros(0, np.int32), 1, h, dims)
+        none = (np.zeros(0, np.int32), np.zeros(1, np.int64), np.zeros(0, np.int32), 1, h, dims,
+                np.zeros(0, np.int32), np.zeros(0, np.float32), 1)
         # then each triangle's plane and side planes: what rules a listed triangle out before it
-        # is measured (``kernels.field._exact_point``), and the sub-cells' shorter lists
+        # is measured (``kernels.field._exact_point``), the sub-cells' shorter lists and the
+        # fine nodes' bricks
         self._k_tris = (grid.list_start, grid.list_tri, self._tri_cols, spheres,
                         self.normals, 1e-5 * self.size, 1e-9 * self.extent) + self.wind + (self._k_planes,) + none
         # the same triangles as one list holding every one: where a point's list cell cannot
@@ -372,7 +375,9 @@ class TriangleIndex:
         sub-cells listing the triangles that may be nearest there (``grid_build.sub_lists``). A
         query in such a cell measures those only (about 4 of 16 where hair lies over Suzanne),
         with the same pick and bits as from the whole list (``kernels.field._exact_point``);
-        elsewhere it reads the whole list. Only for a field queried over many frames (one-cell
+        elsewhere it reads the whole list. The same cells keep their exact distances at
+        FINE_NODES + 1 nodes a side (``grid_build.fine_nodes``), which prove most points near the
+        surface outside their limits without a query (``kernels.field.clear_of``). Only for a field queried over many frames (one-cell
         lists: a field built for one frame would not earn it back)."""
         grid = self.grid
         if grid.list_cell != grid.KEPT_LIST_CELL or points.shape[1] == 0:
@@ -390,7 +395,28 @@ class TriangleIndex:
         s = self.SUB_CELLS
         first, start, tri = grid_build.sub_lists(grid.list_start, grid.list_tri, self._tri_cols, dims, h, s,
                                                  float(self._k_tris[5]), cells)
-        self._k_tris = self._k_tris[:16] + (first, start, tri, s, h, dims)
+        self._k_tris = self._k_tris[:16] + (first, start, tri, s, h, dims) + self._k_tris[22:]
+        n = self.FINE_NODES
+        if n <= 0:
+            return
+        brick, values = grid_build.fine_nodes(self._k_tris, cells, n, grid.list_reach, grid.doubt, self.parts())
+        self._k_tris = self._k_tris[:22] + (brick, values, n)
+
+    def parts(self) -> np.ndarray:
+        """Each triangle's shell (T,) int64 (joined through shared corners), −1 for a triangle
+        touching an edge that is not between two faces (open, or shared by more than two), at an
+        edge or a corner: beside those a point's side may jump."""
+        tri = np.ascontiguousarray(self.triangles, np.int64)
+        if len(tri) == 0:
+            return np.zeros(0, np.int64)
+        part = winding_kernels.shells(tri, int(tri.max()) + 1)
+        if not self.closed:
+            inverse, count = self._edges
+            odd = (count[inverse] != 2).reshape(-1, 3)
+            corner = np.zeros(int(tri.max()) + 1, bool)
+            corner[np.stack([tri, np.roll(tri, -1, axis=1)], axis=2)[odd].ravel()] = True
+            part[odd.any(axis=1) | corner[tri].any(axis=1)] = -1
+        return part
 
     def exact(self, p: np.ndarray, every: bool = False):
         """Exact signed distance (N,) of points ``p`` (N, 3), their closest points (N, 3) and the

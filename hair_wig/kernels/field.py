@@ -37,7 +37,9 @@ triangles' from ``collision.triangles.TriangleIndex.use_lists``):
            (below), which rule a listed triangle out before it is measured, then the sub-cells'
            lists side by side (``kernels.grid_build.sub_lists``: each list cell's first sub-cell
            i32 — empty: none —, their starts i64 and triangles i32, sub-cells per side, the list
-           cells' size f64 and count per axis (3,) i64))
+           cells' size f64 and count per axis (3,) i64), then the fine nodes' bricks
+           (``kernels.grid_build.fine_nodes``: each list cell's brick i32 — empty: none —, the
+           bricks' exact distances f32, fine cells per side))
 ``box``    (mesh box low (3,) f64, high (3,) f64, exact reach f32)
 ``planes`` (T, 16) f32: each triangle's plane and its edges' side planes (``_lower``)
 """
@@ -393,6 +395,65 @@ def _exact_point(qx, qy, qz, cell, tris):
 
 
 @njit(cache=True, inline="always")
+def fine_bounds(qx, qy, qz, cell, tris):
+    """Bounds of the exact signed distance at (qx, qy, qz), relative to the grid's origin, in list
+    cell ``cell``, without measuring a triangle: from the eight nodes of its fine cell in the
+    cell's brick (``tris[22:25]``, ``grid_build.fine_nodes``), each node's distance ``f`` less
+    and plus its distance ``r`` to the point — the signed distance is 1-Lipschitz within a brick,
+    so it lies within ``[max(f − r), min(f + r)]``. Returns (whether there are bounds, lower,
+    upper): none without a brick, beyond the cell's box, for NaN, or beside a node beyond the
+    list's reach. The lower bound is within ~h/(2n)·(1 − cos) of the distance (the node most in
+    line with the surface's normal): on the bench's hair it clears two thirds of the points an
+    exact query would otherwise measure, at the cost of eight gathers."""
+    first = tris[22]
+    if not first.shape[0]:
+        return False, 0.0, 0.0
+    b = first[cell]
+    if b < 0:
+        return False, 0.0, 0.0
+    n, h = tris[24], tris[20]
+    i, j, k = cell_ijk(cell, tris[21])
+    step = h / n
+    fa = np.floor(qx / step - i * n)
+    fb = np.floor(qy / step - j * n)
+    fc = np.floor(qz / step - k * n)
+    if not (0.0 <= fa < n and 0.0 <= fb < n and 0.0 <= fc < n):
+        return False, 0.0, 0.0
+    a, bb, e = int(fa), int(fb), int(fc)
+    values = tris[23]
+    m1 = n + 1
+    at = b * m1 * m1 * m1
+    lo, hi = -np.inf, np.inf
+    for corner in range(8):
+        da, db, de = corner >> 2, (corner >> 1) & 1, corner & 1
+        f = np.float64(values[at + ((a + da) * m1 + bb + db) * m1 + e + de])
+        if f != f:
+            return False, 0.0, 0.0
+        dx = qx - (i * h + (a + da) * step)
+        dy = qy - (j * h + (bb + db) * step)
+        dz = qz - (k * h + (e + de) * step)
+        r = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if f - r > lo:
+            lo = f - r
+        if f + r < hi:
+            hi = f + r
+    return True, lo, hi
+
+
+@njit(cache=True, inline="always")
+def clear_of(qx, qy, qz, cell, lim, reach, tris):
+    """Whether the exact signed distance at (qx, qy, qz) (float64, relative to the grid's origin,
+    in list cell ``cell``) is proven at least ``lim`` and the exact query's within ``±reach``
+    (where the callers take its value, not the grid's) — by ``fine_bounds``, each bound less the
+    prune's slack (1e-5 of the mesh's size, far above the rounding of the nodes' float32 values
+    and of the exact query itself). A point so cleared would be measured and found not inside:
+    the callers' answers are the same, without the measurement."""
+    ok, lo, hi = fine_bounds(qx, qy, qz, cell, tris)
+    slack = tris[5]
+    return ok and lo - slack >= max(lim, -reach) and hi + slack <= reach
+
+
+@njit(cache=True, inline="always")
 def box_distance(x, y, z, lo, hi):
     """The distance (float64; NaN for a NaN point) from the float64 point (x, y, z) to the box
     ``lo``–``hi`` (3,) (0 inside it): a lower bound of the distance to the mesh it holds."""
@@ -541,6 +602,17 @@ def exact_listed(p, grid64, errors, tris, sd, closest, outward, known, cell):
 
 
 @njit(cache=True, parallel=True)
+def fine_rows(p, grid64, errors, tris, ok, lo, hi):
+    """``fine_bounds`` at points ``p`` (3, N) float64 rows, field space: whether each has bounds
+    (N,), and the lower and upper bounds (N,) float64 of its exact signed distance."""
+    origin = grid64[1]
+    for n in prange(p.shape[1]):
+        x, y, z = p[0, n], p[1, n], p[2, n]
+        c = _list_cell(x, y, z, origin, errors)
+        ok[n], lo[n], hi[n] = fine_bounds(x - origin[0], y - origin[1], z - origin[2], c, tris)
+
+
+@njit(cache=True, parallel=True)
 def signed_distances(p, grid64, errors, tris, box, d, redo):
     """``MeshField.signed_distance`` at points ``p`` (3, N) float64 rows, field space: into ``d``
     (N,) float32, and ``redo`` (N,) where every triangle must be searched."""
@@ -616,6 +688,9 @@ def held_depths(x, limit, nodes, slack, grid32, grid64, errors, tris, box, plane
             continue
         x64, y64, z64 = np.float64(px), np.float64(py), np.float64(pz)
         cell = _list_cell(x64, y64, z64, origin, errors)
+        if clear_of(x64 - origin[0], y64 - origin[1], z64 - origin[2], cell, np.float64(lim),
+                    min(np.float64(errors[5][cell]), np.float64(box[2])), tris):
+            continue
         if _outside(px - np.float32(origin[0]), py - np.float32(origin[1]), pz - np.float32(origin[2]),
                     v - err, lim, cell, errors, tris, planes):
             continue

@@ -19,7 +19,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .field import cell_ijk, closest_on_row
+from .field import _exact_point, cell_ijk, closest_on_row
 
 
 @njit(cache=True)
@@ -562,3 +562,74 @@ def sub_lists(start, listed, rows, dims, h, s, slack, cells):
         for sub in range(s * s * s):
             _sub_candidates(start, listed, rows, dims, h, s, slack, c, sub, d, out, counts[first[c] + sub])
     return first, counts, out
+
+
+@njit(cache=True, parallel=True)
+def fine_nodes(tris, cells, n, reach, doubt, part):
+    """The signed distance at ``n + 1`` nodes a side of each list cell of ``cells`` (int64,
+    ascending, each once) — the exact query's (``field._exact_point``), NaN at a node beyond its
+    cell's ``reach`` (where the list is not exact) — for ``field.fine_bounds``' certificate:
+    ``first`` (C,) int32 each list cell's brick (−1: none) and the bricks' values (B·(n + 1)³,)
+    float32, x-major within a brick.
+
+    The certificate takes the signed distance to be 1-Lipschitz within the cell. It is where the
+    cell's list holds triangles of one closed shell only: a point whose distance is within the
+    cell's reach has its nearest triangle in the list, so its distance is that shell's, signed by
+    its pseudo-normals — continuous on a closed surface. ``part`` (T,) int64 is each triangle's
+    shell, −1 for one touching an edge that is not between two faces (past an open edge the side
+    is the winding number's or, with none, the pseudo-normal's, and either jumps there). Where
+    two shells are listed, a point inside one may be nearer the other, which signs it outside
+    (shells that cross or nest; a solid's cut where they cross leaves open edges). So a cell gets
+    no brick with a triangle of no shell or of two, with part of a seam (``doubt`` −1), with an
+    empty list, or with two neighbouring nodes whose distances differ by more than their spacing
+    (a jump none of these saw)."""
+    start, listed, slack = tris[0], tris[1], tris[5]
+    h, dims = tris[20], tris[21]
+    first = np.full(start.shape[0] - 1, -1, np.int32)
+    owner = np.empty(cells.shape[0], np.int64)
+    b = 0
+    for o in range(cells.shape[0]):
+        c = cells[o]
+        if start[c + 1] <= start[c] or doubt[c] < 0:
+            continue
+        one = part[listed[start[c]]]
+        ok = one >= 0
+        for m in range(start[c], start[c + 1]):
+            if part[listed[m]] != one:
+                ok = False
+        if ok:
+            first[c] = np.int32(b)
+            owner[b] = c
+            b += 1
+    m1 = n + 1
+    per = m1 * m1 * m1
+    values = np.empty(b * per, np.float32)
+    good = np.ones(b, np.bool_)
+    step = h / n
+    for o in prange(b):
+        c = owner[o]
+        i, j, k = cell_ijk(c, dims)
+        r = reach[c]
+        at = o * per
+        for q in range(per):
+            x = i * h + (q // (m1 * m1)) * step
+            y = j * h + ((q // m1) % m1) * step
+            z = k * h + (q % m1) * step
+            known, sd, _, _, _, _, _, _ = _exact_point(x, y, z, c, tris)
+            values[at + q] = np.float32(sd) if known and abs(sd) <= r else np.float32(np.nan)
+        # neighbouring nodes no farther apart in distance than in space (and the float32
+        # rounding of values within the reach, far inside the slack)
+        most = step + slack
+        for q in range(per):
+            v = values[at + q]
+            a, bb, e = q // (m1 * m1), (q // m1) % m1, q % m1
+            for axis in range(3):
+                if (axis == 0 and a == n) or (axis == 1 and bb == n) or (axis == 2 and e == n):
+                    continue
+                w = values[at + q + (m1 * m1 if axis == 0 else (m1 if axis == 1 else 1))]
+                if abs(np.float64(w) - np.float64(v)) > most:       # NaN: no jump seen
+                    good[o] = False
+    for o in range(b):
+        if not good[o]:
+            first[owner[o]] = -1
+    return first, values

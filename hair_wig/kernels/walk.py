@@ -39,7 +39,7 @@ from numba import get_thread_id, njit, prange
 from numba.typed import List
 
 from .borrow import borrowed
-from .field import (_F0, _INF32, _exact_point, _grid_error, _list_cell, _lookup64, _node_value, _signed_point,
+from .field import (_F0, _INF32, _exact_point, clear_of, _grid_error, _list_cell, _lookup64, _node_value, _signed_point,
                     _trilinear32, box_distance, plane_offset)
 from .chain import _chain_moves, settled
 from .leader import place
@@ -216,6 +216,9 @@ def _project_to(px, py, pz, lim, col):
     nx = ny = nz = ax = ay = az = 0.0
     grid = True
     if abs(dm) < col[13] + err:
+        origin = col[2][1]
+        if clear_of(x - origin[0], y - origin[1], z - origin[2], cell, lim - tol, np.float64(col[3][5][cell]), col[4]):
+            return False, px, py, pz, 0.0, 0.0, 0.0          # the exact query would find it outside
         ok, sd, cx, cy, cz, ox, oy, oz = _exact_in_band(x, y, z, dm, err, cell, col)
         if ok:
             grid = False
@@ -254,6 +257,11 @@ def _depth(px, py, pz, w, c0, cols, rest):
         if _skipped(col, rest, w, x32, y32, z32):
             continue
         x, y, z = _field_point(col, np.float64(x32), np.float64(y32), np.float64(z32))
+        origin = col[2][1]
+        cell = _list_cell(x, y, z, origin, col[3])
+        if clear_of(x - origin[0], y - origin[1], z - origin[2], cell, np.float64(col[7][w]) - col[14],
+                    min(np.float64(col[3][5][cell]), np.float64(col[5][2])), col[4]):
+            continue                 # not inside: the exact query would find no depth
         d, redo = _signed_point(x, y, z, col[2], col[3], col[4], col[5])
         if redo:                     # a seam's cell: every triangle
             origin = col[2][1]
