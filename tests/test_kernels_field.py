@@ -14,6 +14,7 @@ from hair_wig.collision import ColliderMesh, Collider, MeshField, exact_signed_d
 from hair_wig.kernels import field as kf
 from hair_wig.kernels import grid_build
 from hair_wig.collision.solid import boundary_features
+from hair_wig.collision.triangles import TriangleIndex
 from tolerance import EPS64, magnitude, rounding
 
 
@@ -339,8 +340,9 @@ def ref_fine_rows(f, p):
     return ok, np.where(ok, lo, 0.0), np.where(ok, hi, 0.0)
 
 
+@pytest.mark.parametrize("n", [1, TriangleIndex.FINE_NODES, 5])
 @pytest.mark.parametrize("name", list(MESHES))
-def test_the_fine_nodes_bound_the_exact_distance(name):
+def test_the_fine_nodes_bound_the_exact_distance(name, n, monkeypatch):
     """Where hair is, a kept field's list cells keep the exact signed distance at FINE_NODES + 1
     nodes a side (``grid_build.fine_nodes``), and a point's eight nodes bound its distance without
     a query (``fine_bounds``: the signed distance is 1-Lipschitz). The nodes hold the exact
@@ -348,10 +350,12 @@ def test_the_fine_nodes_bound_the_exact_distance(name):
     distance wherever it is within the list's reach — on a sphere, a bumpy mesh, shells that
     cross (no brick listing both: inside one, the other's side is outside) and an open sheet (none
     beside its rim) — to the prune's slack; they are close (within a fine cell's diagonal) and the
-    bricks cover many near points. The build gives the same bits on one and two threads."""
+    bricks cover many near points. The build gives the same bits on one and two threads. For
+    the nodes a side the add-on keeps, and for coarser and finer ones."""
+    monkeypatch.setattr(TriangleIndex, "FINE_NODES", n)
     f, p = fine_field(name)
-    brick, values, n = f._k_tris[22:25]
-    assert n == f.index.FINE_NODES and brick.size
+    brick, values, kept = f._k_tris[22:25]
+    assert kept == n and brick.size
     # the nodes are the exact query's values
     h = f.cell * f.grid.list_cell
     cells = np.flatnonzero(brick >= 0)
@@ -366,7 +370,7 @@ def test_the_fine_nodes_bound_the_exact_distance(name):
     # (a node on a cell's high face is queried in the next cell's list: compared where its own)
     mine = cell == np.repeat(pick, m1 ** 3)
     exact = mine & known & (np.abs(sd) <= f.list_reach[np.repeat(pick, m1 ** 3)])
-    assert mine.mean() > 0.9 * (n / m1) ** 3 and exact.sum() > 0.4 * mine.sum()
+    assert mine.mean() > 0.5 * (n / m1) ** 3 and exact.sum() > 0.4 * mine.sum()
     assert same_bits(stored[exact], sd[exact].astype(np.float32)) and np.isnan(stored[mine & ~exact]).all()
     # the bounds
     rng = np.random.default_rng(15)
@@ -380,7 +384,7 @@ def test_the_fine_nodes_bound_the_exact_distance(name):
     sd, _, _, known, cell = f.index.exact_listed(q)
     within = ok & known & (np.abs(sd) <= f.list_reach[cell])
     slack = f._k_tris[5]
-    assert within[6000:12000].mean() > 0.4 if name != "patch" else within.sum() > 100
+    assert within[6000:12000].mean() > (0.4 if n > 1 else 0.25) if name != "patch" else within.sum() > 100
     assert np.all(lo[within] - slack <= sd[within]) and np.all(sd[within] <= hi[within] + slack)
     assert np.all(hi[ok] - lo[ok] <= 2 * np.sqrt(3.0) * h / n + 1e-12)
     if name == "crossing":                    # no brick whose list holds both shells
