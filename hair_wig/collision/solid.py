@@ -43,7 +43,7 @@ import numpy as np
 
 from ..kernels import grid_build
 from ..kernels import winding as winding_kernels
-from .triangles import edges
+from .triangles import corners_of, edges
 
 FILL = 0.75           # a hole is closed when its fan is under this part of its shell's area
 OFF = 1e-3            # how far off its face a triangle is looked from, in its own size
@@ -532,7 +532,5 @@ def boundary_features(triangles: np.ndarray) -> np.ndarray:
     inverse, count = edges(t)
     open_edge = (count[inverse] == 1).reshape(-1, 3)
     out[:, 4:7] = open_edge
-    rim = np.zeros(int(t.max()) + 1, bool)
-    rim[np.stack([t, np.roll(t, -1, axis=1)], axis=2)[open_edge].ravel()] = True
-    out[:, 1:4] = rim[t]
+    out[:, 1:4] = corners_of(t, open_edge)
     return out

@@ -111,6 +111,15 @@ _EDGES: dict = {}        # a few meshes' edges by their triangles' bytes (``edge
 _EDGES_LOCK = threading.Lock()
 
 
+def corners_of(triangles: np.ndarray, marked: np.ndarray) -> np.ndarray:
+    """Which corners (T, 3) bool, a b c, of ``triangles`` (T, 3) are an end of an edge marked in
+    ``marked`` (T, 3), edges ab bc ca, of any triangle."""
+    t = np.asarray(triangles, np.int64)
+    end = np.zeros(int(t.max(initial=-1)) + 1, bool)
+    end[np.stack([t, np.roll(t, -1, axis=1)], axis=2)[marked].ravel()] = True
+    return end[t]
+
+
 def edges(triangles: np.ndarray):
     """A triangle list's edges: for each triangle's edges ab, bc, ca (3T,) which of the mesh's
     edges it is, and how many triangles share each edge (both read-only). Kept for the last few
@@ -413,9 +422,7 @@ class TriangleIndex:
         if not self.closed:
             inverse, count = self._edges
             odd = (count[inverse] != 2).reshape(-1, 3)
-            corner = np.zeros(int(tri.max()) + 1, bool)
-            corner[np.stack([tri, np.roll(tri, -1, axis=1)], axis=2)[odd].ravel()] = True
-            part[odd.any(axis=1) | corner[tri].any(axis=1)] = -1
+            part[odd.any(axis=1) | corners_of(tri, odd).any(axis=1)] = -1
         return part
 
     def exact(self, p: np.ndarray, every: bool = False):
