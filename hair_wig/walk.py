@@ -18,7 +18,7 @@ from .collision import Collider, MeshField, kernel_colliders
 from .kernels.field import launch
 from .kernels.response import held_rows
 from .kernels.walk import (CROSS_FRICTION, CROSS_STEPS, CROSS_TURN, NO_KIDS, PULL_REACH, PULL_ROUNDS, THROUGH_TURN,
-                           WRAP_HALVINGS, cross_paths, walk_strands)
+                           WRAP_HALVINGS, SEGMENT_AT, SEGMENT_ROUNDS, cross_paths, walk_strands)
 from .spaces import transform_points
 
 
@@ -239,7 +239,51 @@ class CollisionWalk:
             if at.size:
                 # still unresolved after the last tangent-plane step (a crease or a pocket)
                 self._swing_out(q, j, at_j, at)
+            cut = self._segments_out(q, j, at_j, sweeps if last is not None else None)
+            if cut.size:
+                for m in margins:            # moved: no bound for the next point
+                    m[cut] = -np.inf
+                self._swing_out(q, j, at_j, cut)
         view[...] = q.transpose(0, 2, 1)
+
+    def _segments_out(self, q: np.ndarray, j: int, at_j: np.ndarray, sweeps=None) -> np.ndarray:
+        """Segment collision for points j of the walked strands ``q`` (3, n, S) — wig points
+        ``at_j`` — after the points themselves are out (``kernels.walk._segment_against`` says
+        what and why): each segment from point j − 1 met at ``SEGMENT_AT`` of its length against
+        its samples' limits (``Collider.segment_bounds``), a sample deeper than its limit pushed
+        out by swinging the segment about point j − 1, collider by collider and sample by sample, ``SEGMENT_ROUNDS`` rounds at most; not against
+        a collider that ``sweeps`` (K,) through the hair this frame (continuous contact wraps its
+        cuts). Returns the strands whose point moved."""
+        cols = [c for k, c in enumerate(self.colliders) if getattr(c, "segment_bounds", None) is not None
+                and c.segment_bounds.shape[1] and (sweeps is None or not sweeps[k])]
+        count = q.shape[2]
+        moved = np.zeros(count, bool)
+        for _ in range(SEGMENT_ROUNDS if cols else 0):
+            got = np.zeros(count, bool)
+            for c in cols:
+                bounds = c.segment_bounds[:, at_j]
+                lead = q[:, j - 1].astype(np.float64)
+                for row, t in enumerate(SEGMENT_AT):
+                    p = q[:, j].astype(np.float64)
+                    met = (lead + t * (p - lead)).astype(np.float32)
+                    out = met.copy()
+                    normal = np.zeros((3, count))
+                    pick = c.push_to(out, bounds[row], normal)
+                    if pick.size == 0:
+                        continue
+                    a = lead[:, pick]
+                    d = p[:, pick] + (out[:, pick].astype(np.float64) - met[:, pick].astype(np.float64)) / t - a
+                    length = np.sqrt(((p[:, pick] - a) ** 2).sum(axis=0))
+                    size = np.sqrt((d * d).sum(axis=0))
+                    ok = (length != 0) & (size != 0)
+                    pick, a, d = pick[ok], a[:, ok], d[:, ok]
+                    q[:, j, pick] = (a + d * (length[ok] / size[ok])).astype(np.float32)
+                    self.pushes[:, at_j[pick] - self._start] = normal[:, pick]
+                    got[pick] = True
+            if not got.any():
+                break
+            moved |= got
+        return np.flatnonzero(moved)
 
     def _cross_column(self, q, j, at_j, last, maps, sweeps, pulled: list) -> int:
         """Continuous contact in numpy (``kernels.walk._cross_way`` says what and why): point

@@ -1,5 +1,5 @@
 """Collision settings side by side: the bench's turning Suzanne (5000 × 16 strands, head collision)
-baked with one of ``TriangleIndex``'s settings at each of several values, the values alternated in
+baked with one of ``TriangleIndex``'s or ``Collider``'s settings at each of several values, the values alternated in
 one process so that the machine's drift falls on all of them alike. For each value: the baked
 positions' hash (the same hash for every value when the setting is one that must not change the
 result), the bake's report, the time a frame — (a 48-frame bake − a 3-frame bake) / 45, so the bind
@@ -7,6 +7,9 @@ is left out — the bind's extra time, and the whole 48-frame bake.
 
     ./run python scripts/collision_ab.py [--layer SPRINGS] [--setting FINE_NODES] [--values 0 2]
                                          [--pairs 3] [--subdivide 0] [--strands 5000]
+
+``--setting SEGMENTS --values 0 1``: the walk by points alone against points and segments (that
+one changes the result: the hashes differ).
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ import bench  # noqa: E402
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--layer", default="SPRINGS", help="the wig's dynamics layer (SPRINGS, STRANDS, RODS, WISPS)")
-    ap.add_argument("--setting", default="FINE_NODES", help="a TriangleIndex class setting (FINE_NODES, SUB_CELLS)")
+    ap.add_argument("--setting", default="FINE_NODES",
+                    help="a TriangleIndex class setting (FINE_NODES, SUB_CELLS) or a Collider one (SEGMENTS)")
     ap.add_argument("--values", type=int, nargs="+", default=[0, 2])
     ap.add_argument("--pairs", type=int, default=3, help="rounds over the values")
     ap.add_argument("--subdivide", type=int, default=0, help="Subdivision Surface levels applied to the head")
@@ -44,9 +48,11 @@ def main(argv=None) -> None:
     import addon
 
     index = import_module(f"{addon.PACKAGE}.hair_wig.collision.triangles").TriangleIndex
+    if not hasattr(index, args.setting):
+        index = import_module(f"{addon.PACKAGE}.hair_wig.collision.colliders").Collider
     baking = import_module(f"{addon.PACKAGE}.operators.baking")
     if not hasattr(index, args.setting):
-        sys.exit(f"collision_ab: TriangleIndex has no setting {args.setting}")
+        sys.exit(f"collision_ab: neither TriangleIndex nor Collider has a setting {args.setting}")
     kept = getattr(index, args.setting)
     short, whole, hashes = ({v: [] for v in args.values} for _ in range(3))
     try:

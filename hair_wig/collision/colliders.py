@@ -65,6 +65,7 @@ def hair_reach(rows: np.ndarray, offsets: np.ndarray, lo: np.ndarray, hi: np.nda
 
 _NO_CHILDREN = np.zeros((2, 0, 0, 0), np.float32)
 _NONE32 = np.zeros(0, np.float32)
+_NO_SEGMENTS = np.zeros((4, 0), np.float32)
 
 
 def kernel_colliders(colliders) -> object:
@@ -122,6 +123,7 @@ class Collider:
 
     SOLID = True          # built on the surface of the collider's solid (``solid``), not the mesh as modelled
     GIVE = 1.0            # cells a deforming collider's vertices may move from rest with its field refitted
+    SEGMENTS = 1          # the walk meets each segment between its points too (0: points alone; a bench's switch)
 
     def __init__(self, mesh: ColliderMesh, rest_to_field: np.ndarray, offset: float, rides: tuple | None = None):
         self.name = mesh.name
@@ -180,9 +182,11 @@ class Collider:
         children = _NO_CHILDREN if children is None else children
         # a collider met by contacts alone need not be bound for the walk (no limits of its own)
         limit, skip2 = (np.ascontiguousarray(getattr(self, k, _NONE32), np.float32) for k in ("limit", "skip2"))
+        segments = getattr(self, "segment_bounds", None)
+        segments = _NO_SEGMENTS if segments is None else segments
         return (f._k_nodes, f._k_grid32, f._k_grid64, f._k_errors, f._k_tris, f._k_box, f._k_planes, limit, skip2, to_field,
                 from_field, bool(self.moved), np.float32(f.slack), float(f.exact_reach), float(self.tolerance),
-                np.float32(self.stretch), moved, f._k_every, children)
+                np.float32(self.stretch), moved, f._k_every, children, segments)
 
     @property
     def moved(self) -> bool:
@@ -199,6 +203,7 @@ class Collider:
         self.clearance = d.astype(np.float32)
         self.limit = groom_limits(self.clearance, self.offset)
         self.skip2 = self._skip2(self.clearance, self.limit, rest_rows.T, self.tolerance)
+        self.segment_bounds = self._segment_bounds() if self.SEGMENTS and isinstance(self.field, MeshField) else None
         self._steps = None
         if uniform and isinstance(self.field, MeshField):
             # point-major (n, strands): step j of a walk reads contiguous rows
@@ -206,6 +211,30 @@ class Collider:
                 return np.ascontiguousarray(a.reshape(-1, uniform).T)
             self._steps = {"limit": cols(self.limit), "skip2": cols(self.skip2),
                            "rest": np.ascontiguousarray(self.rest_rows.reshape(3, -1, uniform).transpose(0, 2, 1))}
+
+    def _segment_bounds(self) -> np.ndarray:
+        """Each point's segment from the point before it met between its ends (the walk's
+        ``kernels.walk._segment_against``): the limits (``groom_limits``) at its samples
+        ``SEGMENT_AT`` of the way from the point before — placed as the walk places them, float64
+        from the float32 rest rows, rounded to float32 — and the squared distance both its ends
+        may move from rest unlooked (the least of its samples' ``_skip2``: a sample moves no
+        farther than the farther of its ends), as (4, P) float32. A strand's root has no segment:
+        nothing is met there (a limit of −inf, which no distance is deeper than). The groom at
+        rest is outside every limit, so it meets no segment contact."""
+        r = self.rest_rows.astype(np.float64)
+        a, b = r[:, :-1], r[:, 1:]
+        out = np.empty((4, r.shape[1]), np.float32)
+        out[:3, 0], out[3, 0] = -np.inf, np.inf
+        skip2 = None
+        for row, t in enumerate(walk_kernels.SEGMENT_AT):
+            x = (a + t * (b - a)).astype(np.float32).T.astype(np.float64)
+            clearance = self.field.signed_distance(np.ascontiguousarray(x)).astype(np.float32)
+            limit = groom_limits(clearance, self.offset)
+            out[row, 1:] = limit
+            s2 = self._skip2(clearance, limit, x, self.tolerance)
+            skip2 = s2 if skip2 is None else np.minimum(skip2, s2)
+        out[3, 1:] = skip2
+        return out
 
     def _skip2(self, clearance: np.ndarray, limit: np.ndarray, points: np.ndarray, tolerance: float):
         """The squared distance (float32, as ``clearance``) each point (``points`` (N, 3) at rest,

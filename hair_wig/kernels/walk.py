@@ -18,7 +18,7 @@ reads), all of one type, in a numba typed List a thread (``threads_colliders``):
 
 ``(nodes, grid32, grid64, errors, tris, box, planes, limit (P,) f32, skip2 (P,) f32, to_field
 (4, 4) f64, from_field (4, 4) f64, moved, slack f32, exact_reach f64, tolerance f64, stretch f32,
-transformed, every, children (2, K, n, G) f32)``
+transformed, every, children (2, K, n, G) f32, segments (4, P) f32)``
 
 — the field's query tuples (``kernels.field``), the wig's points' collision surfaces and squared
 skip distances (``Collider``), this frame's head-local → field-space map and back (``transformed``
@@ -26,7 +26,10 @@ False: the identity, the collider moves with the head), whether the collider mov
 (then no point is skipped for being near its rest position), and its triangles as one list
 (``TriangleIndex._k_every``) for the points whose list cell cannot decide, and the limits of each guide's shape
 moved onto its children's roots with the squared distances each such sample may move from where it
-rested unlooked (``Collider.bind_children``; empty without children).
+rested unlooked (``Collider.bind_children``; empty without children), and the limits of each
+point's segment from its leader at its middle, quarter and three-quarter points (``SEGMENT_AT``)
+with the squared distance the segment's ends may move from rest unlooked (``Collider.bind``;
+empty: the collider's segments are not met).
 """
 
 from __future__ import annotations
@@ -49,6 +52,13 @@ from .response import held
 _GRID32, _GRID64, _ERRORS, _TRIS, _TO_FIELD, _FROM_FIELD, _TOLERANCE, _TRANSFORMED = 1, 2, 3, 4, 9, 10, 14, 16
 
 _F32_KEEP = 4 * float(np.finfo(np.float32).eps)   # a segment its length to 4 ulp keeps its point
+# where along a segment from its leader it is met (the middle first): a part of a collider
+# thinner than a quarter of the segment can still pass between two samples
+SEGMENT_AT = (0.5, 0.25, 0.75)
+# rounds of a segment's samples at most: each swing is first order (the point moved by a sample's
+# push over its share, then set back at the segment's length, falls short of it on a steep turn),
+# and the quarters meet a corner the middle cleared
+SEGMENT_ROUNDS = 8
 SAMPLES = 9                                       # directions a swing scan measures (tenths)
 
 
@@ -635,6 +645,28 @@ def _walk_strand(p, base, n, start, first_strand, s, length, elasticity, iterati
             break
         if pushed:                       # still unresolved after the last round
             _swing_out(p, i, j, w, c0, cols, rest, around, rounds)
+        # its segment from its leader, met between its ends: swung out where a sample of it is
+        # deeper than its limit (the first collider inlined, by name, at this one site) — but
+        # not against a collider sweeping through the hair this frame: ``_sweep`` wraps what
+        # cuts through it round its edge, each point kept on the side it came from, and a swing
+        # out of a sample can leave a point where no pull back reaches it (a strand a slow plate
+        # drags over its edge then slips through it)
+        cut = False
+        for r in range(SEGMENT_ROUNDS):
+            got = False
+            if not (sweeping and sweeps[0]):
+                got = _segment_against(p, i, w, c0, rest, margins[0, s] if not cut else -_INF32, seg, pushes)
+            for k in range(1, ncol):
+                if not (sweeping and sweeps[k]) and _segment_against_call(
+                        p, i, w, cols[k], rest, margins[k, s] if not (cut or got) else -_INF32, seg, pushes):
+                    got = True
+            if not got:
+                break
+            cut = True
+        if cut:                          # moved: no bound for the next point; out if it went in
+            for k in range(ncol):
+                margins[k, s] = -_INF32
+            _swing_out(p, i, j, w, c0, cols, rest, around, rounds)
 
 
 @njit(cache=True, inline="always")
@@ -678,6 +710,65 @@ def _round(p, i, j, w, s, c0, c1, cols, rest, lifts, rules, elasticity, lifted, 
                      pushes):
                 lifted[s] += 1
     return True
+
+
+@njit(cache=True, inline="always")
+def _segment_against(p, i, w, col, rest, margin, seg, pushes):
+    """Segment collision (SPEC §6.4) for point ``i`` of rows ``p`` (the wig's point ``w``)
+    against one collider, after the point itself is out: its segment from its leader met at
+    ``SEGMENT_AT`` of its length, each sample deeper than its own limit (the offset, or the
+    groom's own clearance there: ``groom_limits``, so a groom at rest meets none) pushed out to
+    it by swinging the segment about its leader — point ``i`` moved by the sample's push over the
+    sample's share ``t`` of the segment and set back at the segment's length: to first order the
+    least turn about the leader that takes the sample out, the segment's length kept. Samples in
+    turn, each from where the one before left the point. Not looked at: a segment whose point is
+    farther from the collider (``margin``, a lower bound in field units; −inf: none) than three
+    quarters of it (``seg`` long) beyond its samples' limits, nor one whose ends both moved less
+    than its room from rest while the collider keeps still (the samples' skip, ``Collider.bind``).
+    Writes the last push's direction to ``pushes``; whether it moved
+    the point."""
+    bounds = col[19]
+    if bounds.shape[1] <= w:
+        return False
+    top = max(bounds[0, w], max(bounds[1, w], bounds[2, w]))
+    if margin - col[15] * np.float32(0.75) * seg >= top:
+        return False
+    if not col[11]:
+        skip2 = bounds[3, w]
+        ax, ay, az = p[0, i] - rest[0, w], p[1, i] - rest[1, w], p[2, i] - rest[2, w]
+        bx, by, bz = p[0, i - 1] - rest[0, w - 1], p[1, i - 1] - rest[1, w - 1], p[2, i - 1] - rest[2, w - 1]
+        if not (ax * ax + ay * ay + az * az > skip2) and not (bx * bx + by * by + bz * bz > skip2):
+            return False
+    lx, ly, lz = np.float64(p[0, i - 1]), np.float64(p[1, i - 1]), np.float64(p[2, i - 1])
+    moved = False
+    for q in range(3):
+        t = 0.5 if q == 0 else (0.25 if q == 1 else 0.75)
+        px, py, pz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
+        sx, sy, sz = lx + t * (px - lx), ly + t * (py - ly), lz + t * (pz - lz)
+        hit, hx, hy, hz, nx, ny, nz = _project_to(sx, sy, sz, np.float64(bounds[q, w]), col)
+        if not hit:
+            continue
+        # the push from the sample as it was met (float32), carried to the point over its share
+        dx = px + (hx - np.float64(np.float32(sx))) / t - lx
+        dy = py + (hy - np.float64(np.float32(sy))) / t - ly
+        dz = pz + (hz - np.float64(np.float32(sz))) / t - lz
+        length = math.sqrt((px - lx) ** 2 + (py - ly) ** 2 + (pz - lz) ** 2)
+        d = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if length == 0.0 or d == 0.0:
+            continue
+        f = length / d
+        p[0, i], p[1, i], p[2, i] = np.float32(lx + dx * f), np.float32(ly + dy * f), np.float32(lz + dz * f)
+        pushes[0, i], pushes[1, i], pushes[2, i] = np.float32(nx), np.float32(ny), np.float32(nz)
+        moved = True
+    return moved
+
+
+@njit(cache=True)
+def _segment_against_call(p, i, w, col, rest, margin, seg, pushes):
+    """``_segment_against`` as a plain call, for the colliders after the first: each call counts
+    its tuple's references (the first collider, nearly always the only one the hair is near, is
+    inlined instead; each inlined site is a copy of the query's IR in the walk's compile)."""
+    return _segment_against(p, i, w, col, rest, margin, seg, pushes)
 
 
 @njit(cache=True)
