@@ -91,14 +91,17 @@ def carried(wig, frames: int = FRAMES) -> float:
     changes with the push (``Wig._contacts_only``: ``out · clip(2 out / reach − 1, 0, 1)``,
     whose slope is at most 1 + 2 = 3) — the largest over the ``wig``'s springs at 24 frames a
     second. The push's direction is the walk's own, taken from where the point lay deep in the
-    head: its rounding is of that depth's conditioning, within the push's."""
+    head: its rounding is of that depth's conditioning, within the push's. A segment met between
+    its points swings its point by the push of a sample ``t`` of the way along it over ``t``
+    (``kernels.walk._segment_against``), so a push's rounding reaches a point times up to
+    1 / min(SEGMENT_AT) = 4: that factor is in the count too."""
     e11, e12, e21, e22 = (np.asarray(c, np.float64) for c in wig.layer.springs.coefficients(1.0 / 24.0)[:4])
     m = np.array([[e11, e12], [e21, e22]]).transpose(2, 0, 1)              # (P, 2, 2)
     later, power = np.zeros(len(e11)), np.repeat(np.eye(2)[None], len(e11), axis=0)
     for _ in range(frames - 1):
         power = power @ m
         later += np.abs(power[:, 0, 0])
-    return float(1.0 + 3.0 * later.max())
+    return float(1.0 + 3.0 * later.max()) / min(SEGMENT_AT)
 
 
 @pytest.mark.parametrize("mode, collide", MODES)
@@ -121,16 +124,13 @@ def test_moved_turned_and_scaled_objects_bake_the_same_hair(groom, mode, collide
     pushes reach 1 cm in Suzanne's eye sockets and brow, folds of about 2 cm, so at most twice:
     16 ulp (3-6 measured, 9 the worst hypothesis found) — carried into the frames after it by
     the springs where a push is deep (``carried``: 16 ulp times about 10 over these 8 frames;
-    the largest seen: 102 ulp, a scene far out at 1/20 scale). A segment met between its points
-    swings its point by the push of a sample ``t`` of the way along it over ``t``
-    (``kernels.walk._segment_against``): that push's rounding reaches the point times up to
-    1 / min(SEGMENT_AT) = 4 (the largest seen so: 208 ulp)."""
+    the largest seen: 102 ulp, a scene far out at 1/20 scale)."""
     x = similarity(*xf)
     got, wig = bake(groom, x, mode, collide, rounded=False)
     want = base(groom, mode, collide)
     magnitude = np.abs(want).max()
     err = np.abs(got - want).max()
-    bound = 2 * ULP8 * carried(wig) / min(SEGMENT_AT) if collide else ULP8
+    bound = 2 * ULP8 * carried(wig) if collide else ULP8
     assert err <= bound * EPS32 * magnitude, (err / (EPS32 * magnitude), bound, xf)
 
 
