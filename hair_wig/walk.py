@@ -251,24 +251,25 @@ class CollisionWalk:
         ``at_j`` — after the points themselves are out (``kernels.walk._segment_against`` says
         what and why): each segment from point j − 1 met at ``SEGMENT_AT`` of its length against
         its samples' limits (``Collider.segment_bounds``), a sample deeper than its limit pushed
-        out by swinging the segment about point j − 1, collider by collider and sample by sample, ``SEGMENT_ROUNDS`` rounds at most; not against
-        a collider that ``sweeps`` (K,) through the hair this frame (continuous contact wraps its
-        cuts). Returns the strands whose point moved."""
+        out by swinging the segment about point j − 1, collider by collider and sample by
+        sample, ``SEGMENT_ROUNDS`` rounds at most; not against a collider that ``sweeps`` (K,)
+        through the hair this frame (continuous contact wraps its cuts). Returns the strands whose
+        point moved."""
         cols = [c for k, c in enumerate(self.colliders) if getattr(c, "segment_bounds", None) is not None
                 and c.segment_bounds.shape[1] and (sweeps is None or not sweeps[k])]
         count = q.shape[2]
         moved = np.zeros(count, bool)
+        lead = q[:, j - 1].astype(np.float64)            # the leaders stay where they are
+        bounds = [c.segment_bounds[:, at_j] for c in cols]
         for _ in range(SEGMENT_ROUNDS if cols else 0):
             got = np.zeros(count, bool)
-            for c in cols:
-                bounds = c.segment_bounds[:, at_j]
-                lead = q[:, j - 1].astype(np.float64)
+            for c, bounds_c in zip(cols, bounds):
                 for row, t in enumerate(SEGMENT_AT):
                     p = q[:, j].astype(np.float64)
                     met = (lead + t * (p - lead)).astype(np.float32)
                     out = met.copy()
                     normal = np.zeros((3, count))
-                    pick = c.push_to(out, bounds[row], normal)
+                    pick = c.push_to(out, bounds_c[row], normal)
                     if pick.size == 0:
                         continue
                     a = lead[:, pick]
