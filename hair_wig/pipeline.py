@@ -22,7 +22,7 @@ from .hairset import HairSet
 from .magnets import FollowReach, Magnet, MagnetWeights
 from .profiles import Profile
 from .collision import Collider, ColliderMesh
-from .walk import CollisionWalk
+from .walk import SEGMENT_TURN, CollisionWalk
 from .refinement import LengthControl, compensate_compression_rows, compression_vectors
 from .scalp import ScalpSpace
 from .spaces import as_matrix, scale_of, transform_points, transform_rows
@@ -231,6 +231,10 @@ class Wig:
         self.walk = CollisionWalk(self.colliders, self.length, settings.collision_iterations,
                                   self.layer is not None and self.layer.LIFTS, self.not_root,
                                   self.strand_of_point, self._uniform)
+        if self.layer is not None:
+            # a layer carries what a swing leaves to the next step: a segment turns by a little a
+            # step instead of jumping round a part it cut (``kernels.walk._turn_at_most``)
+            self.walk.turn = SEGMENT_TURN
         friction = getattr(settings.dynamics, "friction", None)      # the layer's, where it has one
         if friction is not None:
             self.walk.friction = float(friction)

@@ -105,7 +105,7 @@ def _walk_as_called():
                  np.full((2, 1), -np.inf, np.float32), p[:, :1].astype(np.float64), np.zeros(1, np.int64),
                  np.zeros((1, 3)), 7,
                  np.zeros(1, np.int64), rest, np.stack([np.eye(4), np.eye(4)]), np.ones(2, bool), 0.3,
-                 np.zeros(1, np.int64), np.zeros((3, 3), np.float32))
+                 np.zeros(1, np.int64), np.zeros((3, 3), np.float32), 0.3, rest)
 
 
 def _cross_as_called():

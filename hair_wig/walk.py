@@ -10,6 +10,8 @@ length. The wig calls ``run`` on the strands it steps after compression and leng
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .chain import KEPT, RIDGE, ROUNDS, SETTLING, least_motion, settled
@@ -18,7 +20,7 @@ from .collision import Collider, MeshField, kernel_colliders
 from .kernels.field import launch
 from .kernels.response import held_rows
 from .kernels.walk import (CROSS_FRICTION, CROSS_STEPS, CROSS_TURN, NO_KIDS, PULL_REACH, PULL_ROUNDS, THROUGH_TURN,
-                           WRAP_HALVINGS, SEGMENT_AT, SEGMENT_ROUNDS, cross_paths, walk_strands)
+                           WRAP_HALVINGS, SEGMENT_AT, SEGMENT_ROUNDS, SEGMENT_TURN, cross_paths, walk_strands)
 from .spaces import transform_points
 
 
@@ -66,6 +68,10 @@ class CollisionWalk:
         self._start = 0
         # Coulomb friction of continuous contact's hold (the layer's Friction where it has one)
         self.friction = CROSS_FRICTION
+        # how far meeting its samples may turn a segment a step (``_turn_at_most``): π, all the
+        # way, unless a dynamics layer carries what is left on to the next step
+        self.turn = math.pi
+        self._previous = None         # (3, P) float32: where the points ended the last step (run)
 
     @property
     def note(self) -> str | None:
@@ -157,6 +163,7 @@ class CollisionWalk:
         self.crossed = 0
         self.pushes = np.zeros((3, p.shape[1]), np.float32)
         self._start = span.start or 0
+        self._previous = last         # where each point ended the last step (``_turn_at_most``)
         sweeps = self.sweeps(maps)
         fields = all(isinstance(c.field, MeshField) for c in self.colliders)
         if not sweeps.any() or not fields:
@@ -252,7 +259,8 @@ class CollisionWalk:
         what and why): each segment from point j − 1 met at ``SEGMENT_AT`` of its length against
         its samples' limits (``Collider.segment_bounds``), a sample deeper than its limit pushed
         out by swinging the segment about point j − 1, collider by collider and sample by
-        sample, ``SEGMENT_ROUNDS`` rounds at most; not against a collider that ``sweeps`` (K,)
+        sample, ``SEGMENT_ROUNDS`` rounds at most, then kept within ``self.turn`` of where it
+        pointed before or at the end of the last step (``_turn_at_most``); not against a collider that ``sweeps`` (K,)
         through the hair this frame (continuous contact wraps its cuts). Returns the strands whose
         point moved."""
         cols = [c for k, c in enumerate(self.colliders) if getattr(c, "segment_bounds", None) is not None
@@ -260,6 +268,7 @@ class CollisionWalk:
         count = q.shape[2]
         moved = np.zeros(count, bool)
         lead = q[:, j - 1].astype(np.float64)            # the leaders stay where they are
+        was = q[:, j].astype(np.float64)
         bounds = [c.segment_bounds[:, at_j] for c in cols]
         for _ in range(SEGMENT_ROUNDS if cols else 0):
             got = np.zeros(count, bool)
@@ -284,7 +293,14 @@ class CollisionWalk:
             if not got.any():
                 break
             moved |= got
-        return np.flatnonzero(moved)
+        cut = np.flatnonzero(moved)
+        if cut.size:
+            before = None
+            if self._previous is not None:
+                before = (self._previous[:, at_j[cut]].astype(np.float64)
+                          - self._previous[:, at_j[cut] - 1].astype(np.float64))
+            q[:, j, cut] = _turn_at_most(lead[:, cut], was[:, cut], q[:, j, cut], self.turn, before)
+        return cut
 
     def _cross_column(self, q, j, at_j, last, maps, sweeps, pulled: list) -> int:
         """Continuous contact in numpy (``kernels.walk._cross_way`` says what and why): point
@@ -559,7 +575,8 @@ class CollisionWalk:
             kids = (self.children, NO_KIDS[1] if self._children_turn is None else self._children_turn)
         walk_strands(rows, base, n, span.start, first_strand, length, float(self.length.elasticity), max(1, self.iterations),
                      bool(self.lifts), _LIFT_RULES, cols, kids, rest, margins, came, lifted, _AROUND, 7, looked, last,
-                     maps, sweeps, float(self.friction), crossed, self.pushes)
+                     maps, sweeps, float(self.friction), crossed, self.pushes, float(self.turn),
+                     _NO_LAST if self._previous is None else self._previous)
         if rows is not p:
             p[...] = rows
         self.looked += int(looked.sum())
@@ -863,6 +880,50 @@ def _held(b: np.ndarray, e: np.ndarray, n: np.ndarray, friction: float):
     launch(held_rows, b.shape[1], *(np.ascontiguousarray(a, np.float64) for a in (b, e, n)), float(friction),
            beyond, out)
     return beyond, out
+
+
+def _toward(u: np.ndarray, d: np.ndarray, c: np.ndarray, most: float) -> np.ndarray:
+    """``kernels.walk._toward`` of unit columns ``u``, ``d`` (3, S), ``c`` = u · d below cos most."""
+    v = d - c * u
+    vl = np.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+    sm = math.sin(most) / np.where(vl <= 1e-12, 1.0, vl)
+    out = math.cos(most) * u + sm * v
+    return np.where(vl <= 1e-12, u, out)
+
+
+def _turn_at_most(lead: np.ndarray, was: np.ndarray, now, most: float, before=None) -> np.ndarray:
+    """Points ``now`` (3, S, float32), swung about their leaders ``lead`` (3, S) by meeting their
+    segments' samples from where they ``was`` (3, S), kept within ``most`` radians of where their
+    segments pointed before the swing or, ``before`` (3, S; None: none), at the end of the last
+    step (``kernels.walk._turn_at_most`` says how and why); float32."""
+    out = now.copy()
+    if most >= math.pi:
+        return out
+    e = was - lead
+    length = np.sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2])
+    d = now.astype(np.float64) - lead
+    dl = np.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
+    at = np.flatnonzero((length != 0.0) & (dl != 0.0))
+    u = e[:, at] / length[at]
+    d = d[:, at] / dl[at]
+    limit = math.cos(most)
+    c = u[0] * d[0] + u[1] * d[1] + u[2] * d[2]
+    far = c < limit
+    at, u, d, c = at[far], u[:, far], d[:, far], c[far]
+    b = _toward(u, d, c, most)
+    if before is not None and at.size:
+        q = before[:, at].astype(np.float64)
+        ql = np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2])
+        has = ql > 0.0
+        q = q / np.where(has, ql, 1.0)
+        cq = q[0] * d[0] + q[1] * d[1] + q[2] * d[2]
+        near = has & (cq >= limit)                    # within reach of where it ended: as swung
+        o = _toward(q, d, cq, most)
+        take = has & ~near & ((o[0] * d[0] + o[1] * d[1] + o[2] * d[2]) > (b[0] * d[0] + b[1] * d[1] + b[2] * d[2]))
+        b[:, take] = o[:, take]
+        at, b = at[~near], b[:, ~near]
+    out[:, at] = (lead[:, at] + length[at] * b).astype(np.float32)
+    return out
 
 
 def _onto_circle(c: np.ndarray, before: np.ndarray, after: np.ndarray, n: np.ndarray) -> np.ndarray:

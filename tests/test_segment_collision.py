@@ -5,17 +5,22 @@ limits. A strand combed over the top edge of a fin 16 cm thick, its points 20 cm
 down by a magnet: by points alone the segment that straddles the fin cuts 5 cm into it with both
 its ends beside it; with segments met, the strand drapes over the edge. The groom at rest meets
 no segment contact (the same bits as walked by points alone); every segment keeps its length;
-the kernel and the numpy walk agree; the same bits on one and two threads. No Blender.
+the kernel and the numpy walk agree; the same bits on one and two threads. With a dynamics
+layer, which carries what a swing leaves on to the next frame, meeting its samples turns a
+segment by ``SEGMENT_TURN`` a frame at most: a strand pulled across the fin in one frame is
+turned over the edge a little a frame, not thrown round it. No Blender.
 """
+
+import math
 
 import numba
 import numpy as np
 import pytest
 
-from hair_wig import FrameInput, HairSet, Magnet, Wig, WigSettings
+from hair_wig import FrameInput, HairSet, Magnet, SpringSettings, Wig, WigSettings
 from hair_wig.collision import Collider, ColliderMesh
 from hair_wig.kernels import walk as walk_kernels
-from hair_wig.walk import CollisionWalk
+from hair_wig.walk import CollisionWalk, _turn_at_most
 from test_collision import sphere
 from tolerance import FOLLOW, rounding
 
@@ -34,7 +39,7 @@ def _fin():
     return v, np.array([t for a, b, c, d in quads for t in ((a, b, c), (a, c, d))])
 
 
-def _wig():
+def _wig(settings=None):
     """Straight strands across the fin's top edge (along y, 2 cm above it), their ``ACROSS``-th
     point and the next 2 cm beside its faces, a small head far above; a magnet as wide as the
     scene."""
@@ -46,7 +51,7 @@ def _wig():
     v, t = _fin()
     head = sphere(0.25, 12, 24)
     head = (head[0] + (0.0, 0.0, 2.0), head[1])
-    return Wig(hair, np.eye(4), np.eye(4), [Magnet("M", np.eye(4), radius=5.0)], WigSettings(),
+    return Wig(hair, np.eye(4), np.eye(4), [Magnet("M", np.eye(4), radius=5.0)], settings or WigSettings(),
                head_mesh=head, colliders=[ColliderMesh("Fin", v, t)])
 
 
@@ -128,3 +133,72 @@ def test_segment_collision_gives_the_same_bits_on_one_and_two_threads():
     finally:
         numba.set_num_threads(was)
     assert all(np.array_equal(a, b) for a, b in zip(*runs))
+
+
+def _turned(lead, was, now, most):
+    """``_turn_at_most`` by the kernel (rows: each leader then its point) and by numpy, with no
+    record of the last step."""
+    rows = np.zeros((3, 2 * lead.shape[1]), np.float32)
+    rows[:, ::2], rows[:, 1::2] = lead, now
+    for i in range(lead.shape[1]):
+        walk_kernels._turn_at_most(rows, 2 * i + 1, 2 * i + 1, *map(float, was[:, i]), np.zeros((3, 0), np.float32),
+                                   most)
+    return rows[:, 1::2], _turn_at_most(lead.astype(np.float64), was.astype(np.float64), now.copy(), most)
+
+
+@pytest.mark.parametrize("most", [walk_kernels.SEGMENT_TURN, math.radians(5.0)])
+def test_a_swing_turns_a_segment_at_most_so_far_on_the_same_great_circle(most):
+    """A point swung by 90° about its leader goes back to ``most`` from where it was, in the plane
+    of the two, at its segment's length; one swung by less than ``most`` stays where it was
+    swung, to the bit; one turned right round stays where it was."""
+    lead = np.array([[0.1, -0.2, 0.3]] * 3, np.float32).T
+    was = lead + np.array([[0.0, 0.2, 0.0]] * 3, np.float32).T
+    small = most / 2
+    now = lead + np.array([[0.0, 0.2, 0.0], [0.0, 0.0, -0.2],
+                           [0.0, 0.2 * math.cos(small), 0.2 * math.sin(small)]], np.float32).T
+    now[:, 0] = lead[:, 0] - (was[:, 0] - lead[:, 0])            # right round
+    for out in _turned(lead, was, now, most):
+        want = lead[:, 1].astype(np.float64) + 0.2 * np.array([0.0, math.cos(most), -math.sin(most)])
+        np.testing.assert_allclose(out[:, 1], want, rtol=0, atol=rounding(4, 1.0))
+        np.testing.assert_array_equal(out[:, 2], now[:, 2])
+        np.testing.assert_array_equal(out[:, 0], was[:, 0])
+    kernel, numpy_ = _turned(lead, was, now, most)
+    np.testing.assert_allclose(kernel, numpy_, rtol=0, atol=rounding(1, 1.0))
+    # all the way: nothing turned back
+    for out in _turned(lead, was, now, math.pi):
+        np.testing.assert_array_equal(out, now)
+
+
+@pytest.mark.parametrize("numpy_walk", [False, True])
+def test_a_swing_stays_within_segment_turn_of_where_its_segment_pointed(monkeypatch, numpy_walk):
+    """The strands pulled 12 cm down across the fin's edge in one frame and held there: walked
+    with the turn a dynamics layer gets (``SEGMENT_TURN``), the straddling segment turns that
+    frame from where the walk by points alone leaves it by less than half as far as the swing all
+    the way (a wig without a layer) turns it; each frame after, it turns on from where it ended
+    by ``SEGMENT_TURN`` at most, and within a few frames it is where the swing all the way put
+    it, to the bit."""
+    if numpy_walk:
+        monkeypatch.setattr(CollisionWalk, "_walk_kernel",
+                            lambda self, p, base, span, first, *last: self._walk(p, base, span, first, *last))
+    pulls = (0.0,) + (PULL,) * 6
+    whole = _bake(_wig(), pulls)
+    wig = _wig()
+    wig.walk.turn = walk_kernels.SEGMENT_TURN
+    held = _bake(wig, pulls)
+    with monkeypatch.context() as m:
+        _points_alone(m)
+        alone = _bake(_wig(), pulls[:2])[-1]
+
+    def turn(a, b):              # between the straddling segments of two results, per strand
+        u, v = (x[:, ACROSS + 1] - x[:, ACROSS] for x in (a, b))
+        c = (u * v).sum(axis=1) / (np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1))
+        return np.arccos(np.clip(c, -1.0, 1.0))
+
+    most = walk_kernels.SEGMENT_TURN
+    slack = rounding(1.5, POINTS * (FOLLOW + 30)) / GAP         # radians: the points' rounding over a segment
+    # that frame: the swing all the way turns it over twice as far as the held one turns it
+    # (about its own leader, which the same turn of the segment before moved: not to the bit)
+    assert turn(whole[1], alone).min() > 2 * turn(held[1], alone).max()
+    assert max(turn(held[f], held[f - 1]).max() for f in range(2, len(held))) <= most + slack
+    np.testing.assert_array_equal(held[-1], whole[-1])
+    assert _inside(_samples(held[-1])).max() <= rounding(1.5, POINTS * (FOLLOW + 30))

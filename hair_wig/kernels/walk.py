@@ -55,10 +55,15 @@ _F32_KEEP = 4 * float(np.finfo(np.float32).eps)   # a segment its length to 4 ul
 # where along a segment from its leader it is met (the middle first): a part of a collider
 # thinner than a quarter of the segment can still pass between two samples
 SEGMENT_AT = (0.5, 0.25, 0.75)
+# a segment's point is at most this share of it from the sample nearest it
+_SEGMENT_REACH = 1.0 - min(SEGMENT_AT)
 # rounds of a segment's samples at most: each swing is first order (the point moved by a sample's
 # push over its share, then set back at the segment's length, falls short of it on a steep turn),
 # and the quarters meet a corner the middle cleared
 SEGMENT_ROUNDS = 8
+# how far meeting its samples turns a segment in one step at most, from where it pointed before
+# or at the end of the last step, radians (``_turn_at_most``; with a dynamics layer)
+SEGMENT_TURN = math.radians(20.0)
 SAMPLES = 9                                       # directions a swing scan measures (tenths)
 
 
@@ -490,7 +495,7 @@ def _swing_out(p, i, j, w, c0, cols, rest, around, rounds):
 @njit(cache=True, parallel=True)
 def walk_strands(p, base, n, start, first_strand, length, elasticity, iterations, lifts, rules,
                  threads_cols, kids, rest, margins, came, lifted, around, rounds, looked, last, maps, sweeps,
-                 friction, crossed, pushes):
+                 friction, crossed, pushes, turn, previous):
     """Follow-the-leader with collision, root to tip, on every strand of rows ``p`` (3, C)
     float32 — strands of ``n`` points one after another, strand ``s``'s point ``j`` row
     ``s n + j``, the wig's point ``start + s n + j`` — in place, all but the roots
@@ -543,6 +548,10 @@ def walk_strands(p, base, n, start, first_strand, length, elasticity, iterations
         Written at each point a contact pushed: the unit direction of its last push (from where
         it was pushed out: as well conditioned as its depth), head-local — what a dynamics layer
         that feels only its contacts takes back (``walk.CollisionWalk.pushes``); elsewhere left.
+    turn, previous : float, (3, P) float32
+        How far meeting its samples may turn a segment from where it pointed before, or at the
+        end of the last step (``previous``, head-local; of no points: none), radians
+        (``_turn_at_most``): ``SEGMENT_TURN`` with a dynamics layer; π (all the way) without.
     """
     count = p.shape[1] // n
     for chunk in prange((count + CHUNK - 1) // CHUNK):
@@ -554,13 +563,13 @@ def walk_strands(p, base, n, start, first_strand, length, elasticity, iterations
         for s in range(chunk * CHUNK, min((chunk + 1) * CHUNK, count)):
             _walk_strand(p, base, n, start, first_strand, s, length, elasticity, iterations, lifts,
                          rules, c0, c1, mine, kids, rest, margins, came, lifted, around, rounds, looked, last,
-                         maps, sweeps, friction, crossed, pushes)
+                         maps, sweeps, friction, crossed, pushes, turn, previous)
 
 
 @njit(cache=True, inline="always")
 def _walk_strand(p, base, n, start, first_strand, s, length, elasticity, iterations, lifts, rules, c0, c1,
                  cols, kids, rest, margins, came, lifted, around, rounds, looked, last, maps, sweeps, friction,
-                 crossed, pushes):
+                 crossed, pushes, turn, previous):
     """``walk_strands`` for strand ``s``; ``c0``, ``c1``: the first and second colliders (``c1``
     is ``c0`` where there is one), read from the list once per chunk of strands. Inlined, as
     ``_round``, ``_project`` and ``_project_to`` are: a call that
@@ -652,6 +661,7 @@ def _walk_strand(p, base, n, start, first_strand, s, length, elasticity, iterati
         # out of a sample can leave a point where no pull back reaches it (a strand a slow plate
         # drags over its edge then slips through it)
         cut = False
+        fx, fy, fz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
         for r in range(SEGMENT_ROUNDS):
             got = False
             if not (sweeping and sweeps[0]):
@@ -664,6 +674,7 @@ def _walk_strand(p, base, n, start, first_strand, s, length, elasticity, iterati
                 break
             cut = True
         if cut:                          # moved: no bound for the next point; out if it went in
+            _turn_at_most(p, i, w, fx, fy, fz, previous, turn)
             for k in range(ncol):
                 margins[k, s] = -_INF32
             _swing_out(p, i, j, w, c0, cols, rest, around, rounds)
@@ -721,9 +732,10 @@ def _segment_against(p, i, w, col, rest, margin, seg, pushes):
     it by swinging the segment about its leader — point ``i`` moved by the sample's push over the
     sample's share ``t`` of the segment and set back at the segment's length: to first order the
     least turn about the leader that takes the sample out, the segment's length kept. Samples in
-    turn, each from where the one before left the point. Not looked at: a segment whose point is
-    farther from the collider (``margin``, a lower bound in field units; −inf: none) than three
-    quarters of it (``seg`` long) beyond its samples' limits, nor one whose ends both moved less
+    turn, each from where the one before left the point. Not looked at: a
+    segment whose point is farther from the collider (``margin``, a lower bound in field units;
+    −inf: none) than the share of it (``seg`` long) from its nearest sample beyond its samples'
+    limits, nor one whose ends both moved less
     than its room from rest while the collider keeps still (the samples' skip, ``Collider.bind``).
     Writes the last push's direction to ``pushes``; whether it moved
     the point."""
@@ -731,7 +743,7 @@ def _segment_against(p, i, w, col, rest, margin, seg, pushes):
     if bounds.shape[1] <= w:
         return False
     top = max(bounds[0, w], max(bounds[1, w], bounds[2, w]))
-    if margin - col[15] * np.float32(0.75) * seg >= top:
+    if margin - col[15] * np.float32(_SEGMENT_REACH) * seg >= top:
         return False
     if not col[11]:
         skip2 = bounds[3, w]
@@ -741,8 +753,8 @@ def _segment_against(p, i, w, col, rest, margin, seg, pushes):
             return False
     lx, ly, lz = np.float64(p[0, i - 1]), np.float64(p[1, i - 1]), np.float64(p[2, i - 1])
     moved = False
-    for q in range(3):
-        t = 0.5 if q == 0 else (0.25 if q == 1 else 0.75)
+    for q in range(len(SEGMENT_AT)):
+        t = SEGMENT_AT[q]
         px, py, pz = np.float64(p[0, i]), np.float64(p[1, i]), np.float64(p[2, i])
         sx, sy, sz = lx + t * (px - lx), ly + t * (py - ly), lz + t * (pz - lz)
         hit, hx, hy, hz, nx, ny, nz = _project_to(sx, sy, sz, np.float64(bounds[q, w]), col)
@@ -761,6 +773,68 @@ def _segment_against(p, i, w, col, rest, margin, seg, pushes):
         pushes[0, i], pushes[1, i], pushes[2, i] = np.float32(nx), np.float32(ny), np.float32(nz)
         moved = True
     return moved
+
+
+@njit(cache=True)
+def _toward(ux, uy, uz, dx, dy, dz, c, most):
+    """The unit direction ``most`` radians from unit ``u`` towards unit ``d`` (``c`` = u · d
+    below cos most) on their great circle; ``u`` where ``d`` is right against it."""
+    vx, vy, vz = dx - c * ux, dy - c * uy, dz - c * uz
+    v = math.sqrt(vx * vx + vy * vy + vz * vz)
+    if v <= 1e-12:
+        return ux, uy, uz
+    sm = math.sin(most) / v
+    cm = math.cos(most)
+    return cm * ux + sm * vx, cm * uy + sm * vy, cm * uz + sm * vz
+
+
+@njit(cache=True)
+def _turn_at_most(p, i, w, fx, fy, fz, previous, most):
+    """Point ``i`` of rows ``p`` (the wig's point ``w``), swung about its leader by meeting its
+    segment's samples from ``f`` (where its own contacts left it), kept within ``most`` radians
+    of where its segment pointed — before the swing, or at the end of the last step
+    (``previous`` (3, P), head-local; of no points: none) — at the segment's length: where the
+    swing went farther, turned from whichever of those two comes nearer it by ``most`` towards
+    it. A sample deep inside (a strand the solver carried through an ear between two steps, a
+    zigzag of segments across a thin part) asks a segment to turn by a right angle and more,
+    which follow-the-leader carries to the tip: a strand's lower half jumped a metre in one frame
+    and back in the next (the fast head turn's Wisps: 104 popping point-frames where points alone
+    had none). A cut the solver brings back each step (hair held across an edge) is turned out
+    ``most`` further each step from where it ended the last, until the swing comes within
+    ``most`` of it. Unchanged (to the bit) where the swing is within ``most`` of either.
+    (``walk.CollisionWalk._turn_at_most``.)"""
+    if most >= math.pi:
+        return
+    lx, ly, lz = np.float64(p[0, i - 1]), np.float64(p[1, i - 1]), np.float64(p[2, i - 1])
+    ex, ey, ez = fx - lx, fy - ly, fz - lz
+    length = math.sqrt(ex * ex + ey * ey + ez * ez)
+    dx, dy, dz = np.float64(p[0, i]) - lx, np.float64(p[1, i]) - ly, np.float64(p[2, i]) - lz
+    d = math.sqrt(dx * dx + dy * dy + dz * dz)
+    if length == 0.0 or d == 0.0:
+        return
+    ux, uy, uz = ex / length, ey / length, ez / length
+    dx, dy, dz = dx / d, dy / d, dz / d
+    limit = math.cos(most)
+    c = ux * dx + uy * dy + uz * dz
+    if c >= limit:
+        return
+    bx, by, bz = _toward(ux, uy, uz, dx, dy, dz, c, most)
+    if previous.shape[1] > w:
+        qx = np.float64(previous[0, w]) - np.float64(previous[0, w - 1])
+        qy = np.float64(previous[1, w]) - np.float64(previous[1, w - 1])
+        qz = np.float64(previous[2, w]) - np.float64(previous[2, w - 1])
+        q = math.sqrt(qx * qx + qy * qy + qz * qz)
+        if q > 0.0:
+            qx, qy, qz = qx / q, qy / q, qz / q
+            cq = qx * dx + qy * dy + qz * dz
+            if cq >= limit:
+                return
+            ox, oy, oz = _toward(qx, qy, qz, dx, dy, dz, cq, most)
+            if ox * dx + oy * dy + oz * dz > bx * dx + by * dy + bz * dz:
+                bx, by, bz = ox, oy, oz
+    p[0, i] = np.float32(lx + length * bx)
+    p[1, i] = np.float32(ly + length * by)
+    p[2, i] = np.float32(lz + length * bz)
 
 
 @njit(cache=True)
