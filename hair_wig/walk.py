@@ -296,7 +296,7 @@ class CollisionWalk:
         cut = np.flatnonzero(moved)
         if cut.size:
             before = None
-            if self._previous is not None:
+            if self._previous is not None and self.turn < math.pi and self._previous.shape[1] > at_j[cut].max():
                 before = (self._previous[:, at_j[cut]].astype(np.float64)
                           - self._previous[:, at_j[cut] - 1].astype(np.float64))
             q[:, j, cut] = _turn_at_most(lead[:, cut], was[:, cut], q[:, j, cut], self.turn, before)
@@ -908,7 +908,7 @@ def _turn_at_most(lead: np.ndarray, was: np.ndarray, now, most: float, before=No
     d = d[:, at] / dl[at]
     limit = math.cos(most)
     c = u[0] * d[0] + u[1] * d[1] + u[2] * d[2]
-    far = c < limit
+    far = ~(c >= limit)                               # as the kernel's: NaN is not within reach
     at, u, d, c = at[far], u[:, far], d[:, far], c[far]
     b = _toward(u, d, c, most)
     if before is not None and at.size:

@@ -13,6 +13,7 @@ The groom is built in Blender (Suzanne, subdivided; hair combed 5 mm over her sc
 (``scripts/invariance.py``, which also prints the figures).
 """
 
+import math
 import os
 
 import numpy as np
@@ -20,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from invariance import EPS32, FRAMES, bake, make_groom, similarity
-from hair_wig.kernels.walk import SEGMENT_AT
+from hair_wig.kernels.walk import SEGMENT_AT, SEGMENT_TURN
 
 EXAMPLES = int(os.environ.get("HAIR_WIG_PROPERTY_EXAMPLES", "5"))
 # no shrinking: a failing case is reported as drawn (shrinking one bake after another takes minutes)
@@ -94,14 +95,19 @@ def carried(wig, frames: int = FRAMES) -> float:
     head: its rounding is of that depth's conditioning, within the push's. A segment met between
     its points swings its point by the push of a sample ``t`` of the way along it over ``t``
     (``kernels.walk._segment_against``), so a push's rounding reaches a point times up to
-    1 / min(SEGMENT_AT) = 4: that factor is in the count too."""
+    1 / min(SEGMENT_AT) = 4: that factor is in the count too. Where a swing goes farther than
+    ``SEGMENT_TURN`` it is turned back to that (``kernels.walk._turn_at_most``): the point set
+    along the part of the swung direction square to where the segment pointed, over its length
+    ``sin θ`` for a swing of ``θ`` — at least ``sin SEGMENT_TURN`` for swings up to 180° less
+    that, so the direction's rounding reaches the point times up to ``1 / sin SEGMENT_TURN``
+    (2.9): in the count too."""
     e11, e12, e21, e22 = (np.asarray(c, np.float64) for c in wig.layer.springs.coefficients(1.0 / 24.0)[:4])
     m = np.array([[e11, e12], [e21, e22]]).transpose(2, 0, 1)              # (P, 2, 2)
     later, power = np.zeros(len(e11)), np.repeat(np.eye(2)[None], len(e11), axis=0)
     for _ in range(frames - 1):
         power = power @ m
         later += np.abs(power[:, 0, 0])
-    return float(1.0 + 3.0 * later.max()) / min(SEGMENT_AT)
+    return float(1.0 + 3.0 * later.max()) / min(SEGMENT_AT) / math.sin(SEGMENT_TURN)
 
 
 @pytest.mark.parametrize("mode, collide", MODES)

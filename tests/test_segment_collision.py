@@ -135,38 +135,63 @@ def test_segment_collision_gives_the_same_bits_on_one_and_two_threads():
     assert all(np.array_equal(a, b) for a, b in zip(*runs))
 
 
-def _turned(lead, was, now, most):
-    """``_turn_at_most`` by the kernel (rows: each leader then its point) and by numpy, with no
-    record of the last step."""
+def _turned(lead, was, now, most, previous=None):
+    """``_turn_at_most`` by the kernel (rows: each leader then its point; ``previous`` (3, S): the
+    segments' directions at the end of the last step, as such rows too) and by numpy."""
     rows = np.zeros((3, 2 * lead.shape[1]), np.float32)
     rows[:, ::2], rows[:, 1::2] = lead, now
+    last = np.zeros((3, 0), np.float32)
+    if previous is not None:
+        last = np.zeros_like(rows)
+        last[:, 1::2] = previous
     for i in range(lead.shape[1]):
-        walk_kernels._turn_at_most(rows, 2 * i + 1, 2 * i + 1, *map(float, was[:, i]), np.zeros((3, 0), np.float32),
-                                   most)
-    return rows[:, 1::2], _turn_at_most(lead.astype(np.float64), was.astype(np.float64), now.copy(), most)
+        walk_kernels._turn_at_most(rows, 2 * i + 1, 2 * i + 1, *map(float, was[:, i]), last, most)
+    return rows[:, 1::2], _turn_at_most(lead.astype(np.float64), was.astype(np.float64), now.copy(), most,
+                                        None if previous is None else previous.astype(np.float64))
+
+
+def _along(lead, angle):
+    """Points 0.2 from ``lead`` (3,) at ``angle`` from +y towards −z."""
+    return lead + 0.2 * np.array([0.0, math.cos(angle), -math.sin(angle)])
 
 
 @pytest.mark.parametrize("most", [walk_kernels.SEGMENT_TURN, math.radians(5.0)])
 def test_a_swing_turns_a_segment_at_most_so_far_on_the_same_great_circle(most):
     """A point swung by 90° about its leader goes back to ``most`` from where it was, in the plane
     of the two, at its segment's length; one swung by less than ``most`` stays where it was
-    swung, to the bit; one turned right round stays where it was."""
-    lead = np.array([[0.1, -0.2, 0.3]] * 3, np.float32).T
-    was = lead + np.array([[0.0, 0.2, 0.0]] * 3, np.float32).T
-    small = most / 2
-    now = lead + np.array([[0.0, 0.2, 0.0], [0.0, 0.0, -0.2],
-                           [0.0, 0.2 * math.cos(small), 0.2 * math.sin(small)]], np.float32).T
-    now[:, 0] = lead[:, 0] - (was[:, 0] - lead[:, 0])            # right round
-    for out in _turned(lead, was, now, most):
-        want = lead[:, 1].astype(np.float64) + 0.2 * np.array([0.0, math.cos(most), -math.sin(most)])
-        np.testing.assert_allclose(out[:, 1], want, rtol=0, atol=rounding(4, 1.0))
-        np.testing.assert_array_equal(out[:, 2], now[:, 2])
+    swung, to the bit; one turned right round stays where it was. With where its segment pointed
+    at the end of the last step: a swing within ``most`` of that stays as swung, to the bit; one
+    farther from both goes ``most`` from whichever of the two comes nearer it. The kernel and
+    numpy give the same bits (the same operations in the same order, no fused ones)."""
+    lead = np.array([0.1, -0.2, 0.3])
+    was = np.stack([_along(lead, 0.0)] * 4, axis=1).astype(np.float32)
+    leads = np.stack([lead] * 4, axis=1).astype(np.float32)
+    now = np.stack([_along(lead, math.pi), _along(lead, math.pi / 2), _along(lead, most / 2),
+                    _along(lead, math.pi / 2)], axis=1).astype(np.float32)
+    # coordinates up to 0.5, about a dozen roundings: the unit vectors, the turn, the float32 write
+    tol = rounding(0.5, 12)
+    for out in _turned(leads, was, now, most):
         np.testing.assert_array_equal(out[:, 0], was[:, 0])
-    kernel, numpy_ = _turned(lead, was, now, most)
-    np.testing.assert_allclose(kernel, numpy_, rtol=0, atol=rounding(1, 1.0))
+        np.testing.assert_allclose(out[:, 1], _along(lead, most), rtol=0, atol=tol)
+        np.testing.assert_array_equal(out[:, 2], now[:, 2])
+    np.testing.assert_array_equal(*_turned(leads, was, now, most))
+    previous = np.stack([_along(lead, math.pi / 2 - most / 2) - lead, _along(lead, math.pi / 4) - lead] * 2,
+                        axis=1).astype(np.float32)
+    kernel, numpy_ = _turned(leads[:, 1:3], was[:, 1:3], now[:, [1, 3]], most, previous[:, :2])
+    np.testing.assert_array_equal(kernel, numpy_)
+    np.testing.assert_array_equal(kernel[:, 0], now[:, 1])                   # within reach of the last
+    want = _along(lead, math.pi / 4 + most)                                   # from the nearer of the two
+    np.testing.assert_allclose(kernel[:, 1], want, rtol=0, atol=tol)
     # all the way: nothing turned back
-    for out in _turned(lead, was, now, math.pi):
+    for out in _turned(leads, was, now, math.pi):
         np.testing.assert_array_equal(out, now)
+
+
+def test_a_wig_turns_segments_by_segment_turn_with_a_dynamics_layer_and_all_the_way_without():
+    """The wig gives its walk ``SEGMENT_TURN`` where a dynamics layer carries each step on, and
+    π (the swing all the way, every frame walked afresh from its keyed pose) where none does."""
+    assert _wig(WigSettings(dynamics=SpringSettings())).walk.turn == walk_kernels.SEGMENT_TURN
+    assert _wig().walk.turn == math.pi
 
 
 @pytest.mark.parametrize("numpy_walk", [False, True])
