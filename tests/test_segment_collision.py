@@ -122,14 +122,18 @@ def test_the_groom_at_rest_meets_no_segment_contact(monkeypatch):
         np.testing.assert_array_equal(out, hair)
 
 
-def test_segment_collision_gives_the_same_bits_on_one_and_two_threads():
-    """Every strand is walked by one iteration of the kernel, writing only its own points."""
+@pytest.mark.parametrize("turn", [math.pi, walk_kernels.SEGMENT_TURN])
+def test_segment_collision_gives_the_same_bits_on_one_and_two_threads(turn):
+    """Every strand is walked by one iteration of the kernel, writing only its own points — the
+    swing all the way, and the turn a dynamics layer gets (read from the last frame's record)."""
     runs = []
     was = numba.get_num_threads()
     try:
         for threads in (1, 2):
             numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-            runs.append(_bake(_wig()))
+            wig = _wig()
+            wig.walk.turn = turn
+            runs.append(_bake(wig, (0.0,) + (PULL,) * 4))
     finally:
         numba.set_num_threads(was)
     assert all(np.array_equal(a, b) for a, b in zip(*runs))
