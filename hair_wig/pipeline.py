@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from . import blas
 from .dynamics import DynamicMagnets, ForceField
 from .dynamics_layer import HairModel, LayerFrame
 from .kernels import rows_copy_to_points, rows_to_points
@@ -161,6 +162,7 @@ class Wig:
         either, bit for bit.
     """
 
+    @blas.one_thread
     def __init__(self, hair: HairSet, hair_matrix, head_matrix, magnets=(), settings=None,
                  head_mesh=None, head_centre=None, scalp: ScalpSpace | None = None, threads: int = 1,
                  head_name: str | None = None, colliders=(), children=None, keyed=None):
@@ -369,6 +371,7 @@ class Wig:
         up_in_rest_head = np.linalg.solve(self.head_rest[:3, :3], -g / norm)
         return head[:3, :3] @ up_in_rest_head
 
+    @blas.one_thread        # numpy's BLAS workers would spin on the kernels' cores (``blas``)
     def step(self, inp: FrameInput, state: WigState | None = None, out: np.ndarray | None = None,
              keep_state: bool = True, timings: dict | None = None, measure: bool = True):
         """Deformed positions for one frame, and the state for the next.
