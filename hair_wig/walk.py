@@ -164,35 +164,38 @@ class CollisionWalk:
         self.pushes = np.zeros((3, p.shape[1]), np.float32)
         self._start = span.start or 0
         self._previous = last         # where each point ended the last step (``_turn_at_most``)
-        sweeps = self.sweeps(maps)
-        fields = all(isinstance(c.field, MeshField) for c in self.colliders)
-        if not sweeps.any() or not fields:
-            last = maps = None       # nothing moved relative to the head, or no distance to advance by
-        if self.walks and fields:
-            self._walk_kernel(p, base, span, first_strand, last, maps, sweeps)
-            return
-        if self.walks:
-            self._walk(p, base, span, first_strand, last, maps, sweeps)
-        else:
-            if last is not None:
-                self.crossed = self.cross(p, span, last, maps, sweeps)
-            not_root = self.not_root[span]
-            strand = self.strand_of_point[span] - first_strand
-            moved = self._collide(p, span, not_root)
-            if moved.size == 0:
+        try:
+            sweeps = self.sweeps(maps)
+            fields = all(isinstance(c.field, MeshField) for c in self.colliders)
+            if not sweeps.any() or not fields:
+                last = maps = None       # nothing moved relative to the head, or no distance to advance by
+            if self.walks and fields:
+                self._walk_kernel(p, base, span, first_strand, last, maps, sweeps)
                 return
-            touched = np.unique(strand[moved])
-            hit = np.zeros(int(strand[-1]) + 1, dtype=bool)
-            hit[touched] = True
-            mask = hit[strand] & not_root
-            if length is not None:
-                for _ in range(max(1, self.iterations)):
-                    length.apply_rows(p, touched, first_strand, base=base)
-                    moved = self._collide(p, span, mask)
-                    if moved.size == 0:
-                        break
-                else:
-                    length.apply_rows(p, touched, first_strand, base=base)
+            if self.walks:
+                self._walk(p, base, span, first_strand, last, maps, sweeps)
+            else:
+                if last is not None:
+                    self.crossed = self.cross(p, span, last, maps, sweeps)
+                not_root = self.not_root[span]
+                strand = self.strand_of_point[span] - first_strand
+                moved = self._collide(p, span, not_root)
+                if moved.size == 0:
+                    return
+                touched = np.unique(strand[moved])
+                hit = np.zeros(int(strand[-1]) + 1, dtype=bool)
+                hit[touched] = True
+                mask = hit[strand] & not_root
+                if length is not None:
+                    for _ in range(max(1, self.iterations)):
+                        length.apply_rows(p, touched, first_strand, base=base)
+                        moved = self._collide(p, span, mask)
+                        if moved.size == 0:
+                            break
+                    else:
+                        length.apply_rows(p, touched, first_strand, base=base)
+        finally:
+            self._previous = None      # not kept past the step: the state owns it
 
     def _walk(self, p, base, span, first_strand, last=None, maps=None, sweeps=None) -> None:
         """Follow-the-leader with collision, root to tip, on every strand stepped (one point
